@@ -1,0 +1,58 @@
+"""Project-wide test configuration.
+
+The autouse ``_no_network`` fixture makes the rule "tests never touch the
+network" mechanical (DESIGN.md section 6): any socket connection to an address
+other than loopback or a Unix socket raises ``NetworkBlocked`` at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any
+
+import pytest
+
+
+class NetworkBlocked(RuntimeError):
+    """Raised when a test tries to reach a non-loopback address."""
+
+
+def _is_loopback(address: Any) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    host = address[0]
+    if isinstance(host, bytes):
+        host = host.decode()
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_getaddrinfo = socket.getaddrinfo
+
+    def guarded_connect(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+            raise NetworkBlocked(f"tests may not reach the network: connect to {address!r}")
+        return real_connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+            raise NetworkBlocked(f"tests may not reach the network: connect to {address!r}")
+        return real_connect_ex(self, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host is not None and not _is_loopback((host, 0)):
+            raise NetworkBlocked(f"tests may not reach the network: resolve {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
