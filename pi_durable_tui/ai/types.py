@@ -126,6 +126,9 @@ class AssistantMessage(_Data):
     """HTTP-like status of a provider error, when there was one (429, 500, 529...)."""
     retry_after_ms: int | None = None
     """How long the provider asked us to wait before retrying, when it said."""
+    retryable: bool | None = None
+    """The provider's own verdict on retrying an error; ``None`` means classify from
+    ``error_status`` and ``error_message`` (``pi_durable_tui.ai.failures``)."""
     timestamp: int = 0
 
     def text(self) -> str:

@@ -1,0 +1,33 @@
+"""Dispatch ``python -m pi_durable_tui.bench <name>`` to a benchmark module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "storage": ("pi_durable_tui.bench.storage", "storage backends against raw sqlite3"),
+    "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
+}
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark named by ``argv[0]`` with the rest of ``argv``.
+
+    Args:
+        argv: Command-line arguments without the program name.
+
+    Returns:
+        The benchmark's exit status, or 2 for an unknown name.
+    """
+    if not argv or argv[0] not in BENCHMARKS:
+        lines = [f"  {name:<10} {text}" for name, (_, text) in BENCHMARKS.items()]
+        sys.stderr.write("usage: python -m pi_durable_tui.bench NAME [options]\n")
+        sys.stderr.write("\n".join(lines) + "\n")
+        return 2
+    module = importlib.import_module(BENCHMARKS[argv[0]][0])
+    return int(module.main(argv[1:]))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
