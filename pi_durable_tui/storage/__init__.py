@@ -1,0 +1,94 @@
+"""Layer 1: records, the Storage protocol, backends, and the conformance suite.
+
+Nothing here knows about models, chats or terminals; the kernel (layer 2) builds
+on it. See ``protocol`` for the contract every backend keeps.
+"""
+
+from pi_durable_tui.storage.errors import (
+    InvalidCursor,
+    StorageClosed,
+    StorageCorrupted,
+    StorageError,
+    StoragePoisoned,
+    StorageRejected,
+    StoreLocked,
+)
+from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, apply_ops
+from pi_durable_tui.storage.memory import MemoryStorage
+from pi_durable_tui.storage.protocol import Storage
+from pi_durable_tui.storage.records import (
+    LIVE_TASK_STATUSES,
+    MAX_ID,
+    ROOT_CONVERSATION_ID,
+    ConversationOwner,
+    ConversationRecord,
+    ConversationScope,
+    DocAddress,
+    DocScope,
+    DocumentRead,
+    DocumentRecord,
+    EntryRecord,
+    ForkPoint,
+    Page,
+    ScopeRef,
+    SessionScope,
+    StoredEntry,
+    SubmissionRecord,
+    TaskRecord,
+    TaskScope,
+)
+from pi_durable_tui.storage.writes import (
+    ChangeDocument,
+    CopyDocument,
+    CreateDocument,
+    PutConversation,
+    PutEntry,
+    PutSubmission,
+    PutTask,
+    RetireDocument,
+    Write,
+)
+
+__all__ = [
+    "LIVE_TASK_STATUSES",
+    "MAX_ID",
+    "ROOT_CONVERSATION_ID",
+    "ChangeDocument",
+    "ConversationOwner",
+    "ConversationRecord",
+    "ConversationScope",
+    "CopyDocument",
+    "CreateDocument",
+    "DocAddress",
+    "DocScope",
+    "DocumentRead",
+    "DocumentRecord",
+    "EntryRecord",
+    "ForkPoint",
+    "InvalidCursor",
+    "Json",
+    "JsonObject",
+    "MemoryStorage",
+    "Op",
+    "Page",
+    "PutConversation",
+    "PutEntry",
+    "PutSubmission",
+    "PutTask",
+    "RetireDocument",
+    "ScopeRef",
+    "SessionScope",
+    "Storage",
+    "StorageClosed",
+    "StorageCorrupted",
+    "StorageError",
+    "StoragePoisoned",
+    "StorageRejected",
+    "StoreLocked",
+    "StoredEntry",
+    "SubmissionRecord",
+    "TaskRecord",
+    "TaskScope",
+    "Write",
+    "apply_ops",
+]

@@ -1,0 +1,49 @@
+"""Storage errors.
+
+The tree::
+
+    StorageError                  any failure reported by a backend
+    ├── StorageRejected           refused before any durable effect (R8); the commit
+    │   │                         rolls back and the Session stays healthy
+    │   └── InvalidCursor         a cursor that this backend did not make for this scan
+    ├── StorageCorrupted          the store's files are damaged or incomplete; open fails
+    ├── StoreLocked               another process holds the store's single-writer lock
+    ├── StoragePoisoned           an earlier write failed midway; reopen the store
+    └── StorageClosed             the backend was closed
+
+Every error other than ``StorageRejected`` raised by ``commit`` is *uncertain*: the
+batch may or may not be durable, and the kernel poisons its Session (R8).
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base class of every error a storage backend raises on purpose."""
+
+
+class StorageRejected(StorageError):
+    """A deterministic refusal made before anything durable happened (R8, R18).
+
+    A commit that raises it left the store exactly as it was.
+    """
+
+
+class InvalidCursor(StorageRejected):
+    """A scan was given a cursor it did not make (forged, truncated, or of another order)."""
+
+
+class StorageCorrupted(StorageError):
+    """The store's files are damaged or incomplete and cannot be opened as they are."""
+
+
+class StoreLocked(StorageError):
+    """Another live process holds the store's single-writer lock."""
+
+
+class StoragePoisoned(StorageError):
+    """A write failed after it started; the backend refuses further use until reopened (R130)."""
+
+
+class StorageClosed(StorageError):
+    """The backend was closed."""
