@@ -1,0 +1,165 @@
+"""Read-only views of the scheduler: ``inspect()`` (R28) and the task graph (R126).
+
+Neither writes anything, runs task code, or enables scheduling (R23). The task
+graph holds every live task as a node; ``TaskGraphState`` keeps it current from
+commit publications (a node appears with the commit that creates the task and
+disappears with the one that makes it terminal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pi_durable_tui.kernel.ownership import ordinary_owned_work
+from pi_durable_tui.kernel.publication import CommitInfo
+from pi_durable_tui.kernel.reconcile import block_reason
+from pi_durable_tui.storage.json_ops import Json, JsonObject, copy_json
+from pi_durable_tui.storage.records import SubmissionRecord, TaskRecord
+
+if TYPE_CHECKING:
+    from pi_durable_tui.kernel.session import Session
+
+Scheduling = Literal["paused", "running", "closing"]
+
+
+def task_node(session: Session, record: TaskRecord) -> JsonObject:
+    """Return the task-graph node of a live task (R126)."""
+    state = record.state
+    status = state["status"]
+    checkpoint = state.get("checkpoint")
+    phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
+    node_state: JsonObject
+    if status in ("pending", "running"):
+        node_state = {"status": status, "phase": phase}
+    elif status == "waiting":
+        node_state = {
+            "status": "waiting",
+            "phase": phase,
+            "on": copy_json(state["on"]),
+            "policy": state["policy"],
+        }
+    else:
+        outcome = state["outcome"]
+        node_state = {"status": "completing", "outcome": outcome["status"]}  # type: ignore[index,call-overload]
+    node: JsonObject = {
+        "id": record.id,
+        "kind": record.kind,
+        "conversation_id": record.conversation_id,
+        "background": record.background,
+        "abort_requested": record.abort_requested,
+        "state": node_state,
+        "conversations": list(session.live.owned_conversations(record.id)),
+    }
+    if record.owner is not None:
+        node["owner"] = record.owner
+    return node
+
+
+def task_graph(session: Session) -> JsonObject:
+    """Return ``{"tasks": {"<id>": node}}`` for every live task (R126)."""
+    return {"tasks": {str(r.id): task_node(session, r) for r in session.live.tasks()}}
+
+
+class TaskGraphState:
+    """The task graph, kept current by commit publications; read ``value`` or subscribe."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._value = task_graph(session)
+        self._listeners: list[Callable[[JsonObject], None]] = []
+        self._unsubscribe = session.subscribe(self._on_commit)
+
+    @property
+    def value(self) -> JsonObject:
+        """A copy of the current graph."""
+        return copy_json(self._value)  # type: ignore[return-value]
+
+    def subscribe(self, listener: Callable[[JsonObject], None]) -> Callable[[], None]:
+        """Call ``listener(graph)`` after each commit that changes the graph."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def close(self) -> None:
+        """Stop following commits."""
+        self._unsubscribe()
+
+    def _on_commit(self, info: CommitInfo) -> None:
+        if not info.tasks and not info.conversations:
+            return
+        graph = task_graph(self._session)
+        if graph == self._value:
+            return
+        self._value = graph
+        for listener in list(self._listeners):
+            listener(copy_json(graph))  # type: ignore[arg-type]
+
+
+def _activity(session: Session, record: TaskRecord) -> JsonObject:
+    scheduler = session.scheduler
+    live = session.live
+    if record.id in scheduler.invocations:
+        return {"running": True}
+    status = record.status
+    if status == "completing":
+        return {"completing": True}
+    if record.abort_requested:
+        owned = ordinary_owned_work(live, record.id)
+        if owned:
+            return {"waiting": {"on": list[Json](owned)}}
+    elif status == "waiting":
+        on: list[int] = record.state["on"]  # type: ignore[assignment]
+        pending: list[Json] = [i for i in on if live.task(i) is not None]
+        if pending:
+            return {"waiting": {"on": pending}}
+    definition = session.registry.get(record.kind)
+    blocked = block_reason(record, definition, scheduler.blocked.get(record.id))
+    if blocked is not None:
+        data: JsonObject = {"reason": blocked.reason}
+        if blocked.error is not None:
+            data["error"] = str(blocked.error)
+        return {"blocked": data}
+    assert definition is not None
+    return {"ready": {"migrates": record.version < definition.version}}
+
+
+async def inspect_session(session: Session) -> JsonObject:
+    """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28).
+
+    Writes nothing and runs no task code.
+    """
+    result: dict[str, Any] = {}
+
+    async def read(_tx: Any) -> None:
+        scheduling: Scheduling = (
+            "closing" if session.closing else "running" if session.scheduler.enabled else "paused"
+        )
+        tasks = []
+        for record in session.live.tasks():
+            item = record.to_json()
+            item.pop("memos", None)
+            item["activity"] = _activity(session, record)
+            tasks.append(item)
+        submissions: list[SubmissionRecord] = []
+        cursor = None
+        while True:
+            page = await session.storage.scan_submissions(
+                status=("queued", "placed"), limit=500, cursor=cursor
+            )
+            submissions.extend(page.items)
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        result.update(
+            scheduling=scheduling,
+            tasks=tasks,
+            submissions=[s.to_json() for s in submissions],
+        )
+
+    await session.run_commit(read)
+    return result

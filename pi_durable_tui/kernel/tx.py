@@ -1,0 +1,597 @@
+"""``Tx``: what a commit callback may read and write (R1, R5-R11, R17-R18, R70).
+
+A transaction stages everything and writes nothing until its callback returns;
+then ``prepare`` runs the checks that need storage (ownership, waits, fork
+copies, document diffs) and produces one storage batch. Rules:
+
+- Table reads (conversations, entries, tasks, submissions, scans) are async and
+  allowed only before the first table write; afterwards they raise
+  ``ReadAfterWrite`` (R5). Document reads and writes stay allowed.
+- Creation methods return the created record; callers never read it back.
+- ``tx.doc`` acquires a document (creating a missing one from ``initial``, R9);
+  the first acquisition of an address in a commit is memoized.
+- After the callback settles every method raises ``TransactionClosed`` (R6).
+
+Task state transitions requested by a task's runtime commit, ownership checks
+(R11) and wait checks (R51) are resolved here, on the candidate records of this
+very commit; the scheduler module supplies the rules through ``TaskStaging``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from pi_durable_tui.kernel.documents import DocDefinition
+from pi_durable_tui.kernel.drafts import DocChange, Draft
+from pi_durable_tui.kernel.errors import (
+    KernelError,
+    OwnershipRejected,
+    ReadAfterWrite,
+    TransactionClosed,
+)
+from pi_durable_tui.kernel.tasks import (
+    ConversationOwned,
+    ConversationOwnership,
+    TaskDefinition,
+    TaskOwned,
+    TaskOwnership,
+    TaskState,
+    check_checkpoint,
+)
+from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
+from pi_durable_tui.storage.protocol import EntryOrder
+from pi_durable_tui.storage.records import (
+    ConversationOwner,
+    ConversationRecord,
+    DocAddress,
+    DocumentRecord,
+    EntryRecord,
+    ForkPoint,
+    Page,
+    StoredEntry,
+    SubmissionRecord,
+    SubmissionStatus,
+    SubmissionType,
+    TaskRecord,
+    TaskStatus,
+)
+from pi_durable_tui.storage.writes import (
+    PutConversation,
+    PutEntry,
+    PutSubmission,
+    PutTask,
+    RetireDocument,
+    Write,
+)
+
+if TYPE_CHECKING:
+    from pi_durable_tui.kernel.session import Session
+
+SETTLED: tuple[SubmissionStatus, ...] = ("done", "unanswered")
+
+
+class Tx:
+    """The transaction of one commit callback. Created by the Session, never directly."""
+
+    def __init__(self, session: Session, origin_task: int | None = None) -> None:
+        self._session = session
+        self._storage = session.storage
+        self._origin_task = origin_task
+        self._active = True
+        self._wrote_table = False
+        self._pending_acquisitions = 0
+        self.conversations: dict[int, ConversationRecord] = {}
+        self.forks: list[ConversationRecord] = []
+        self.entries: list[EntryRecord] = []
+        self.tasks: dict[int, TaskRecord] = {}
+        self.new_task_ids: list[int] = []
+        self.task_requests: dict[int, TaskState] = {}
+        self.submissions: dict[int, SubmissionRecord] = {}
+        self.drafts: dict[DocAddress, Draft] = {}
+        self.retired_drafts: list[Draft] = []
+        self._acquiring: dict[DocAddress, asyncio.Future[Draft]] = {}
+        self.doc_changes: list[DocChange] = []
+        self.extra_writes: list[Write] = []
+        """Writes planned by the kernel itself (fork copies, retirements without drafts)."""
+        self.loaded_conversations: list[ConversationRecord] = []
+        """Committed conversations the live index learns about with this commit."""
+
+    # -- lifecycle --
+
+    @property
+    def origin_task(self) -> int | None:
+        """The task whose runtime commit this is, if any (entries get ``by_task_id``)."""
+        return self._origin_task
+
+    @property
+    def wrote_table(self) -> bool:
+        """Whether a table write has happened in this commit."""
+        return self._wrote_table
+
+    def _check_active(self) -> None:
+        if not self._active:
+            raise TransactionClosed()
+
+    def _read_table(self, what: str) -> None:
+        self._check_active()
+        if self._wrote_table:
+            raise ReadAfterWrite(what)
+
+    def _write_table(self) -> None:
+        self._check_active()
+        self._wrote_table = True
+
+    def close(self) -> None:
+        """Revoke the transaction: every later use raises ``TransactionClosed`` (R6)."""
+        self._active = False
+
+    def check_settled(self) -> None:
+        """Reject a commit whose callback returned while an acquisition was pending (R7).
+
+        Raises:
+            KernelError: When a document acquisition is still pending.
+        """
+        if self._pending_acquisitions:
+            raise KernelError(
+                "A document acquisition was still pending when the commit callback settled"
+            )
+
+    # -- table reads (R5) --
+
+    async def conversation(self, conversation_id: int) -> ConversationRecord | None:
+        """Read a conversation."""
+        self._read_table("conversation")
+        return await self._storage.conversation(conversation_id)
+
+    async def entry(self, entry_id: int, conversation_id: int | None = None) -> StoredEntry | None:
+        """Read an entry, optionally only if visible from a conversation."""
+        self._read_table("entry")
+        return await self._storage.entry(entry_id, conversation_id)
+
+    async def task(self, task_id: int) -> TaskRecord | None:
+        """Read a task."""
+        self._read_table("task")
+        return await self._session.read_task(task_id)
+
+    async def submission(self, submission_id: int) -> SubmissionRecord | None:
+        """Read a submission."""
+        self._read_table("submission")
+        return await self._storage.submission(submission_id)
+
+    async def submission_by_request(
+        self, conversation_id: int, request_id: str
+    ) -> SubmissionRecord | None:
+        """Read the submission with a request ID in a conversation."""
+        self._read_table("submission")
+        return await self._storage.submission_by_request(conversation_id, request_id)
+
+    async def scan_entries(
+        self,
+        conversation_id: int,
+        *,
+        min_entry_id: int | None = None,
+        max_entry_id: int | None = None,
+        order: EntryOrder = "desc",
+        limit: int = 100,
+        cursor: JsonObject | None = None,
+    ) -> Page[StoredEntry]:
+        """Scan a conversation's visible entries (committed state only)."""
+        self._read_table("entries")
+        return await self._storage.scan_entries(
+            conversation_id,
+            min_entry_id=min_entry_id,
+            max_entry_id=max_entry_id,
+            order=order,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    async def scan_tasks(
+        self,
+        *,
+        conversation_id: int | None = None,
+        kind: str | None = None,
+        status: TaskStatus | Sequence[TaskStatus] | None = None,
+        limit: int = 100,
+        cursor: JsonObject | None = None,
+    ) -> Page[TaskRecord]:
+        """Scan tasks (committed state only)."""
+        self._read_table("tasks")
+        return await self._storage.scan_tasks(
+            conversation_id=conversation_id, kind=kind, status=status, limit=limit, cursor=cursor
+        )
+
+    async def scan_conversations(
+        self,
+        *,
+        owner_conversation_id: int | None = None,
+        owner_task_id: int | None = None,
+        limit: int = 100,
+        cursor: JsonObject | None = None,
+    ) -> Page[ConversationRecord]:
+        """Scan conversations by owner (committed state only)."""
+        self._read_table("conversations")
+        return await self._storage.scan_conversations(
+            owner_conversation_id=owner_conversation_id,
+            owner_task_id=owner_task_id,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    async def scan_submissions(
+        self,
+        *,
+        conversation_id: int | None = None,
+        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        limit: int = 100,
+        cursor: JsonObject | None = None,
+    ) -> Page[SubmissionRecord]:
+        """Scan submissions (committed state only)."""
+        self._read_table("submissions")
+        return await self._storage.scan_submissions(
+            conversation_id=conversation_id, status=status, limit=limit, cursor=cursor
+        )
+
+    # -- table writes --
+
+    def append(
+        self,
+        conversation_id: int,
+        kind: str,
+        *,
+        model: list[Any] | None = None,
+        data: Json = None,
+        head: int | Literal["self"] | None = None,
+        edits: list[Any] | None = None,
+    ) -> EntryRecord:
+        """Append an immutable entry to a conversation.
+
+        Args:
+            conversation_id: The conversation.
+            kind: The entry kind, for example ``pi.user``.
+            model: Messages this entry contributes to model context.
+            data: Application JSON.
+            head: Makes the entry a head marker; ``"self"`` names the new entry.
+            edits: Context edits.
+
+        Returns:
+            The entry record, with its new ID.
+
+        Raises:
+            TypeError: When ``model``, ``data`` or ``edits`` is not JSON (path named).
+        """
+        self._write_table()
+        entry_id = self._storage.mint_id()
+        for name, value in (("model", model), ("data", data), ("edits", edits)):
+            check_json(value, f"entry.{name}")
+        record = EntryRecord(
+            id=entry_id,
+            conversation_id=conversation_id,
+            kind=kind,
+            model=copy_json(model),  # type: ignore[arg-type]
+            data=copy_json(data),
+            head=entry_id if head == "self" else head,
+            edits=copy_json(edits),  # type: ignore[arg-type]
+            by_task_id=self._origin_task,
+        )
+        self.entries.append(record)
+        return record
+
+    def create_conversation(self, ownership: ConversationOwnership) -> ConversationRecord:
+        """Create a conversation, ownerless or owned by a live task (R11, R-1.3)."""
+        self._write_table()
+        record = ConversationRecord(self._storage.mint_id(), owner=self._owner_pair(ownership))
+        self.conversations[record.id] = record
+        return record
+
+    def fork_conversation(
+        self, parent_id: int, at: int, ownership: ConversationOwnership
+    ) -> ConversationRecord:
+        """Fork a conversation at a committed entry visible from it (R17, R26).
+
+        The child sees the parent's entries through ``at`` (inclusive); its
+        documents are copied by their fork policy when the commit prepares.
+        """
+        self._write_table()
+        record = ConversationRecord(
+            self._storage.mint_id(),
+            parent=ForkPoint(parent_id, at),
+            owner=self._owner_pair(ownership),
+        )
+        self.conversations[record.id] = record
+        self.forks.append(record)
+        return record
+
+    def _owner_pair(self, ownership: ConversationOwnership) -> ConversationOwner | None:
+        if isinstance(ownership, TaskOwned):
+            # The owner's conversation is derived, never written by callers (R-1.3).
+            owner = self.candidate_task(ownership.task_id)
+            conversation_id = owner.conversation_id if owner is not None else 0
+            return ConversationOwner(conversation_id, ownership.task_id)
+        return None
+
+    def create_task(
+        self,
+        definition: TaskDefinition,
+        input: Json = None,
+        *,
+        ownership: TaskOwnership,
+        conversation_id: int | None = None,
+        background: bool = False,
+    ) -> TaskRecord:
+        """Create a pending task (R11, R36).
+
+        Args:
+            definition: The task kind.
+            input: The task's JSON input.
+            ownership: ``ConversationOwned()`` or ``TaskOwned(task_id)``.
+            conversation_id: Required for conversation-owned tasks; defaults to the
+                owner task's conversation.
+            background: Only for conversation-owned tasks.
+
+        Returns:
+            The pending task record.
+
+        Raises:
+            OwnershipRejected: When ownership is missing or the conversation is unknown.
+        """
+        self._write_table()
+        if not isinstance(ownership, (ConversationOwned, TaskOwned)):
+            raise OwnershipRejected(
+                "A task needs an ownership: ConversationOwned() or TaskOwned(id)"
+            )
+        check_json(input, "task.input")
+        owner_id = ownership.task_id if isinstance(ownership, TaskOwned) else None
+        if conversation_id is None and owner_id is not None:
+            owner = self.candidate_task(owner_id)
+            conversation_id = owner.conversation_id if owner is not None else None
+        if conversation_id is None:
+            raise OwnershipRejected(
+                "A conversation-owned task needs a conversation_id"
+                if owner_id is None
+                else f"Cannot create a task owned by task {owner_id}: "
+                f"Task {owner_id} does not exist"
+            )
+        checkpoint = check_checkpoint(
+            definition.initial(copy_json(input)), f"{definition.name} initial()"
+        )
+        record = TaskRecord(
+            id=self._storage.mint_id(),
+            conversation_id=conversation_id,
+            kind=definition.name,
+            version=definition.version,
+            input=copy_json(input),
+            state={"status": "pending", "checkpoint": checkpoint},
+            owner=owner_id,
+            background=background,
+            memos={},
+        )
+        self.tasks[record.id] = record
+        self.new_task_ids.append(record.id)
+        return record
+
+    def candidate_task(self, task_id: int) -> TaskRecord | None:
+        """Return a task's newest record in this commit: staged, or live in the Session.
+
+        This is not a table read (R70): it sees only live tasks and this commit's writes.
+        """
+        self._check_active()
+        if task_id in self.tasks:
+            return self.tasks[task_id]
+        return self._session.live.task(task_id)
+
+    def put_task(self, record: TaskRecord) -> None:
+        """Stage a task's whole new record (kernel use: scheduler and runtimes)."""
+        self._write_table()
+        self.tasks[record.id] = record
+
+    def request_state(self, task_id: int, state: TaskState) -> None:
+        """Stage a state a task's phase returned; resolved when the commit prepares (R38)."""
+        self._check_active()
+        self._wrote_table = True
+        self.task_requests[task_id] = state
+
+    # -- submissions (raw, R70) --
+
+    def create_submission(
+        self,
+        conversation_id: int,
+        type: SubmissionType,
+        *,
+        status: SubmissionStatus = "queued",
+        request_id: str | None = None,
+        entry: int | None = None,
+        answer: int | None = None,
+        reason: str | None = None,
+        detail: Json = None,
+    ) -> SubmissionRecord:
+        """Write a submission record with no admission rules (R70)."""
+        self._write_table()
+        check_json(detail, "submission.detail")
+        record = SubmissionRecord(
+            id=self._storage.mint_id(),
+            conversation_id=conversation_id,
+            type=type,
+            status=status,
+            request_id=request_id,
+            entry=entry,
+            answer=answer,
+            reason=reason,
+            detail=copy_json(detail),
+        )
+        self.submissions[record.id] = record
+        return record
+
+    async def _candidate_submission(self, submission_id: int) -> SubmissionRecord:
+        self._check_active()
+        record = self.submissions.get(submission_id)
+        if record is None:
+            record = await self._storage.submission(submission_id)
+        if record is None:
+            raise KernelError(f"Submission {submission_id} does not exist")
+        return record
+
+    async def place_submission(self, submission_id: int, entry: int) -> SubmissionRecord:
+        """Place a queued submission: an input becomes ``placed``, a write ``done`` (R-1.8).
+
+        Raises:
+            KernelError: When the submission is unknown or not queued.
+        """
+        record = await self._candidate_submission(submission_id)
+        if record.status != "queued":
+            raise KernelError(f"Submission {submission_id} is {record.status}, not queued")
+        self._write_table()
+        status: SubmissionStatus = "placed" if record.type == "input" else "done"
+        placed = replace(record, status=status, entry=entry)
+        self.submissions[submission_id] = placed
+        return placed
+
+    async def settle_submission(
+        self,
+        submission_id: int,
+        status: Literal["done", "unanswered"],
+        *,
+        answer: int | None = None,
+        reason: str | None = None,
+        detail: Json = None,
+    ) -> SubmissionRecord:
+        """Settle a submission; settling a settled one changes nothing (R64).
+
+        Raises:
+            KernelError: When the submission is unknown, or ``done`` is asked for an
+                input that was never placed.
+        """
+        record = await self._candidate_submission(submission_id)
+        if record.status in SETTLED:
+            return record
+        if status == "done" and record.type == "input" and record.status != "placed":
+            raise KernelError(f"Submission {submission_id} was never placed; it cannot be done")
+        self._write_table()
+        check_json(detail, "submission.detail")
+        settled = replace(
+            record,
+            status=status,
+            answer=answer if status == "done" else None,
+            reason=reason if status == "unanswered" else None,
+            detail=copy_json(detail) if status == "unanswered" else None,
+        )
+        self.submissions[submission_id] = settled
+        return settled
+
+    # -- documents (R9) --
+
+    async def doc(
+        self,
+        definition: DocDefinition,
+        scope_id: int | None = None,
+        key: str | None = None,
+        seed: Json = None,
+    ) -> JsonObject:
+        """Acquire a document for reading and writing, creating it when missing (R9).
+
+        Args:
+            definition: The document kind.
+            scope_id: The conversation or task ID (``None`` for session documents).
+            key: The family key, for family documents.
+            seed: Passed to ``initial(seed)`` when a family member is created; the
+                first caller's seed wins.
+
+        Returns:
+            The draft: a mutable copy of the committed value. Changes made to it
+            before the callback returns are committed; later changes are ignored.
+
+        Raises:
+            DocumentAccessError: When the stored document does not fit the definition.
+        """
+        self._check_active()
+        address = definition.address(scope_id, key)
+        draft = self.drafts.get(address)
+        if draft is not None:
+            return draft.value
+        pending = self._acquiring.get(address)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._acquiring[address] = pending
+            self._pending_acquisitions += 1
+            try:
+                draft = await self._session.acquire_draft(self, definition, address, seed)
+                self.drafts[address] = draft
+                pending.set_result(draft)
+            except BaseException as error:
+                pending.set_exception(error)
+                pending.exception()  # mark retrieved; the caller re-raises below
+                raise
+            finally:
+                self._pending_acquisitions -= 1
+                del self._acquiring[address]
+            return draft.value
+        return (await pending).value
+
+    async def retire_doc(
+        self, definition: DocDefinition, scope_id: int | None = None, key: str | None = None
+    ) -> bool:
+        """Retire the live document at an address; its final content is persisted first (R9).
+
+        Returns:
+            Whether a document was retired. A later ``doc`` for the same address
+            in this commit creates a new incarnation.
+        """
+        self._check_active()
+        address = definition.address(scope_id, key)
+        if address not in self.drafts and not await self._session.document_exists(address):
+            return False
+        await self.doc(definition, scope_id, key)
+        self.retire_draft(self.drafts[address])
+        return True
+
+    def retired_in_this_commit(self, address: DocAddress) -> bool:
+        """Whether a draft at this address was retired earlier in this commit."""
+        return any(d.address == address for d in self.retired_drafts)
+
+    def retire_draft(self, draft: Draft) -> None:
+        """Retire a document this commit acquired; its final content is persisted (R9)."""
+        self._check_active()
+        if self.drafts.get(draft.address) is draft:
+            del self.drafts[draft.address]
+            draft.retired = True
+            self.retired_drafts.append(draft)
+
+    def retire_record(self, record: DocumentRecord, value: JsonObject) -> None:
+        """Retire a stored incarnation (kernel use, R56); a drafted one retires its draft."""
+        self._check_active()
+        for draft in list(self.drafts.values()):
+            if draft.document_id == record.id:
+                self.retire_draft(draft)
+                return
+        if any(d.document_id == record.id for d in self.retired_drafts):
+            return
+        retired = replace(record, retired_at=self._storage.last_seq + 1)
+        self.extra_writes.append(RetireDocument(record.id))
+        self.doc_changes.append(DocChange(record.address, retired, 0, [], value, 0, retired=True))
+
+    # -- preparation --
+
+    def storage_writes(self) -> list[Write]:
+        """Return the table writes of this commit (documents are added by ``finish_drafts``)."""
+        writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
+        writes.extend(PutEntry(r) for r in self.entries)
+        writes.extend(PutTask(r) for r in self.tasks.values())
+        writes.extend(PutSubmission(r) for r in self.submissions.values())
+        return writes
+
+    def finish_drafts(self, seq_hint: int) -> list[Write]:
+        """Diff every draft into document writes and record the changes to publish."""
+        writes: list[Write] = []
+        for draft in (*self.retired_drafts, *self.drafts.values()):
+            draft_writes, change = draft.finish(seq_hint)
+            writes.extend(draft_writes)
+            if change is not None:
+                self.doc_changes.append(change)
+        return writes
+
+    def changed_document(self, document_id: int) -> bool:
+        """Whether this commit changes or retires a stored document (after ``finish_drafts``)."""
+        return any(c.record.id == document_id and not c.created for c in self.doc_changes)
