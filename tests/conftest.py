@@ -1,14 +1,19 @@
 """Project-wide test configuration.
 
-The autouse ``_no_network`` fixture makes the rule "tests never touch the
-network" mechanical (DESIGN.md section 6): any socket connection to an address
-other than loopback or a Unix socket raises ``NetworkBlocked`` at once.
+- ``_no_network`` (autouse) makes the rule "tests never touch the network"
+  mechanical (DESIGN.md section 6): any socket connection to an address other
+  than loopback or a Unix socket raises ``NetworkBlocked`` at once.
+- ``_isolated_home`` (autouse, once per run) points ``PIDURABLE_HOME`` at a
+  temporary directory, so no test (or subprocess it starts) writes to the
+  user's ``~/.pidurable``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +35,17 @@ def _is_loopback(address: Any) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return False
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    previous = os.environ.get("PIDURABLE_HOME")
+    os.environ["PIDURABLE_HOME"] = str(tmp_path_factory.mktemp("pidurable-home"))
+    yield
+    if previous is None:
+        os.environ.pop("PIDURABLE_HOME", None)
+    else:
+        os.environ["PIDURABLE_HOME"] = previous
 
 
 @pytest.fixture(autouse=True)

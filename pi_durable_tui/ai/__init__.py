@@ -3,6 +3,7 @@
 Layer 2 of DESIGN.md; imports nothing else from the package.
 """
 
+from pi_durable_tui.ai.catalog import Models, default_models
 from pi_durable_tui.ai.events import (
     AssistantEvent,
     AssistantStream,
@@ -20,7 +21,26 @@ from pi_durable_tui.ai.events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
+from pi_durable_tui.ai.failures import is_context_overflow, is_retryable_error, retry_after_ms
+from pi_durable_tui.ai.faux import (
+    FauxMatch,
+    FauxProvider,
+    FauxResponse,
+    FauxUsage,
+    faux_error,
+    faux_model,
+    faux_response,
+    faux_text,
+    faux_thinking,
+    faux_tool_call,
+)
+from pi_durable_tui.ai.faux_script import FauxScript, FauxScriptError, load_faux_script
+from pi_durable_tui.ai.handoff import transform_messages
+from pi_durable_tui.ai.pricing import calculate_cost
 from pi_durable_tui.ai.provider import KeyResolver, Provider
+from pi_durable_tui.ai.providers import create_providers, env_keys
+from pi_durable_tui.ai.thinking import clamp_thinking_level, supported_thinking_levels
+from pi_durable_tui.ai.tokens import count_tokens, estimate_context_tokens, estimate_message_tokens
 from pi_durable_tui.ai.types import (
     THINKING_LEVELS,
     AssistantMessage,
@@ -52,12 +72,19 @@ __all__ = [
     "Cost",
     "DoneEvent",
     "ErrorEvent",
+    "FauxMatch",
+    "FauxProvider",
+    "FauxResponse",
+    "FauxScript",
+    "FauxScriptError",
+    "FauxUsage",
     "ImageContent",
     "KeyResolver",
     "Message",
     "Model",
     "ModelCost",
     "ModelRef",
+    "Models",
     "Provider",
     "StartEvent",
     "StopReason",
@@ -80,4 +107,24 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "calculate_cost",
+    "clamp_thinking_level",
+    "count_tokens",
+    "create_providers",
+    "default_models",
+    "env_keys",
+    "estimate_context_tokens",
+    "estimate_message_tokens",
+    "faux_error",
+    "faux_model",
+    "faux_response",
+    "faux_text",
+    "faux_thinking",
+    "faux_tool_call",
+    "is_context_overflow",
+    "is_retryable_error",
+    "load_faux_script",
+    "retry_after_ms",
+    "supported_thinking_levels",
+    "transform_messages",
 ]
