@@ -5,27 +5,39 @@ operations). The same operations travel in watch frames and JSON mode, so any
 client can apply them:
 
 - ``{"op": "set", "path": [...], "value": v}``: put ``v`` at ``path``; an empty
-  path replaces the root.
+  path replaces the root, and the index just past a list's end appends.
 - ``{"op": "delete", "path": [...]}``: remove a key of an object or an item of a
-  list.
+  list (later items move down).
 - ``{"op": "splice", "path": [...], "index": i, "remove": n, "insert": [...]}``:
-  change the list at ``path``.
+  change the list at ``path`` (``remove`` defaults to 0, ``insert`` to ``[]``).
 - ``{"op": "append", "path": [...], "text": "..."}``: extend the string at
   ``path``, so streamed text costs only its new bytes.
 
+A path is a list of object keys (strings) and list indexes (integers). Every
+error names the operation's index, its kind and its full path.
+
 ``apply_ops`` never mutates its input: it returns a new value that shares no
-mutable container with the old one along the changed paths.
+mutable container with the old one along the changed paths (unchanged subtrees
+are shared). ``check_ops`` checks an operation list's shape without a value, and
+``check_json`` checks that a value is strict JSON, naming the path of the first
+offence.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeAlias
 
-Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
-JsonObject: TypeAlias = dict[str, Json]
+Json: TypeAlias = bool | int | float | str | list[Any] | dict[str, Any] | None
+# REMINDER: values are typed loosely (Any inside containers) on purpose: documents and
+# records are edited as ordinary Python dicts, and strictness is enforced at run time
+# by check_json, which names the path of the first value that is not JSON.
+JsonObject: TypeAlias = dict[str, Any]
+
+
 Path: TypeAlias = Sequence[str | int]
 Op: TypeAlias = dict[str, Any]
 
@@ -68,6 +80,10 @@ def copy_json(value: Json) -> Json:
 def check_json(value: object, where: str = "value") -> None:
     """Check that ``value`` is strict JSON: dicts with string keys, lists, finite numbers.
 
+    Strings must be valid Unicode: a lone surrogate (U+D800 to U+DFFF on its own)
+    cannot be encoded as UTF-8, so no file or database could store it. Every
+    message names the path and ends with ``is not JSON``.
+
     Args:
         value: The value to check.
         where: How to name the value's location in the error message.
@@ -75,19 +91,23 @@ def check_json(value: object, where: str = "value") -> None:
     Raises:
         TypeError: When something is not JSON; the message names its path, for
             example ``docs["pi.live"].tools[0].output: bytes is not JSON``.
-        ValueError: For a non-finite float, with its path.
+        ValueError: For a non-finite float or a lone surrogate, with its path.
     """
-    if value is None or isinstance(value, (bool, str, int)):
+    if isinstance(value, str):
+        _check_text(value, where)
+        return
+    if value is None or isinstance(value, (bool, int)):
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{where}: {value!r} is not a finite number")
+            raise ValueError(f"{where}: {value!r} is not JSON (numbers must be finite)")
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{where}: key {key!r} is not a string")
-            check_json(item, f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]")
+                raise TypeError(f"{where}: key {key!r} is not JSON (keys must be strings)")
+            _check_text(key, where)
+            check_json(item, f"{where}.{key}" if key.isidentifier() else f"{where}[{_key(key)}]")
         return
     if isinstance(value, list):
         for index, item in enumerate(value):
@@ -96,140 +116,230 @@ def check_json(value: object, where: str = "value") -> None:
     raise TypeError(f"{where}: {type(value).__name__} is not JSON")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(text: str, where: str) -> None:
+    # ``isascii`` reads a flag CPython keeps on every string, so ASCII costs nothing.
+    if not text.isascii() and (found := _SURROGATE.search(text)) is not None:
+        raise ValueError(
+            f"{where}: lone surrogate {found.group()!r} at index {found.start()} is not JSON"
+        )
+
+
+def check_ops(ops: object) -> None:
+    """Check the shape of an operation list without applying it.
+
+    A delta that passes may still not fit a given value (a missing key, an index
+    out of range); that is found when it is applied. What fails here can never
+    apply to a document: not a list, an unknown ``op``, a path that is not a list
+    of keys and indexes, a missing or mistyped field, or an operation on the root
+    other than ``set`` of an object (a document's root is always an object).
+
+    Args:
+        ops: The operation list.
+
+    Raises:
+        InvalidOperation: Naming the first malformed operation by its index.
+    """
+    if not isinstance(ops, list):
+        raise InvalidOperation(f"operations must be a list, not {type(ops).__name__}")
+    for index, op in enumerate(ops):
+        kind, path = _check_op(op, f"operation {index}")
+        if not path and not (kind == "set" and isinstance(op["value"], dict)):
+            raise InvalidOperation(
+                f"operation {index}: {kind} at the root would leave a document without "
+                "an object at its root"
+            )
+
+
 def apply_ops(value: Json, ops: Iterable[Op]) -> Json:
     """Apply operations in order and return the new value.
 
     Args:
-        value: The value before the operations; it is not modified.
+        value: The value before the operations; it is not modified. With no
+            operations it is returned as it is.
         ops: Operations in the format of this module's docstring.
 
     Returns:
         The value after every operation.
 
     Raises:
-        InvalidOperation: When an operation is malformed or its path does not fit.
+        InvalidOperation: When an operation is malformed or does not fit the value;
+            the message names the operation and its path, e.g.
+            ``delete at ["items", 3]: index 3 is out of range (length 2)``.
     """
     result = value
-    for op in ops:
-        result = _apply_one(result, op)
+    for index, op in enumerate(ops):
+        result = _apply_one(result, op, f"operation {index}")
     return result
 
 
-def _apply_one(root: Json, op: Op) -> Json:
+def _check_op(op: object, where: str) -> tuple[str, list[str | int]]:
+    """Check one operation's fields and return its kind and path."""
+    if not isinstance(op, dict):
+        raise InvalidOperation(f"{where} is not an object: {op!r}")
     kind = op.get("op")
     path = op.get("path")
-    if not isinstance(path, list):
-        raise InvalidOperation(f"operation {kind!r} needs a list path, got {path!r}")
+    if not isinstance(path, list) or not all(_is_step(step) for step in path):
+        raise InvalidOperation(f"{where} ({kind!r}) needs a list of keys and indexes as path")
     if kind == "set":
         if "value" not in op:
-            raise InvalidOperation("set needs a value")
+            raise InvalidOperation(f"{where}: set at {_fmt(path)} needs a value")
+    elif kind == "delete":
+        if not path:
+            raise InvalidOperation(f"{where}: delete needs a non-empty path")
+    elif kind == "splice":
+        index, remove, insert = op.get("index"), op.get("remove", 0), op.get("insert", [])
+        if not (_is_index(index) and _is_index(remove) and isinstance(insert, list)):
+            raise InvalidOperation(
+                f"{where}: splice at {_fmt(path)} needs integers index >= 0, remove >= 0 "
+                "and a list insert"
+            )
+    elif kind == "append":
+        if not isinstance(op.get("text"), str):
+            raise InvalidOperation(f"{where}: append at {_fmt(path)} needs a string text")
+    else:
+        raise InvalidOperation(f"{where}: unknown operation {kind!r}")
+    return kind, path
+
+
+def _is_step(step: object) -> bool:
+    return isinstance(step, str) or (isinstance(step, int) and not isinstance(step, bool))
+
+
+def _is_index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _fmt(path: Path) -> str:
+    """Render a path as a JSON array, the way operations spell it."""
+    return "[" + ", ".join(json.dumps(step, ensure_ascii=False) for step in path) + "]"
+
+
+def _apply_one(root: Json, op: Op, where: str) -> Json:
+    kind, path = _check_op(op, where)
+    at = f"{kind} at {_fmt(path)}"
+    if kind == "set":
         if not path:
             return copy_json(op["value"])
-        return _with_child(root, path, lambda parent, key: _set_child(parent, key, op["value"]))
+        value = op["value"]
+        return _update(root, path, len(path) - 1, at, lambda c: _set_child(c, path[-1], value, at))
     if kind == "delete":
-        if not path:
-            raise InvalidOperation("delete needs a non-empty path")
-        return _with_child(root, path, _delete_child)
+        return _update(root, path, len(path) - 1, at, lambda c: _delete_child(c, path[-1], at))
     if kind == "splice":
-        index, remove, insert = op.get("index"), op.get("remove", 0), op.get("insert", [])
-        if (
-            not isinstance(index, int)
-            or not isinstance(remove, int)
-            or not isinstance(insert, list)
-        ):
-            raise InvalidOperation(f"malformed splice {op!r}")
-        return _replace_at(root, path, lambda target: _splice(target, index, remove, insert, path))
-    if kind == "append":
-        text = op.get("text")
-        if not isinstance(text, str):
-            raise InvalidOperation(f"append needs text, got {text!r}")
-        return _replace_at(root, path, lambda target: _append(target, text, path))
-    raise InvalidOperation(f"unknown operation {kind!r}")
+        index, remove, insert = op["index"], op.get("remove", 0), op.get("insert", [])
+        return _update(root, path, len(path), at, lambda t: _splice(t, index, remove, insert, at))
+    text = op["text"]
+    return _update(root, path, len(path), at, lambda t: _append(t, text, at))
 
 
-def _splice(target: Json, index: int, remove: int, insert: list[Json], path: Path) -> Json:
-    if not isinstance(target, list):
-        raise InvalidOperation(f"splice at {list(path)} needs a list")
-    if not 0 <= index <= len(target) or remove < 0 or index + remove > len(target):
-        raise InvalidOperation(f"splice {index}+{remove} out of range at {list(path)}")
-    return [*target[:index], *(copy_json(v) for v in insert), *target[index + remove :]]
+def _update(root: Json, path: Path, depth: int, at: str, change: Callable[[Json], Json]) -> Json:
+    """Return ``root`` with the node at ``path[:depth]`` replaced by ``change(node)``.
 
-
-def _append(target: Json, text: str, path: Path) -> Json:
-    if not isinstance(target, str):
-        raise InvalidOperation(f"append at {list(path)} needs a string")
-    return target + text
-
-
-def _replace_at(root: Json, path: Path, change: Any) -> Json:
-    if not path:
+    The containers along the way are copied (shallowly), never modified.
+    """
+    if depth == 0:
         return change(root)
-    return _with_child(
-        root,
-        path,
-        lambda parent, key: _set_child(parent, key, change(_get_child(parent, key, path))),
-    )
+    top = _shallow_copy(root, path, 0, at)
+    parent = top
+    for level in range(depth - 1):
+        child = _shallow_copy(_get_child(parent, path[level], path, level, at), path, level + 1, at)
+        _put(parent, path[level], child)
+        parent = child
+    last = path[depth - 1]
+    _put(parent, last, change(_get_child(parent, last, path, depth - 1, at)))
+    return top
 
 
-def _with_child(root: Json, path: Path, change: Any) -> Json:
-    """Copy the containers along ``path[:-1]`` and let ``change`` edit the last one."""
-    if not path:
-        raise InvalidOperation("empty path")
-    head, rest = path[0], path[1:]
-    container = _shallow_copy(root, path)
-    if not rest:
-        change(container, head)
-        return container
-    child = _get_child(container, head, path)
-    _set_child(container, head, _with_child(child, rest, change), replace_only=True)
-    return container
-
-
-def _shallow_copy(value: Json, path: Path) -> Json:
+def _shallow_copy(value: Json, path: Path, level: int, at: str) -> Json:
     if isinstance(value, dict):
         return dict(value)
     if isinstance(value, list):
         return list(value)
-    raise InvalidOperation(f"path {list(path)} goes through a {type(value).__name__}")
+    raise InvalidOperation(f"{at}: {_fmt(path[:level])} is {_type(value)}, not a container")
 
 
-def _get_child(container: Json, key: str | int, path: Path) -> Json:
+def _get_child(container: Json, key: str | int, path: Path, level: int, at: str) -> Json:
     if isinstance(container, dict) and isinstance(key, str):
         if key not in container:
-            raise InvalidOperation(f"missing key {key!r} on path {list(path)}")
+            raise InvalidOperation(f"{at}: key {_key(key)} is missing")
         return container[key]
-    if isinstance(container, list) and isinstance(key, int) and not isinstance(key, bool):
+    if isinstance(container, list) and isinstance(key, int):
         if not 0 <= key < len(container):
-            raise InvalidOperation(f"index {key} out of range on path {list(path)}")
+            raise InvalidOperation(f"{at}: index {key} is out of range (length {len(container)})")
         return container[key]
-    raise InvalidOperation(f"cannot step {key!r} into a {type(container).__name__}")
+    raise InvalidOperation(f"{at}: {_fmt(path[:level])} is {_type(container)}, cannot take {key!r}")
 
 
-def _set_child(container: Json, key: str | int, value: Json, replace_only: bool = False) -> None:
-    value = value if replace_only else copy_json(value)
+def _put(container: Json, key: str | int, value: Json) -> None:
+    """Store ``value`` under a key or index already checked by ``_get_child``."""
+    container[key] = value  # type: ignore[index]
+
+
+def _set_child(container: Json, key: str | int, value: Json, at: str) -> Json:
+    value = copy_json(value)
     if isinstance(container, dict) and isinstance(key, str):
         container[key] = value
-        return
-    if isinstance(container, list) and isinstance(key, int) and not isinstance(key, bool):
+        return container
+    if isinstance(container, list) and isinstance(key, int):
         if 0 <= key < len(container):
             container[key] = value
-            return
-        if key == len(container) and not replace_only:
+            return container
+        if key == len(container):
             container.append(value)
-            return
-        raise InvalidOperation(f"index {key} out of range")
-    raise InvalidOperation(f"cannot set {key!r} on a {type(container).__name__}")
+            return container
+        raise InvalidOperation(f"{at}: index {key} is out of range (length {len(container)})")
+    raise InvalidOperation(f"{at}: cannot set {key!r} on {_type(container)}")
 
 
-def _delete_child(container: Json, key: str | int) -> None:
+def _delete_child(container: Json, key: str | int, at: str) -> Json:
     if isinstance(container, dict) and isinstance(key, str):
         if key not in container:
-            raise InvalidOperation(f"cannot delete missing key {key!r}")
+            raise InvalidOperation(f"{at}: key {_key(key)} is missing")
         del container[key]
-        return
-    if isinstance(container, list) and isinstance(key, int) and not isinstance(key, bool):
+        return container
+    if isinstance(container, list) and isinstance(key, int):
         if not 0 <= key < len(container):
-            raise InvalidOperation(f"cannot delete index {key}")
+            raise InvalidOperation(f"{at}: index {key} is out of range (length {len(container)})")
         del container[key]
-        return
-    raise InvalidOperation(f"cannot delete {key!r} from a {type(container).__name__}")
+        return container
+    raise InvalidOperation(f"{at}: cannot delete {key!r} from {_type(container)}")
+
+
+def _splice(target: Json, index: int, remove: int, insert: list[Json], at: str) -> Json:
+    if not isinstance(target, list):
+        raise InvalidOperation(f"{at}: needs a list, found {_type(target)}")
+    if index > len(target) or index + remove > len(target):
+        raise InvalidOperation(
+            f"{at}: removing {remove} from index {index} is out of range (length {len(target)})"
+        )
+    return [*target[:index], *(copy_json(v) for v in insert), *target[index + remove :]]
+
+
+def _append(target: Json, text: str, at: str) -> Json:
+    if not isinstance(target, str):
+        raise InvalidOperation(f"{at}: needs a string, found {_type(target)}")
+    return target + text
+
+
+def _key(key: str) -> str:
+    """Quote an object key the way JSON does (``"pi.live"``)."""
+    return json.dumps(key, ensure_ascii=False)
+
+
+def _type(value: object) -> str:
+    """Name a value's JSON type, with its article, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
