@@ -15,22 +15,20 @@ after a long tool round. ``none`` sends no marker.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from pi_durable_tui.ai.events import AssistantEvent, AssistantStream
+from pi_durable_tui.ai.events import AssistantEvent
 from pi_durable_tui.ai.handoff import transform_messages
-from pi_durable_tui.ai.http import StreamFailure, create_client, secrets_of
-from pi_durable_tui.ai.provider import KeyResolver
+from pi_durable_tui.ai.http import StreamFailure, secrets_of
 from pi_durable_tui.ai.streaming import (
     DoneReason,
     MessageAssembly,
     PreparedRequest,
-    open_provider_stream,
+    SseProvider,
+    WireParser,
     parse_event_data,
 )
 from pi_durable_tui.ai.thinking import anthropic_thinking, compat_value, is_adaptive_anthropic
@@ -77,7 +75,7 @@ _ERROR_STATUSES = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(SseProvider):
     """Streams Anthropic Messages responses over HTTP.
 
     Args:
@@ -85,50 +83,16 @@ class AnthropicProvider:
         client: The shared HTTP client; a new one is created when ``None``.
     """
 
-    def __init__(self, keys: KeyResolver, client: httpx.AsyncClient | None = None) -> None:
-        self._keys = keys
-        self._client = client if client is not None else create_client()
+    api = API
 
-    @property
-    def api(self) -> str:
-        """The wire API: ``anthropic-messages``."""
-        return API
+    def parser(self, assembly: MessageAssembly) -> WireParser:
+        """Return the AnthropicParser of one response."""
+        return AnthropicParser(assembly)
 
-    def stream(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        *,
-        abort: asyncio.Event | None = None,
-    ) -> AssistantStream:
-        """Start one request (see ``Provider.stream``).
-
-        Args:
-            model: The model; its ``api`` must be ``anthropic-messages``.
-            context: System prompt, messages and tools.
-            options: Per-request options.
-            abort: When set, the stream ends promptly with an ``aborted`` error.
-
-        Returns:
-            The stream of events.
-        """
-        return open_provider_stream(
-            client=self._client,
-            model=model,
-            options=options,
-            abort=abort,
-            prepare=lambda: self._prepare(model, context, options),
-            parser_for=AnthropicParser,
-        )
-
-    def _prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
-        if model.api != API:
-            raise StreamFailure(
-                f"Model {model.provider}/{model.id} uses api {model.api!r}, not {API}"
-            )
+    def prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
+        """Build the HTTP request (see ``SseProvider.prepare``)."""
         base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
-        key = self._keys(model.provider)
+        key = self.api_key(model)
         if not key and base_url == DEFAULT_BASE_URL:
             raise StreamFailure(
                 f"No API key for provider {model.provider!r}: set ANTHROPIC_API_KEY"

@@ -29,23 +29,21 @@ new call), so interleaved fragments still land in the right call.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from pi_durable_tui.ai.events import AssistantEvent, AssistantStream
+from pi_durable_tui.ai.events import AssistantEvent
 from pi_durable_tui.ai.handoff import transform_messages
-from pi_durable_tui.ai.http import StreamFailure, create_client, secrets_of
-from pi_durable_tui.ai.provider import KeyResolver
+from pi_durable_tui.ai.http import StreamFailure, secrets_of
 from pi_durable_tui.ai.streaming import (
     DoneReason,
     MessageAssembly,
     PreparedRequest,
-    open_provider_stream,
+    SseProvider,
+    WireParser,
     parse_event_data,
 )
 from pi_durable_tui.ai.thinking import clamp_thinking_level, compat_value, openai_reasoning_effort
@@ -81,67 +79,53 @@ def is_official_openai(model: Model) -> bool:
     return not model.base_url or "api.openai.com" in model.base_url
 
 
-class OpenAICompletionsProvider:
+class OpenAICompletionsProvider(SseProvider):
     """Streams Chat Completions responses over HTTP.
 
     Args:
-        keys: Resolves the API key of a provider name at request time; servers
-            without a key get no ``Authorization`` header.
+        keys: Resolves the API key of a provider name at request time.
         client: The shared HTTP client; a new one is created when ``None``.
     """
 
-    def __init__(self, keys: KeyResolver, client: httpx.AsyncClient | None = None) -> None:
-        self._keys = keys
-        self._client = client if client is not None else create_client()
+    api = API
 
-    @property
-    def api(self) -> str:
-        """The wire API: ``openai-completions``."""
-        return API
+    def parser(self, assembly: MessageAssembly) -> WireParser:
+        """Return the ChatCompletionsParser of one response."""
+        return ChatCompletionsParser(assembly)
 
-    def stream(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        *,
-        abort: asyncio.Event | None = None,
-    ) -> AssistantStream:
-        """Start one request (see ``Provider.stream``).
-
-        Args:
-            model: The model; its ``api`` must be ``openai-completions``.
-            context: System prompt, messages and tools.
-            options: Per-request options.
-            abort: When set, the stream ends promptly with an ``aborted`` error.
-
-        Returns:
-            The stream of events.
-        """
-        return open_provider_stream(
-            client=self._client,
-            model=model,
-            options=options,
-            abort=abort,
-            prepare=lambda: self._prepare(model, context, options),
-            parser_for=ChatCompletionsParser,
+    def prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
+        """Build the HTTP request (see ``SseProvider.prepare``)."""
+        return openai_request(
+            self, model, "/chat/completions", build_request_body(model, context, options)
         )
 
-    def _prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
-        if model.api != API:
-            raise StreamFailure(
-                f"Model {model.provider}/{model.id} uses api {model.api!r}, not {API}"
-            )
-        key = self._keys(model.provider)
-        if not key and is_official_openai(model):
-            raise StreamFailure(f"No API key for provider {model.provider!r}: set OPENAI_API_KEY")
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(model.headers)
-        url = (model.base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
-        body = build_request_body(model, context, options)
-        return PreparedRequest(url=url, headers=headers, body=body, secrets=secrets_of(headers))
+
+def openai_request(
+    provider: SseProvider, model: Model, path: str, body: dict[str, Any]
+) -> PreparedRequest:
+    """Build an OpenAI-style request: bearer key (required by OpenAI itself), JSON, SSE.
+
+    Args:
+        provider: The provider, for the key lookup.
+        model: The model; local servers (another ``base_url``) may go without a key.
+        path: The endpoint below the base URL, for example ``/responses``.
+        body: The JSON body.
+
+    Returns:
+        The request.
+
+    Raises:
+        StreamFailure: When OpenAI itself is the server and no key is set.
+    """
+    key = provider.api_key(model)
+    if not key and is_official_openai(model):
+        raise StreamFailure(f"No API key for provider {model.provider!r}: set OPENAI_API_KEY")
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    headers.update(model.headers)
+    url = (model.base_url or DEFAULT_BASE_URL).rstrip("/") + path
+    return PreparedRequest(url=url, headers=headers, body=body, secrets=secrets_of(headers))
 
 
 def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:

@@ -19,23 +19,21 @@ is its message item id; a tool call's id is ``call_id|item_id``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from pi_durable_tui.ai.events import AssistantEvent, AssistantStream
+from pi_durable_tui.ai.events import AssistantEvent
 from pi_durable_tui.ai.handoff import transform_messages
-from pi_durable_tui.ai.http import StreamFailure, create_client, secrets_of
-from pi_durable_tui.ai.openai_completions import is_official_openai
-from pi_durable_tui.ai.provider import KeyResolver
+from pi_durable_tui.ai.http import StreamFailure
+from pi_durable_tui.ai.openai_completions import is_official_openai, openai_request
 from pi_durable_tui.ai.streaming import (
     MessageAssembly,
     PreparedRequest,
-    open_provider_stream,
+    SseProvider,
+    WireParser,
     parse_event_data,
 )
 from pi_durable_tui.ai.thinking import compat_value, openai_reasoning_effort
@@ -67,67 +65,25 @@ _ERROR_STATUSES = {
 }
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(SseProvider):
     """Streams OpenAI Responses API responses over HTTP.
 
     Args:
-        keys: Resolves the API key of a provider name at request time; servers
-            without a key get no ``Authorization`` header.
+        keys: Resolves the API key of a provider name at request time.
         client: The shared HTTP client; a new one is created when ``None``.
     """
 
-    def __init__(self, keys: KeyResolver, client: httpx.AsyncClient | None = None) -> None:
-        self._keys = keys
-        self._client = client if client is not None else create_client()
+    api = API
 
-    @property
-    def api(self) -> str:
-        """The wire API: ``openai-responses``."""
-        return API
+    def parser(self, assembly: MessageAssembly) -> WireParser:
+        """Return the ResponsesParser of one response."""
+        return ResponsesParser(assembly)
 
-    def stream(
-        self,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-        *,
-        abort: asyncio.Event | None = None,
-    ) -> AssistantStream:
-        """Start one request (see ``Provider.stream``).
-
-        Args:
-            model: The model; its ``api`` must be ``openai-responses``.
-            context: System prompt, messages and tools.
-            options: Per-request options.
-            abort: When set, the stream ends promptly with an ``aborted`` error.
-
-        Returns:
-            The stream of events.
-        """
-        return open_provider_stream(
-            client=self._client,
-            model=model,
-            options=options,
-            abort=abort,
-            prepare=lambda: self._prepare(model, context, options),
-            parser_for=ResponsesParser,
+    def prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
+        """Build the HTTP request (see ``SseProvider.prepare``)."""
+        return openai_request(
+            self, model, "/responses", build_request_body(model, context, options)
         )
-
-    def _prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
-        if model.api != API:
-            raise StreamFailure(
-                f"Model {model.provider}/{model.id} uses api {model.api!r}, not {API}"
-            )
-        key = self._keys(model.provider)
-        if not key and is_official_openai(model):
-            raise StreamFailure(f"No API key for provider {model.provider!r}: set OPENAI_API_KEY")
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(model.headers)
-        url = (model.base_url or DEFAULT_BASE_URL).rstrip("/") + "/responses"
-        body = build_request_body(model, context, options)
-        return PreparedRequest(url=url, headers=headers, body=body, secrets=secrets_of(headers))
 
 
 def build_request_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:

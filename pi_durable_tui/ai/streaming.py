@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -43,11 +43,13 @@ from pi_durable_tui.ai.events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from pi_durable_tui.ai.http import StreamAborted, StreamFailure, redact, stream_sse
+from pi_durable_tui.ai.http import StreamAborted, StreamFailure, create_client, redact, stream_sse
 from pi_durable_tui.ai.partial_json import RAW_ARGUMENTS_FIELD, PartialJson, parse_tool_arguments
 from pi_durable_tui.ai.pricing import calculate_cost
+from pi_durable_tui.ai.provider import KeyResolver
 from pi_durable_tui.ai.types import (
     AssistantMessage,
+    Context,
     Model,
     StreamOptions,
     TextContent,
@@ -376,51 +378,84 @@ class PreparedRequest:
     """Values that must never appear in a message (the API key, auth headers)."""
 
 
-def open_provider_stream(
-    *,
-    client: httpx.AsyncClient,
-    model: Model,
-    options: StreamOptions,
-    abort: asyncio.Event | None,
-    prepare: Callable[[], PreparedRequest],
-    parser_for: Callable[[MessageAssembly], WireParser],
-) -> AssistantStream:
-    """Prepare a request and return its stream; nothing is sent before iteration.
+class SseProvider:
+    """Base of the HTTP providers: one client, one key resolver, one request per stream.
 
-    A request that cannot be prepared (no API key, a model of another api)
+    A subclass names its ``api`` and implements ``prepare`` (build the request,
+    or raise ``StreamFailure`` to refuse it: no API key, a model of another api)
+    and ``parser`` (the API's wire parser). A request that cannot be prepared
     becomes a stream of ``start`` and ``error`` instead of an exception.
 
     Args:
-        client: The HTTP client.
-        model: The model answering.
-        options: Request options.
-        abort: The caller's abort event.
-        prepare: Builds the request; raises ``StreamFailure`` (or anything) to refuse.
-        parser_for: Creates the API's parser for the message under construction.
-
-    Returns:
-        The stream.
+        keys: Resolves the API key of a provider name at request time.
+        client: The shared HTTP client; a new one is created when ``None``.
     """
-    assembly = MessageAssembly(model)
-    try:
-        request = prepare()
-    except StreamFailure as failure:
-        return AssistantStream(failed_stream(assembly, failure.message))
-    except Exception as error:  # a conversion bug must not raise to the consumer
-        return AssistantStream(failed_stream(assembly, f"{type(error).__name__}: {error}"))
-    return AssistantStream(
-        run_sse_provider(
-            client=client,
-            url=request.url,
-            headers=request.headers,
-            body=request.body,
-            assembly=assembly,
-            parser=parser_for(assembly),
-            options=options,
-            abort=abort,
-            secrets=request.secrets,
+
+    api: str = ""
+
+    def __init__(self, keys: KeyResolver, client: httpx.AsyncClient | None = None) -> None:
+        self._keys = keys
+        self._client = client if client is not None else create_client()
+
+    def stream(
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
+        *,
+        abort: asyncio.Event | None = None,
+    ) -> AssistantStream:
+        """Start one request (see ``Provider.stream``); nothing is sent before iteration.
+
+        Args:
+            model: The model; its ``api`` must be this provider's.
+            context: System prompt, messages and tools.
+            options: Per-request options.
+            abort: When set, the stream ends promptly with an ``aborted`` error.
+
+        Returns:
+            The stream of events.
+        """
+        assembly = MessageAssembly(model)
+        try:
+            if model.api != self.api:
+                raise StreamFailure(
+                    f"Model {model.provider}/{model.id} uses api {model.api!r}, not {self.api}"
+                )
+            request = self.prepare(model, context, options)
+        except StreamFailure as failure:
+            return AssistantStream(failed_stream(assembly, failure.message))
+        except Exception as error:  # a conversion bug must not raise to the consumer
+            return AssistantStream(failed_stream(assembly, f"{type(error).__name__}: {error}"))
+        return AssistantStream(
+            run_sse_provider(
+                client=self._client,
+                url=request.url,
+                headers=request.headers,
+                body=request.body,
+                assembly=assembly,
+                parser=self.parser(assembly),
+                options=options,
+                abort=abort,
+                secrets=request.secrets,
+            )
         )
-    )
+
+    def api_key(self, model: Model) -> str | None:
+        """Return the key for a model's provider, looked up now."""
+        return self._keys(model.provider)
+
+    def prepare(self, model: Model, context: Context, options: StreamOptions) -> PreparedRequest:
+        """Build the HTTP request of one stream.
+
+        Raises:
+            StreamFailure: When the request cannot be sent.
+        """
+        raise NotImplementedError
+
+    def parser(self, assembly: MessageAssembly) -> WireParser:
+        """Return the wire parser that fills ``assembly``."""
+        raise NotImplementedError
 
 
 def parse_event_data(event: ServerSentEvent) -> dict[str, Any]:
