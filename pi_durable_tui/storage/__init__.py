@@ -14,6 +14,8 @@ from pi_durable_tui.storage.errors import (
     StoreLocked,
 )
 from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, apply_ops
+from pi_durable_tui.storage.jsonl import JsonlStorage
+from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.memory import MemoryStorage
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
@@ -37,6 +39,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskScope,
 )
+from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.writes import (
     ChangeDocument,
     CopyDocument,
@@ -68,6 +71,7 @@ __all__ = [
     "InvalidCursor",
     "Json",
     "JsonObject",
+    "JsonlStorage",
     "MemoryStorage",
     "Op",
     "Page",
@@ -78,12 +82,14 @@ __all__ = [
     "RetireDocument",
     "ScopeRef",
     "SessionScope",
+    "SqliteStorage",
     "Storage",
     "StorageClosed",
     "StorageCorrupted",
     "StorageError",
     "StoragePoisoned",
     "StorageRejected",
+    "StoreLock",
     "StoreLocked",
     "StoredEntry",
     "SubmissionRecord",
