@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pi_durable_tui.kernel.errors import DocumentAccessError
 from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, check_json, copy_json
@@ -204,8 +204,3 @@ def define_doc(
         checkpoint_when=checkpoint_when,
         family=family,
     )
-
-
-def plain_value(value: Any) -> JsonObject:
-    """Return a detached copy of a committed document value for a reader."""
-    return copy_json(value)  # type: ignore[return-value]

@@ -76,9 +76,10 @@ class SessionClosed(KernelError):
 class SessionFailed(KernelError):
     """An uncertain storage failure poisoned the Session; reopen it (R8).
 
-    The storage error is the ``__cause__``.
+    The storage error is both ``cause`` and ``__cause__``.
     """
 
     def __init__(self, cause: BaseException) -> None:
         super().__init__(f"SessionFailed: storage failed with an unknown outcome: {cause!r}")
+        self.cause = cause
         self.__cause__ = cause

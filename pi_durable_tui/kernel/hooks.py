@@ -7,8 +7,12 @@ harness to act inside the same commit, it calls a ``SessionHooks`` method:
   before the commit prepares (R25);
 - ``scheduler_outcome``: the commit that makes a scheduler-written outcome
   (``faulted``, ``orphaned``) final, for cleanup (R45, R54);
-- ``conversations_cancelled``: a cascade or conversation abort reached these
-  conversations; queued inputs there are withdrawn by the harness (R48, R57).
+- ``conversations_cancelled``: an abort reached these conversations; the
+  harness withdraws their queued inputs in the same commit. A conversation abort
+  passes the conversation itself and those its marked tasks own (R57), in the
+  marking commit; a cascade passes the conversations strictly below an owner with
+  cancellation intent (R48), in a reconcile commit, once while the cascade
+  reaches them.
 
 Problems that must not fail an operation (a listener raising, a definition that
 cannot take a task, a migration that threw) become ``Report``s.
@@ -46,4 +50,4 @@ class SessionHooks:
         """Called in the commit that makes a ``faulted`` or ``orphaned`` outcome final (R45)."""
 
     async def conversations_cancelled(self, tx: Tx, conversation_ids: list[int]) -> None:
-        """Called when an abort reaches conversations; queued inputs should go (R48, R57)."""
+        """Called when an abort reaches conversations; their queued inputs go (R48, R57)."""

@@ -1,9 +1,15 @@
 """Read-only views of the scheduler: ``inspect()`` (R28) and the task graph (R126).
 
-Neither writes anything, runs task code, or enables scheduling (R23). The task
-graph holds every live task as a node; ``TaskGraphState`` keeps it current from
-commit publications (a node appears with the commit that creates the task and
-disappears with the one that makes it terminal).
+Neither writes anything, runs task code, or enables scheduling (R23).
+
+- ``inspect_session`` reads at one point of the line: the scheduling mode, every
+  live task with its activity (``running``, ``completing``, ``waiting {on}``,
+  ``ready {migrates}`` or ``blocked {reason, error?}``), and the queued and placed
+  submissions in ID order (R28).
+- The task graph holds every live task as a node; ``TaskGraphState`` keeps it
+  current from commit publications (a node appears with the commit that creates
+  the task and disappears with the one that makes it terminal) until the
+  Session starts closing (R126, R27).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pi_durable_tui.kernel.ownership import ordinary_owned_work
 from pi_durable_tui.kernel.publication import CommitInfo
-from pi_durable_tui.kernel.reconcile import block_reason
+from pi_durable_tui.kernel.resolution import block_reason
 from pi_durable_tui.storage.json_ops import Json, JsonObject, copy_json
 from pi_durable_tui.storage.records import SubmissionRecord, TaskRecord
 
@@ -41,7 +47,7 @@ def task_node(session: Session, record: TaskRecord) -> JsonObject:
         }
     else:
         outcome = state["outcome"]
-        node_state = {"status": "completing", "outcome": outcome["status"]}  # type: ignore[index,call-overload]
+        node_state = {"status": "completing", "outcome": outcome["status"]}
     node: JsonObject = {
         "id": record.id,
         "kind": record.kind,
@@ -90,7 +96,9 @@ class TaskGraphState:
         self._unsubscribe()
 
     def _on_commit(self, info: CommitInfo) -> None:
-        if not info.tasks and not info.conversations:
+        # REMINDER: like every watch, the graph ends at the seal of close() and keeps
+        # its last value; commits that settle during close are not shown (R27).
+        if self._session.closing or (not info.tasks and not info.conversations):
             return
         graph = task_graph(self._session)
         if graph == self._value:
@@ -113,7 +121,7 @@ def _activity(session: Session, record: TaskRecord) -> JsonObject:
         if owned:
             return {"waiting": {"on": list[Json](owned)}}
     elif status == "waiting":
-        on: list[int] = record.state["on"]  # type: ignore[assignment]
+        on: list[int] = record.state["on"]
         pending: list[Json] = [i for i in on if live.task(i) is not None]
         if pending:
             return {"waiting": {"on": pending}}

@@ -11,10 +11,15 @@ the store and every watcher still receive small deltas:
   changes become per-item diffs or one ``splice`` over the changed middle;
 - a dict becomes ``set`` / ``delete`` per key.
 
-Values are compared by JSON type as well as equality (``True`` is not ``1``).
-Every value that enters a ``set`` or ``splice`` is checked to be strict JSON; the
-error names its path, for example ``docs["pi.live"].tools[0].output: bytes is not
-JSON``.
+Values are compared by JSON type as well as equality (``True`` is not ``1``,
+``1`` is not ``1.0``, ``0.0`` is not ``-0.0``). Every value that enters a ``set`` or
+``splice`` is checked to be strict JSON; the error names its path the way
+``check_json`` does, for example ``docs["pi.live"].tools[0].output: bytes is not
+JSON`` or ``docs["x"]["odd key"]: set is not JSON``. A value holding a cycle is
+refused with its path too, instead of exhausting the stack.
+
+Neither argument is modified, and the operations share no container with either
+(later edits of the draft cannot reach them).
 
 Because the diff compares values, an assignment that leaves a value equal to what
 it was produces no operation, so such a commit writes and publishes nothing for
@@ -24,6 +29,8 @@ equals the old value").
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 from pi_durable_tui.storage.json_ops import Json, Op, check_json, copy_json
@@ -42,7 +49,8 @@ def diff_json(old: Json, new: Any, where: str) -> list[Op]:
 
     Raises:
         TypeError: When ``new`` holds something that is not JSON (message names the path).
-        ValueError: When ``new`` holds a non-finite number (message names the path).
+        ValueError: When ``new`` holds a non-finite number or a cycle (message names
+            the path).
     """
     ops: list[Op] = []
     _diff(old, new, [], where, ops)
@@ -55,14 +63,30 @@ def _same_type(a: Any, b: Any) -> bool:
 
 
 def _child_where(where: str, key: str | int) -> str:
+    # REMINDER: spell paths exactly as ``check_json`` does; people and tests match on them.
     if isinstance(key, int):
         return f"{where}[{key}]"
-    return f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]"
+    if key.isidentifier():
+        return f"{where}.{key}"
+    return f"{where}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def checked_copy(value: Any, where: str) -> Json:
+    """Return a copy of ``value`` after checking it is strict JSON.
+
+    Raises:
+        TypeError: When something is not JSON (message names the path).
+        ValueError: For a non-finite number, or a cycle (message names the path).
+    """
+    try:
+        check_json(value, where)
+        return copy_json(value)
+    except RecursionError:
+        raise ValueError(f"{where}: nests too deeply or holds a cycle") from None
 
 
 def _set(path: list[str | int], value: Any, where: str, ops: list[Op]) -> None:
-    check_json(value, where)
-    ops.append({"op": "set", "path": list(path), "value": copy_json(value)})
+    ops.append({"op": "set", "path": list(path), "value": checked_copy(value, where)})
 
 
 def _diff(old: Json, new: Any, path: list[str | int], where: str, ops: list[Op]) -> None:
@@ -98,7 +122,7 @@ def _diff(old: Json, new: Any, path: list[str | int], where: str, ops: list[Op])
         else:
             ops.append({"op": "set", "path": list(path), "value": new})
         return
-    if new != old:
+    if not _same_scalar(old, new):
         _set(path, new, where, ops)
 
 
@@ -119,15 +143,16 @@ def _diff_list(
     ):
         suffix += 1
     inserted = new[prefix : len(new) - suffix]
-    for offset, value in enumerate(inserted):
-        check_json(value, _child_where(where, prefix + offset))
     ops.append(
         {
             "op": "splice",
             "path": list(path),
             "index": prefix,
             "remove": len(old) - suffix - prefix,
-            "insert": [copy_json(v) for v in inserted],
+            "insert": [
+                checked_copy(value, _child_where(where, prefix + offset))
+                for offset, value in enumerate(inserted)
+            ],
         }
     )
 
@@ -140,4 +165,11 @@ def _equal(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return _same_scalar(a, b)
+
+
+def _same_scalar(a: Any, b: Any) -> bool:
+    """Equality of two scalars of one JSON type; ``0.0`` and ``-0.0`` serialize apart."""
+    if isinstance(a, float):
+        return bool(a == b) and math.copysign(1.0, a) == math.copysign(1.0, b)
     return bool(a == b)

@@ -1,39 +1,61 @@
-"""Document states and watches: committed values for observers (R2, R9, R124).
+"""Document states and watches: committed values for observers (R2, R9, R27, R124).
 
-- ``DocumentState`` follows an address: its ``value`` is the committed value (or
-  ``None`` while absent), and subscribers get ``(value, ops)`` synchronously as each
-  commit publishes. Acquiring a state never creates a document.
-- ``DocumentWatch`` is bound to one incarnation. It starts from the value current
-  at acquisition (a late joiner replays nothing) and yields one ``WatchFrame`` per
-  commit that changed it, in order. Commits never wait for a watcher: at most
-  ``MAX_PENDING_FRAMES`` (100) undelivered frames are kept, and the next one
-  replaces the whole undelivered suffix with a single frame that sets the root to
-  the newest value. A retired document ends the watch after a final frame whose
-  value is ``None``.
+Both are fed by commit publications only, so they never see an uncommitted value.
+Acquiring either never creates a document; the Session registers them on the
+line, between two publications, so none is missed or seen twice.
 
-Values handed out are copies; the kernel's committed values are never exposed.
+- ``DocumentState`` follows an address: ``value`` is the committed value (or
+  ``None`` while absent), kept current for as long as the state is referenced,
+  and subscribers get ``(value, ops)`` synchronously as each commit publishes. A
+  subscriber that raises is dropped and reported; it disturbs no other observer.
+- ``DocumentWatch`` is bound to one incarnation and never follows a re-created
+  one. It starts from the value current at acquisition (a late joiner replays
+  nothing) and yields one ``WatchFrame`` per commit that changed it, in order.
+  Commits never wait for a watcher: at most ``MAX_PENDING_FRAMES`` (100)
+  undelivered frames are kept (not counting the one being delivered), and the
+  next one replaces the whole undelivered suffix with a single frame that sets
+  the root to the newest value; later frames follow normally.
+
+A watch ends with a reason, which ``ended`` resolves to and ``stop()`` returns:
+
+- ``stopped``: ``stop()`` (idempotent): unregisters at once and discards pending
+  frames, without interrupting a listener call in progress;
+- ``retired``: the incarnation was retired; ``ended`` resolves once the frames
+  up to and including a final frame with value ``None`` are delivered;
+- ``listener_error``: the ``start()`` listener raised (``error`` holds it);
+  pending frames are discarded;
+- ``cancelled``: the task running the ``start()`` listener was cancelled;
+- ``session_closed``: the Session closed or failed. States stop changing at the
+  same moment and keep their last value (R27).
+
+The first reason wins. Values handed out are copies; the kernel's committed
+values are never exposed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pi_durable_tui.kernel.documents import DocDefinition
+from pi_durable_tui.kernel.hooks import Report
 from pi_durable_tui.kernel.publication import CommitInfo
 from pi_durable_tui.storage.json_ops import JsonObject, Op, copy_json
 from pi_durable_tui.storage.records import DocAddress, DocumentRecord
 
 if TYPE_CHECKING:
+    from pi_durable_tui.kernel.drafts import DocChange
     from pi_durable_tui.kernel.session import Session
 
 MAX_PENDING_FRAMES = 100
-EndReason = Literal["stopped", "session_closed", "retired", "listener_error"]
+EndReason = Literal["stopped", "cancelled", "session_closed", "retired", "listener_error"]
 StateListener = Callable[[JsonObject | None, list[Op]], None]
+_ROOT_NONE: Op = {"op": "set", "path": [], "value": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +67,24 @@ class WatchFrame:
     seq: int
 
 
+def _copy(value: JsonObject | None) -> JsonObject | None:
+    return None if value is None else copy_json(value)  # type: ignore[return-value]
+
+
 class DocumentState:
     """The committed value of the document at one address, kept current by publications."""
 
-    def __init__(self, owner: Observation, definition: DocDefinition, address: DocAddress) -> None:
+    def __init__(
+        self,
+        owner: Observation,
+        definition: DocDefinition,
+        address: DocAddress,
+        value: JsonObject | None,
+    ) -> None:
         self._owner = owner
         self._definition = definition
         self.address = address
-        self._value: JsonObject | None = None
+        self._value = value
         self._listeners: dict[int, StateListener] = {}
         self._next = 0
         self.ended = False
@@ -60,10 +92,12 @@ class DocumentState:
     @property
     def value(self) -> JsonObject | None:
         """A copy of the committed value, or ``None`` while the document is absent."""
-        return None if self._value is None else copy_json(self._value)  # type: ignore[return-value]
+        return _copy(self._value)
 
     def subscribe(self, listener: StateListener) -> Callable[[], None]:
         """Call ``listener(value, ops)`` after each commit that changes the document.
+
+        A listener that raises is unsubscribed and reported.
 
         Returns:
             A function that unsubscribes (idempotent).
@@ -80,25 +114,38 @@ class DocumentState:
 
         return unsubscribe
 
-    def set(self, value: JsonObject | None) -> None:
-        """Adopt the value at acquisition time."""
-        self._value = value
-
-    def apply(self, value: JsonObject | None, ops: list[Op], version: int) -> None:
+    def apply(self, change: DocChange) -> None:
         """Adopt a committed change and notify subscribers."""
-        if value is not None and version != self._definition.version:
-            value = self._definition.upgrade(value, version)
+        if self.ended:
+            return
+        value: JsonObject | None
+        if change.retired:
+            value, ops = None, [_ROOT_NONE]
+        elif change.version != self._definition.version:
+            try:
+                value = self._definition.upgrade(change.value, change.version)
+            except Exception as error:  # another definition wrote a version this one cannot read
+                self._owner.report(error, f"Document state of {self.address.kind}")
+                return
             ops = [{"op": "set", "path": [], "value": value}]
+        else:
+            value, ops = change.value, change.ops
         self._value = value
-        for listener in list(self._listeners.values()):
-            listener(None if value is None else copy_json(value), copy_json(ops))  # type: ignore[arg-type]
+        for key, listener in list(self._listeners.items()):
+            try:
+                listener(_copy(value), copy_json(ops))  # type: ignore[arg-type]
+            except Exception as error:  # REMINDER: one bad subscriber must not stop the others.
+                self._listeners.pop(key, None)
+                self._owner.report(error, f"A subscriber of {self.address.kind}")
+        if not self._listeners:
+            self._owner.unpin(self)
 
 
 class DocumentWatch:
     """A bounded, ordered stream of one document incarnation's committed changes.
 
     Iterate it (``async for frame in watch``) or ``start(listener)``; ``stop()``
-    ends it. ``ended`` resolves with the end reason.
+    ends it. ``ended`` resolves with the end reason (see the module docstring).
     """
 
     def __init__(self, owner: Observation, record: DocumentRecord, value: JsonObject) -> None:
@@ -107,6 +154,7 @@ class DocumentWatch:
         self._value: JsonObject | None = value
         self._pending: deque[WatchFrame] = deque()
         self._wake = asyncio.Event()
+        self._reason: EndReason | None = None
         self.ended: asyncio.Future[EndReason] = asyncio.get_running_loop().create_future()
         self._runner: asyncio.Task[None] | None = None
         self.error: BaseException | None = None
@@ -114,7 +162,7 @@ class DocumentWatch:
     @property
     def value(self) -> JsonObject | None:
         """A copy of the value as of the newest frame delivered (or acquisition)."""
-        return None if self._value is None else copy_json(self._value)  # type: ignore[return-value]
+        return _copy(self._value)
 
     @property
     def pending(self) -> int:
@@ -123,7 +171,7 @@ class DocumentWatch:
 
     def push(self, frame: WatchFrame) -> None:
         """Queue a frame; past the bound, collapse the backlog into one root frame."""
-        if self.ended.done():
+        if self._reason is not None:
             return
         if len(self._pending) >= MAX_PENDING_FRAMES:
             self._pending.clear()
@@ -133,14 +181,20 @@ class DocumentWatch:
         self._wake.set()
 
     def end(self, reason: EndReason) -> None:
-        """End the watch (pending frames are discarded, except a retirement's final frame)."""
-        if self.ended.done():
-            return
+        """End the watch: unregister it, and discard pending frames unless it was retired."""
+        if self._reason is None:
+            self._reason = reason
+            self._owner.unwatch(self)
         if reason != "retired":
             self._pending.clear()
-        self.ended.set_result(reason)
-        self._owner.unwatch(self)
+        if not self._pending:
+            self._resolve()
         self._wake.set()
+
+    def _resolve(self) -> None:
+        if not self.ended.done():
+            assert self._reason is not None
+            self.ended.set_result(self._reason)
 
     def __aiter__(self) -> AsyncIterator[WatchFrame]:
         return self._frames()
@@ -149,14 +203,11 @@ class DocumentWatch:
         while True:
             if self._pending:
                 frame = self._pending.popleft()
-                self._value = frame.value
-                yield WatchFrame(
-                    None if frame.value is None else copy_json(frame.value),  # type: ignore[arg-type]
-                    copy_json(frame.ops),  # type: ignore[arg-type]
-                    frame.seq,
-                )
+                self._value = frame.value  # advances just before the frame is handed out
+                yield WatchFrame(_copy(frame.value), copy_json(frame.ops), frame.seq)  # type: ignore[arg-type]
                 continue
-            if self.ended.done():
+            if self._reason is not None:
+                self._resolve()
                 return
             self._wake.clear()
             await self._wake.wait()
@@ -164,10 +215,15 @@ class DocumentWatch:
     def start(self, listener: Callable[[WatchFrame], object | Awaitable[object]]) -> None:
         """Deliver frames to ``listener`` one at a time in a background task.
 
-        A listener that raises ends the watch with ``listener_error`` (``error`` holds it).
+        Raises:
+            RuntimeError: When the watch was already started.
         """
+        if self._runner is not None:
+            raise RuntimeError("Watch already started")
+        self._runner = asyncio.ensure_future(self._run(listener))
 
-        async def run() -> None:
+    async def _run(self, listener: Callable[[WatchFrame], object | Awaitable[object]]) -> None:
+        try:
             async for frame in self:
                 try:
                     result = listener(frame)
@@ -177,8 +233,9 @@ class DocumentWatch:
                     self.error = error
                     self.end("listener_error")
                     return
-
-        self._runner = asyncio.ensure_future(run())
+        except asyncio.CancelledError:
+            self.end("cancelled")
+            raise
 
     async def stop(self) -> EndReason:
         """Stop the watch (idempotent) and return its end reason.
@@ -194,38 +251,42 @@ class Observation:
     """Registers states and watches and feeds them from commit publications."""
 
     def __init__(self, session: Session) -> None:
-        self._states: dict[DocAddress, DocumentState] = {}
+        self._session = session
+        self._states: dict[DocAddress, weakref.WeakSet[DocumentState]] = {}
+        """Every state in use, by address; a state nobody references goes away."""
+        self._pinned: set[DocumentState] = set()
+        """States with subscribers, kept alive by their subscriptions."""
         self._watches: dict[int, set[DocumentWatch]] = {}
         self._ended: EndReason | None = None
         session.subscribe(self._on_commit)
 
+    def report(self, error: BaseException, who: str) -> None:
+        """Report an observer's failure (it never fails a commit)."""
+        self._session.report(Report("listener_error", f"{who} raised: {error!r}", error))
+
     def state(
         self, definition: DocDefinition, address: DocAddress, value: JsonObject | None
     ) -> DocumentState:
-        """Return a state for an address, registered from the value current now."""
-        state = self._states.get(address)
-        if state is None or state.ended:
-            state = DocumentState(self, definition, address)
-            self._states[address] = state
-        state.set(None if value is None else copy_json(value))  # type: ignore[arg-type]
+        """Return a new state for an address, registered from the value current now."""
+        state = DocumentState(self, definition, address, _copy(value))
         if self._ended is not None:
             state.ended = True
+        else:
+            self._states.setdefault(address, weakref.WeakSet()).add(state)
         return state
 
     def pin(self, state: DocumentState) -> None:
-        """Keep a subscribed state registered."""
-        self._states[state.address] = state
+        """Keep a subscribed state alive."""
+        if not state.ended:
+            self._pinned.add(state)
 
     def unpin(self, state: DocumentState) -> None:
-        """Forget a state nobody listens to."""
-        if self._states.get(state.address) is state:
-            del self._states[state.address]
+        """Let a state without subscribers go when nobody references it."""
+        self._pinned.discard(state)
 
-    def watch(
-        self, definition: DocDefinition, record: DocumentRecord, value: JsonObject
-    ) -> DocumentWatch:
+    def watch(self, record: DocumentRecord, value: JsonObject) -> DocumentWatch:
         """Return a new watch of an incarnation, registered from the value current now."""
-        watch = DocumentWatch(self, record, copy_json(value))  # type: ignore[arg-type]
+        watch = DocumentWatch(self, record, _copy(value))  # type: ignore[arg-type]
         if self._ended is not None:
             watch.end(self._ended)
         else:
@@ -244,26 +305,29 @@ class Observation:
         if self._ended is not None:
             return  # states keep their last value; nothing after the seal (R27)
         for change in info.documents:
-            state = self._states.get(change.address)
-            if state is not None:
-                if change.retired:
-                    state.apply(None, [{"op": "set", "path": [], "value": None}], change.version)
-                else:
-                    state.apply(change.value, change.ops, change.version)
+            states = self._states.get(change.address)
+            if states is not None:
+                for state in list(states):
+                    state.apply(change)
+                if not states:
+                    del self._states[change.address]
             for watch in list(self._watches.get(change.record.id, ())):
                 if change.ops:
                     watch.push(WatchFrame(change.value, change.ops, info.seq))
                 if change.retired:
-                    watch.push(
-                        WatchFrame(None, [{"op": "set", "path": [], "value": None}], info.seq)
-                    )
+                    watch.push(WatchFrame(None, [_ROOT_NONE], info.seq))
                     watch.end("retired")
 
     def session_ended(self, reason: EndReason) -> None:
         """End every watch and freeze every state: they keep their last value."""
+        if self._ended is not None:
+            return
         self._ended = reason
         for watches in list(self._watches.values()):
             for watch in list(watches):
                 watch.end(reason)
-        for state in self._states.values():
-            state.ended = True
+        for states in self._states.values():
+            for state in states:
+                state.ended = True
+        self._states.clear()
+        self._pinned.clear()

@@ -237,9 +237,12 @@ def owner_chain(tree: TaskTree, record: TaskRecord) -> Iterator[TaskRecord]:
 def cascade_source(tree: TaskTree, record: TaskRecord) -> TaskRecord | None:
     """Return the live owner whose cancellation intent reaches a task, if any (R48).
 
-    The walk stops at a background owner without intent of its own, and at a
-    terminal owner.
+    A background task is never reached (it is a boundary; only an explicit abort
+    marks it). The walk up stops at a background owner without intent of its
+    own, and at a terminal owner.
     """
+    if record.background:
+        return None
     for owner in owner_chain(tree, record):
         if has_cancellation_intent(owner):
             return owner

@@ -12,13 +12,14 @@ crash cannot lose them:
 - held (``completing``) tasks whose ordinary owned work drained become terminal;
   a held scheduler-written outcome gets its cleanup now (R53, R54).
 
-``block_reason`` says why a definition cannot take a pending or waiting task
-(R44): blocked is derived, never stored.
+Queued inputs are withdrawn once per conversation while a cascade reaches it:
+``cancelled`` remembers the conversations already handed to the hook, and
+forgets those no cascade reaches any more, so a later cascade through the same
+conversation withdraws again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pi_durable_tui.kernel.ownership import (
@@ -27,8 +28,6 @@ from pi_durable_tui.kernel.ownership import (
     traverse_conversation,
 )
 from pi_durable_tui.kernel.tasks import (
-    BlockedReason,
-    TaskDefinition,
     has_cancellation_intent,
     is_scheduler_outcome,
     with_state,
@@ -40,82 +39,56 @@ if TYPE_CHECKING:
     from pi_durable_tui.kernel.tx import Tx
 
 
-@dataclass(frozen=True, slots=True)
-class Blocked:
-    """Why no definition can take a task now (R44)."""
-
-    reason: BlockedReason
-    message: str
-    error: BaseException | None = None
-    definition_id: int = 0
-    """``id()`` of the definition that failed to migrate; retried only for another one."""
-
-
-def block_reason(
-    record: TaskRecord, definition: TaskDefinition | None, previous: Blocked | None
-) -> Blocked | None:
-    """Return why ``definition`` cannot take ``record``, or ``None`` when it can (R44)."""
-    if definition is None:
-        return Blocked("missing_task", f"Task kind {record.kind} is not registered")
-    if record.version > definition.version:
-        return Blocked(
-            "task_too_old",
-            f"Task {record.id} is stored at version {record.version}, newer than the "
-            f"definition of {record.kind} (version {definition.version})",
-        )
-    if record.version < definition.version and definition.migrate is None:
-        return Blocked(
-            "migration_failed",
-            f"Task {record.id} is stored at version {record.version} and the definition of "
-            f"{record.kind} (version {definition.version}) has no migrate",
-            definition_id=id(definition),
-        )
-    if (
-        previous is not None
-        and previous.reason == "migration_failed"
-        and previous.definition_id == id(definition)
-    ):
-        return previous
-    return None
-
-
 def _conversations_below(session: Session, record: TaskRecord) -> set[int]:
+    """Conversations a cascade from ``record`` reaches: strictly below it (R48).
+
+    The walk follows owned tasks and owned conversations, and stops at background
+    tasks (a boundary without intent of its own; one with intent is a cascade
+    source itself).
+    """
     live = session.live
     found: set[int] = set()
     stack = [record.id]
     while stack:
         task_id = stack.pop()
-        stack.extend(live.children(task_id))
+        stack.extend(live.children(task_id))  # owned tasks are never background (R11)
         for conversation_id in live.owned_conversations(task_id):
             if conversation_id in found:
                 continue
             found.add(conversation_id)
-            stack.extend(r.id for r in traverse_conversation(live, conversation_id))
+            stack.extend(
+                r.id for r in traverse_conversation(live, conversation_id) if not r.background
+            )
     return found
 
 
 async def _fail_fast_marks(session: Session) -> list[TaskRecord]:
+    """Live members of ``fail_fast`` waits to mark because another member failed (R52).
+
+    The first member (in ``on`` order) that holds or ended with an outcome other
+    than ``completed`` keeps its outcome unmarked; every other live member gets a
+    mark, a held one included (its own owned work is then cancelled). The waiter
+    itself is never marked.
+    """
     live = session.live
     marks: dict[int, TaskRecord] = {}
     for waiter in live.tasks():
         state = waiter.state
         if state["status"] != "waiting" or state.get("policy") != "fail_fast":
             continue
-        on: list[int] = state["on"]  # type: ignore[assignment]
-        failed = False
+        on: list[int] = state["on"]
+        failed: int | None = None
         for member in on:
             record = live.task(member) or await session.storage.task(member)
-            if record is None:
-                continue
-            outcome = record.state.get("outcome")
+            outcome = None if record is None else record.state.get("outcome")
             if isinstance(outcome, dict) and outcome.get("status") != "completed":
-                failed = True
+                failed = member
                 break
-        if not failed:
+        if failed is None:
             continue
         for member in on:
             record = live.task(member)
-            if record is not None and not record.abort_requested and record.status != "completing":
+            if member != failed and record is not None and not record.abort_requested:
                 marks[member] = record
     return list(marks.values())
 
@@ -125,10 +98,12 @@ async def reconcile_once(session: Session, cancelled: set[int]) -> bool:
 
     Args:
         session: The Session.
-        cancelled: Conversations whose queued inputs were already withdrawn; new
-            ones are added.
+        cancelled: Conversations whose queued inputs were withdrawn while a
+            cascade reaches them. Updated once the commit has landed: new ones
+            are added, ones no cascade reaches any more are dropped.
     """
     changed = [False]
+    reached: set[int] = set()
 
     async def apply(tx: Tx) -> None:
         live = session.live
@@ -147,18 +122,20 @@ async def reconcile_once(session: Session, cancelled: set[int]) -> bool:
                 current, {"status": "terminal", "outcome": outcome}, memos=None, ended_at=now
             )
             tx.put_task(final)
-            if is_scheduler_outcome(outcome):  # type: ignore[arg-type]
-                await session.hooks.scheduler_outcome(tx, final, outcome)  # type: ignore[arg-type]
+            if is_scheduler_outcome(outcome):
+                await session.hooks.scheduler_outcome(tx, final, outcome)
         changed[0] = bool(tx.tasks)
-        reached: set[int] = set()
+        reached.clear()
         for record in live.tasks():
             candidate = tx.candidate_task(record.id) or record
             if has_cancellation_intent(candidate):
-                reached |= _conversations_below(session, candidate)
+                reached.update(_conversations_below(session, candidate))
         fresh = sorted(reached - cancelled)
         if fresh:
             await session.hooks.conversations_cancelled(tx, fresh)
-            cancelled.update(fresh)
 
     await session.run_commit(apply)
+    # REMINDER: only after the commit landed; a failed commit withdrew nothing.
+    cancelled.intersection_update(reached)
+    cancelled.update(reached)
     return changed[0]

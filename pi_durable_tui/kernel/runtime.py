@@ -8,21 +8,26 @@ mark (``Task <id> has a durable abort mark``).
 
 - ``commit(fn)``: a gated commit; ``fn(tx)`` may return the task's next state,
   which replaces the state in the same commit as the callback's other writes.
-  Entries appended through it get ``by_task_id``.
+  Entries appended through it get ``by_task_id``. An abort handler may not
+  return ``Waiting`` (R43).
 - ``memo(name, candidate)``: first writer wins, in one gated commit (R40).
 - ``sleep(until)``, ``outcomes(ids)``, ``wait_for_task(id)``.
 - ``aborted``: an ``asyncio.Event`` set when the invocation is signalled, just
-  before its coroutine is cancelled, so code can stop a process group cleanly.
+  before its coroutine is cancelled, so code can stop a process group cleanly;
+  it is also set when the invocation ends for any other reason (R42), and
+  ``sleep`` and ``wait_for_task`` reject as soon as it is set, even when they run
+  in a helper coroutine the phase started.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pi_durable_tui.kernel.errors import SessionClosed, TaskGateClosed
+from pi_durable_tui.kernel.errors import SessionClosed, TaskGateClosed, TaskNotFound
 from pi_durable_tui.kernel.tasks import (
     Aborted,
     Completed,
@@ -36,8 +41,6 @@ from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_j
 from pi_durable_tui.storage.records import TaskRecord
 
 if TYPE_CHECKING:
-    import asyncio
-
     from pi_durable_tui.kernel.session import Session
     from pi_durable_tui.kernel.tx import Tx
 
@@ -71,6 +74,16 @@ class TaskRuntime:
         self.mode = mode
         self.aborted = aborted
         self.ended = False
+        self.wait_refused: TaskGateClosed | None = None
+        """Set when an abort handler tried to wait; the task faults with it (R43)."""
+
+    def end(self) -> None:
+        """Mark the invocation ended: every operation rejects, and the signal is set (R42)."""
+        self.ended = True
+        self.aborted.set()
+
+    def _ended_error(self) -> TaskGateClosed:
+        return TaskGateClosed(f"Task {self.task_id} invocation has ended")
 
     @property
     def record(self) -> TaskRecord | None:
@@ -87,7 +100,7 @@ class TaskRuntime:
 
     def _gate(self, record: TaskRecord | None) -> TaskRecord:
         if self.ended:
-            raise TaskGateClosed(f"Task {self.task_id} invocation has ended")
+            raise self._ended_error()
         if self.session.closing:
             raise SessionClosed()
         if record is None or not record.is_live:
@@ -125,7 +138,12 @@ class TaskRuntime:
                 result = await result
             if isinstance(result, (Running, Waiting, Completed, Failed, Aborted)):
                 if self.mode == "abort" and isinstance(result, Waiting):
-                    raise TaskGateClosed(f"Abort handler of task {self.task_id} cannot wait")
+                    # REMINDER: remembered, so the task faults with this message even
+                    # when the handler catches the error and returns.
+                    self.wait_refused = TaskGateClosed(
+                        f"Abort handler of task {self.task_id} cannot wait"
+                    )
+                    raise self.wait_refused
                 tx.request_state(self.task_id, result)
             return result
 
@@ -165,28 +183,23 @@ class TaskRuntime:
         """Sleep until the clock reaches ``until`` (ms); rejects once signalled (R41).
 
         Raises:
-            TaskGateClosed: When the invocation is signalled or ended.
+            TaskGateClosed: When the invocation is signalled or ends, before or
+                during the sleep.
         """
-        if self.aborted.is_set() or self.ended:
-            raise TaskGateClosed(f"Task {self.task_id} invocation has ended")
-        await self.session.clock.sleep_until(until)
-        if self.aborted.is_set():
-            raise TaskGateClosed(f"Task {self.task_id} invocation has ended")
+        await self._until_signalled(self.session.clock.sleep_until(until))
 
     async def outcomes(self, task_ids: Sequence[int]) -> list[JsonObject]:
         """Return the outcomes of terminal tasks, in order (R52).
 
         Raises:
-            TaskGateClosed: ``Task <id> is not terminal`` for a live task.
-            KernelError: For an unknown task.
+            TaskGateClosed: ``Task <id> is not terminal`` for a live (or held) task.
+            TaskNotFound: For an unknown task.
         """
         self._gate(self.record)
         results: list[JsonObject] = []
         for task_id in task_ids:
             record = await self.session.read_task(task_id)
             if record is None:
-                from pi_durable_tui.kernel.errors import TaskNotFound
-
                 raise TaskNotFound(task_id)
             if record.is_live:
                 raise TaskGateClosed(f"Task {task_id} is not terminal")
@@ -194,5 +207,28 @@ class TaskRuntime:
         return results
 
     async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Wait until another task is terminal (for abort handlers' own helpers, R43)."""
-        return await self.session.scheduler.wait_for_task(task_id)
+        """Wait until another task is terminal and return its record (R43, R56).
+
+        Abort handlers use it for background tasks they created. It rejects like
+        ``sleep`` once the invocation is signalled or ends.
+        """
+        self._gate(self.record)
+        return await self._until_signalled(self.session.scheduler.wait_for_task(task_id))
+
+    async def _until_signalled(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless the invocation's signal comes first (R41, R42)."""
+        if self.ended or self.aborted.is_set():
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()  # never started; close it so it is not reported
+            raise self._ended_error()
+        work = asyncio.ensure_future(awaitable)
+        signal = asyncio.ensure_future(self.aborted.wait())
+        try:
+            await asyncio.wait((work, signal), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            signal.cancel()
+            if not work.done():
+                work.cancel()
+        if work.done() and not work.cancelled():
+            return work.result()
+        raise self._ended_error()

@@ -6,13 +6,23 @@ running (R22), and then serves:
 
 - ``commit(fn)``: the mutation line (R1-R8). Callbacks run one at a time, each
   holding the line from its start until storage has settled and the new revisions
-  are adopted. A callback that raises persists and publishes nothing. An
-  uncertain storage failure poisons the Session (``SessionFailed``), while
+  are adopted and published. A callback that raises persists and publishes
+  nothing. An uncertain storage failure poisons the Session (``SessionFailed``,
+  with the storage error as cause, for that commit, every later one, the commits
+  queued behind it and pending waits; ``closed`` resolves ``failed``), while
   ``StorageRejected`` rolls back and leaves it healthy.
 - documents: ``snapshot``, ``snapshot_as_of`` (R19), ``document_state`` and
-  ``watch_doc`` (R124);
+  ``watch_doc`` (R124), read through ``self.documents`` (``doc_store``);
 - tasks through ``self.scheduler`` (R36-R58), which this class re-exports;
-- ``close()`` (R27).
+- ``close()`` (R27): it seals admission at once (a commit that has already
+  called ``commit()`` is admitted and settles; a later call raises
+  ``SessionClosed``), ends every state and watch at that moment, stops the
+  scheduler, waits for the admitted commits, then closes storage. Every
+  ``close()`` call awaits the same shutdown. Document reads work until storage
+  is closed and raise ``SessionClosed`` afterwards.
+
+A commit callback must not wait for another commit, a ``document_state`` or a
+``watch_doc`` of the same Session: they queue on the line it holds.
 
 Cancellation: once a callback has returned and its batch goes to storage, the
 commit is finished by the line itself, shielded from the caller. A cancelled
@@ -26,20 +36,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
 from pi_durable_tui.kernel.clock import Clock, SystemClock
+from pi_durable_tui.kernel.doc_store import DocumentStore
 from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.drafts import Draft
-from pi_durable_tui.kernel.errors import (
-    DocumentAccessError,
-    SessionClosed,
-    SessionFailed,
-)
-from pi_durable_tui.kernel.forks import fork_source_for, plan_fork_copies
+from pi_durable_tui.kernel.errors import SessionClosed, SessionFailed
+from pi_durable_tui.kernel.forks import copy_address
 from pi_durable_tui.kernel.hooks import Report, SessionHooks
 from pi_durable_tui.kernel.inspection import TaskGraphState, inspect_session, task_graph
 from pi_durable_tui.kernel.observation import DocumentState, DocumentWatch, Observation
@@ -49,28 +54,12 @@ from pi_durable_tui.kernel.registry import TaskRegistry
 from pi_durable_tui.kernel.scheduler import Scheduler
 from pi_durable_tui.kernel.tx import Tx
 from pi_durable_tui.storage.errors import StorageRejected
-from pi_durable_tui.storage.json_ops import Json, JsonObject, copy_json
+from pi_durable_tui.storage.json_ops import JsonObject, copy_json
 from pi_durable_tui.storage.protocol import Storage
-from pi_durable_tui.storage.records import (
-    LIVE_TASK_STATUSES,
-    DocAddress,
-    DocumentRecord,
-    TaskRecord,
-)
-from pi_durable_tui.storage.writes import CopyDocument, RetireDocument, Write
+from pi_durable_tui.storage.records import LIVE_TASK_STATUSES, TaskRecord
+from pi_durable_tui.storage.writes import CopyDocument, Write
 
 T = TypeVar("T")
-
-_CACHE_LIMIT = 4096
-
-
-@dataclass(slots=True)
-class _DocSlot:
-    record: DocumentRecord
-    version: int
-    value: JsonObject
-    """Committed value at ``version``; kernel-owned, copied before it leaves."""
-    deltas_since_base: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +92,10 @@ class Session:
         self._publisher = Publisher(self._listener_failed)
         self._failed: SessionFailed | None = None
         self._closing = False
+        self._storage_closed = False
         self._closed: asyncio.Future[CloseReason] = asyncio.get_running_loop().create_future()
         self._close_task: asyncio.Task[None] | None = None
-        self._doc_ids: OrderedDict[DocAddress, int | None] = OrderedDict()
-        self._slots: OrderedDict[int, _DocSlot] = OrderedDict()
-        self._epoch = 0
+        self.documents = DocumentStore(storage)
         self.observation = Observation(self)
         self.scheduler = Scheduler(self)
 
@@ -193,10 +181,14 @@ class Session:
             SessionFailed: After an uncertain storage failure.
             SessionClosed: After ``close()`` started.
         """
-        if self._failed is not None:
-            raise self._failed
+        self._check_failed()
         if self._closing:
             raise SessionClosed()
+
+    def _check_failed(self) -> None:
+        if self._failed is not None:
+            # A fresh error each time: re-raising one instance would grow its traceback.
+            raise SessionFailed(self._failed.cause)
 
     def report(self, report: Report) -> None:
         """Hand a problem to ``on_report`` (never raises)."""
@@ -250,23 +242,29 @@ class Session:
 
     async def run_commit(self, fn: Callable[[Tx], Any], *, origin_task: int | None = None) -> Any:
         """Run a commit, optionally as a task's runtime commit (entries get ``by_task_id``)."""
-        self.check_usable()
+        self.check_usable()  # admission: sealed by close() (R27)
         await self._line.acquire()
         handed_off = False
         try:
-            self.check_usable()
+            # REMINDER: an admitted commit still runs while the Session closes (R27).
+            self._check_failed()
             tx = Tx(self, origin_task)
             try:
                 result = fn(tx)
                 if inspect.isawaitable(result):
                     result = await result
                 tx.check_settled()
-                writes = await self._prepare(tx)
-            finally:
+                prepared = tx.hand_over()
+            except BaseException:
                 tx.close()
+                raise
+            try:
+                writes = await self._prepare(prepared)
+            finally:
+                prepared.close()
             if not writes:
                 return result
-            store = asyncio.ensure_future(self._store(tx, writes))
+            store = asyncio.ensure_future(self._store(prepared, writes))
             store.add_done_callback(_retrieve)
             handed_off = True
             await asyncio.shield(store)
@@ -280,9 +278,13 @@ class Session:
             await self.hooks.conversation_created(tx, conversation)
         await self.scheduler.prepare(tx)
         writes = tx.storage_writes()
-        writes.extend(w for w in tx.extra_writes if isinstance(w, RetireDocument))
-        writes.extend(tx.finish_drafts(self.storage.last_seq + 1))
-        writes.extend(await plan_fork_copies(self, tx))
+        documents = tx.documents
+        writes.extend(documents.finish(self.storage.last_seq + 1))
+        writes.extend(
+            await tx.fork_planner.copies(
+                documents.changed_ids(), documents.written_addresses(), self.storage.mint_id
+            )
+        )
         for record in tx.tasks.values():
             cid = record.conversation_id
             if not self.live.knows_conversation(cid) and cid not in tx.conversations:
@@ -299,7 +301,7 @@ class Session:
                 raise
             except BaseException as error:
                 self._poison(error)
-                raise self._failed from error  # type: ignore[misc]
+                raise SessionFailed(error) from error
             info = self._adopt(tx, seq, writes)
             self._publisher.publish(info)
         finally:
@@ -314,35 +316,15 @@ class Session:
             self.observation.session_ended("session_closed")
 
     def _adopt(self, tx: Tx, seq: int, writes: list[Write]) -> CommitInfo:
-        self._epoch += 1
         for conversation in (*tx.loaded_conversations, *tx.conversations.values()):
             self.live.add_conversation(conversation)
         previous: dict[int, TaskRecord | None] = {}
         for task in tx.tasks.values():
             previous[task.id] = self.live.task(task.id)
             self.live.put_task(task)
-        changes = []
-        for change in tx.doc_changes:
-            record = change.record
-            if record.created_at != seq and change.created:
-                record = replace(record, created_at=seq)
-            if change.retired and record.retired_at != seq:
-                record = replace(record, retired_at=seq)
-            if record is not change.record:
-                change = replace(change, record=record)
-            changes.append(change)
-            if change.retired:
-                self._slots.pop(record.id, None)
-                if self._doc_ids.get(change.address) == record.id:
-                    self._doc_ids[change.address] = None
-            else:
-                self._remember(
-                    change.address,
-                    _DocSlot(record, change.version, change.value, change.deltas_since_base),
-                )
-        for write in writes:
-            if isinstance(write, CopyDocument):
-                self._slots.pop(write.id, None)
+        changes = tuple(change.stamped(seq) for change in tx.doc_changes)
+        copied = [copy_address(w) for w in writes if isinstance(w, CopyDocument)]
+        self.documents.adopt(changes, copied)
         return CommitInfo(
             seq=seq,
             conversations=tuple(tx.conversations.values()),
@@ -350,87 +332,7 @@ class Session:
             tasks=tuple(tx.tasks.values()),
             previous_tasks=previous,
             submissions=tuple(tx.submissions.values()),
-            documents=tuple(changes),
-        )
-
-    # -- document cache --
-
-    def _remember(self, address: DocAddress, slot: _DocSlot) -> None:
-        self._doc_ids[address] = slot.record.id
-        self._doc_ids.move_to_end(address)
-        self._slots[slot.record.id] = slot
-        self._slots.move_to_end(slot.record.id)
-        while len(self._slots) > _CACHE_LIMIT:
-            self._slots.popitem(last=False)
-        while len(self._doc_ids) > _CACHE_LIMIT:
-            self._doc_ids.popitem(last=False)
-
-    def forget_address(self, address: DocAddress) -> None:
-        """Drop what the cache knows of an address (a copy is about to create it)."""
-        self._doc_ids.pop(address, None)
-
-    async def _load_slot(self, address: DocAddress) -> _DocSlot | None:
-        if address in self._doc_ids:
-            document_id = self._doc_ids[address]
-            if document_id is None:
-                return None
-            slot = self._slots.get(document_id)
-            if slot is not None:
-                return slot
-        epoch = self._epoch
-        record = await self.storage.find_document(address)
-        read = None if record is None else await self.storage.document(record.id)
-        slot = None
-        if read is not None:
-            slot = _DocSlot(read.record, read.version, read.value, read.deltas_since_base)
-        if epoch == self._epoch:  # REMINDER: never cache a read that a commit overtook.
-            if slot is None:
-                self._doc_ids[address] = None
-            else:
-                self._remember(address, slot)
-        return slot
-
-    async def document_exists(self, address: DocAddress) -> bool:
-        """Whether a live incarnation exists at an address."""
-        return await self._load_slot(address) is not None
-
-    async def acquire_draft(
-        self, tx: Tx, definition: DocDefinition, address: DocAddress, seed: Json
-    ) -> Draft:
-        """Load (or start) the draft of a document for a transaction (R9, R15)."""
-        slot = None if tx.retired_in_this_commit(address) else await self._load_slot(address)
-        if slot is None:
-            source = await fork_source_for(self, tx, address)
-            if source is not None:
-                record, at = source
-                read = await self.storage.document(record.id, at)
-                if read is not None:
-                    value = definition.upgrade(read.value, read.version)
-                    return Draft(
-                        definition,
-                        address,
-                        self.storage.mint_id(),
-                        None,
-                        {},
-                        definition.version,
-                        0,
-                        _copy_object(value),
-                    )
-            value = definition.initial_value(seed)
-            return Draft(
-                definition, address, self.storage.mint_id(), None, {}, definition.version, 0, value
-            )
-        definition.check_record(slot.record)
-        base = definition.upgrade(slot.value, slot.version)
-        return Draft(
-            definition,
-            address,
-            slot.record.id,
-            slot.record,
-            base,
-            slot.version,
-            slot.deltas_since_base,
-            _copy_object(base),
+            documents=changes,
         )
 
     # -- document reads --
@@ -441,13 +343,13 @@ class Session:
         """Return a document's committed value (migrated in memory), or ``None`` (R9, R15).
 
         Never creates or writes anything.
+
+        Raises:
+            DocumentAccessError: When the stored document does not fit the definition.
         """
         self._check_readable()
-        slot = await self._load_slot(definition.address(scope_id, key))
-        if slot is None:
-            return None
-        definition.check_record(slot.record)
-        return copy_json(definition.upgrade(slot.value, slot.version))  # type: ignore[return-value]
+        value = await self.documents.value(definition, definition.address(scope_id, key))
+        return None if value is None else _copy_object(value)
 
     async def snapshot_as_of(
         self, definition: DocDefinition, conversation_id: int, at: int, key: str | None = None
@@ -458,60 +360,47 @@ class Session:
         in the ancestor conversation that owns ``at``.
 
         Raises:
-            DocumentAccessError: For a current-only document, or an entry not visible
-                from the conversation.
+            DocumentAccessError: For a current-only document, or an entry not visible from
+                the conversation.
         """
         self._check_readable()
-        if definition.current_only:
-            raise DocumentAccessError(
-                f"Document {definition.kind} does not retain historical content"
-            )
-        stored = await self.storage.entry(at, conversation_id)
-        if stored is None:
-            raise DocumentAccessError(
-                f"Entry {at} is not visible from conversation {conversation_id}"
-            )
-        address = definition.address(stored.entry.conversation_id, key)
-        record = await self.storage.find_document(address, stored.commit_seq)
-        if record is None:
-            return None
-        definition.check_record(record)
-        read = await self.storage.document(record.id, stored.commit_seq)
-        if read is None:
-            return None
-        return copy_json(definition.upgrade(read.value, read.version))  # type: ignore[return-value]
+        return await self.documents.value_as_of(definition, conversation_id, at, key)
 
     async def document_state(
         self, definition: DocDefinition, scope_id: int | None = None, key: str | None = None
     ) -> DocumentState:
-        """Return a live view of a document's committed value at an address (R124)."""
+        """Return a live view of a document's committed value at an address (R124).
+
+        Raises:
+            DocumentAccessError: When the stored document does not fit the definition.
+        """
         self._check_readable()
         address = definition.address(scope_id, key)
-        async with self._line:
-            slot = await self._load_slot(address)
-            value = None
-            if slot is not None:
-                definition.check_record(slot.record)
-                value = definition.upgrade(slot.value, slot.version)
+        async with self._line:  # read and register between two publications
+            value = await self.documents.value(definition, address)
             return self.observation.state(definition, address, value)
 
     async def watch_doc(
         self, definition: DocDefinition, scope_id: int | None = None, key: str | None = None
     ) -> DocumentWatch | None:
-        """Watch the live incarnation at an address, or return ``None`` when absent (R124)."""
+        """Watch the live incarnation at an address, or return ``None`` when absent (R124).
+
+        Raises:
+            DocumentAccessError: When the stored document does not fit the definition.
+        """
         self._check_readable()
         address = definition.address(scope_id, key)
-        async with self._line:
-            slot = await self._load_slot(address)
+        async with self._line:  # read and register between two publications
+            slot = await self.documents.current(definition, address)
             if slot is None:
                 return None
-            definition.check_record(slot.record)
             value = definition.upgrade(slot.value, slot.version)
-            return self.observation.watch(definition, slot.record, value)
+            return self.observation.watch(slot.record, value)
 
     def _check_readable(self) -> None:
-        if self._failed is not None:
-            raise self._failed
+        self._check_failed()
+        if self._storage_closed:
+            raise SessionClosed()
 
     # -- tasks (delegated) --
 
@@ -555,22 +444,27 @@ class Session:
     async def close(self) -> None:
         """Seal admission, stop invocations, let admitted commits settle, close storage.
 
-        Close writes nothing. Later calls await the same shutdown; cancelling a
-        ``close()`` call does not stop the shutdown.
+        Close writes nothing. States and watches end at the call (they keep their
+        last value). Later calls await the same shutdown; cancelling a ``close()``
+        call does not stop the shutdown.
         """
         if self._close_task is None:
             self._closing = True
+            # REMINDER: at the seal, not when the shutdown task first runs: a commit
+            # landing in between must not reach observers (R27).
+            self.observation.session_ended("session_closed")
             self._close_task = asyncio.ensure_future(self._shutdown())
         await asyncio.shield(self._close_task)
 
     async def _shutdown(self) -> None:
-        self.observation.session_ended("session_closed")
-        await self.scheduler.close()
-        async with self._line:  # admitted commits settle before storage closes
-            pass
-        await self.storage.close()
-        if not self._closed.done():
-            self._closed.set_result(CloseReason("closed"))
+        try:
+            await self.scheduler.close()
+            async with self._line:  # admitted commits settle before storage closes
+                self._storage_closed = True
+            await self.storage.close()
+        finally:
+            if not self._closed.done():
+                self._closed.set_result(CloseReason("closed"))
 
 
 def _copy_object(value: JsonObject) -> JsonObject:

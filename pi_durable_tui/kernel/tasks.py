@@ -125,7 +125,7 @@ def has_cancellation_intent(record: TaskRecord) -> bool:
     if record.abort_requested:
         return True
     state = record.state
-    return state["status"] == "completing" and state["outcome"]["status"] != "completed"  # type: ignore[index,call-overload]
+    return state["status"] == "completing" and state["outcome"]["status"] != "completed"
 
 
 def checkpoint_of(record: TaskRecord) -> JsonObject | None:

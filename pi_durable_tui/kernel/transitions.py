@@ -83,7 +83,11 @@ async def resolve_transitions(session: Session, tx: Tx) -> None:
             checkpoint = check_checkpoint(state.checkpoint, f"Task {task_id} checkpoint")
             if state.policy not in ("all_settled", "fail_fast"):
                 raise WaitRejected(f"Task {task_id} wait policy must be all_settled or fail_fast")
-            on: list[Json] = [int(i) for i in state.on]
+            if isinstance(state.on, (str, bytes)) or any(
+                not isinstance(i, int) or isinstance(i, bool) for i in state.on
+            ):
+                raise WaitRejected(f"Task {task_id} must wait on a list of task IDs")
+            on: list[Json] = list(state.on)
             waiting = with_state(
                 record,
                 {"status": "waiting", "checkpoint": checkpoint, "on": on, "policy": state.policy},
@@ -155,13 +159,13 @@ def _wait_edges(index: CandidateIndex, task_id: int) -> Iterable[int]:
         return ()
     edges = list(ordinary_owned_work(index, task_id))
     if record.state["status"] == "waiting":
-        edges.extend(record.state["on"])  # type: ignore[arg-type]
+        edges.extend(record.state["on"])
     return edges
 
 
 async def _check_wait(session: Session, tx: Tx, waiting: TaskRecord) -> None:
     state = waiting.state
-    on: list[int] = state["on"]  # type: ignore[assignment]
+    on: list[int] = state["on"]
     for target in on:
         if target == waiting.id:
             raise WaitRejected(f"Task {target} cannot close a wait cycle")

@@ -1,25 +1,30 @@
 """``Tx``: what a commit callback may read and write (R1, R5-R11, R17-R18, R70).
 
 A transaction stages everything and writes nothing until its callback returns;
-then ``prepare`` runs the checks that need storage (ownership, waits, fork
-copies, document diffs) and produces one storage batch. Rules:
+then the Session prepares the commit (creation hooks, task transitions, document
+diffs in ``tx_documents``, fork copies in ``forks``) into one storage batch.
+Rules:
 
 - Table reads (conversations, entries, tasks, submissions, scans) are async and
   allowed only before the first table write; afterwards they raise
   ``ReadAfterWrite`` (R5). Document reads and writes stay allowed.
 - Creation methods return the created record; callers never read it back.
+- A refused write (a non-JSON value, a missing ownership) raises at once and
+  leaves the transaction as it was: it does not count as a table write.
 - ``tx.doc`` acquires a document (creating a missing one from ``initial``, R9);
-  the first acquisition of an address in a commit is memoized.
-- After the callback settles every method raises ``TransactionClosed`` (R6).
+  the first acquisition of an address in a commit is memoized (``tx_documents``).
+- When the callback settles, the handle it received is revoked: every later use
+  raises ``TransactionClosed`` (R6), even while the commit still prepares. The
+  kernel's own preparation (creation hooks, task transitions) continues on the
+  successor handle ``hand_over`` returns, over the same staged commit.
 
 Task state transitions requested by a task's runtime commit, ownership checks
-(R11) and wait checks (R51) are resolved here, on the candidate records of this
-very commit; the scheduler module supplies the rules through ``TaskStaging``.
+(R11) and wait checks (R51) are judged on the candidate records this transaction
+stages (``candidate_task``); the rules live in ``transitions``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +37,7 @@ from pi_durable_tui.kernel.errors import (
     ReadAfterWrite,
     TransactionClosed,
 )
+from pi_durable_tui.kernel.forks import ForkPlanner
 from pi_durable_tui.kernel.tasks import (
     ConversationOwned,
     ConversationOwnership,
@@ -41,6 +47,7 @@ from pi_durable_tui.kernel.tasks import (
     TaskState,
     check_checkpoint,
 )
+from pi_durable_tui.kernel.tx_documents import TxDocuments
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.protocol import EntryOrder
 from pi_durable_tui.storage.records import (
@@ -63,7 +70,6 @@ from pi_durable_tui.storage.writes import (
     PutEntry,
     PutSubmission,
     PutTask,
-    RetireDocument,
     Write,
 )
 
@@ -82,20 +88,15 @@ class Tx:
         self._origin_task = origin_task
         self._active = True
         self._wrote_table = False
-        self._pending_acquisitions = 0
         self.conversations: dict[int, ConversationRecord] = {}
         self.forks: list[ConversationRecord] = []
+        self.fork_planner = ForkPlanner(session.storage, self.forks)
+        self.documents = TxDocuments(session.documents, self.fork_planner)
         self.entries: list[EntryRecord] = []
         self.tasks: dict[int, TaskRecord] = {}
         self.new_task_ids: list[int] = []
         self.task_requests: dict[int, TaskState] = {}
         self.submissions: dict[int, SubmissionRecord] = {}
-        self.drafts: dict[DocAddress, Draft] = {}
-        self.retired_drafts: list[Draft] = []
-        self._acquiring: dict[DocAddress, asyncio.Future[Draft]] = {}
-        self.doc_changes: list[DocChange] = []
-        self.extra_writes: list[Write] = []
-        """Writes planned by the kernel itself (fork copies, retirements without drafts)."""
         self.loaded_conversations: list[ConversationRecord] = []
         """Committed conversations the live index learns about with this commit."""
 
@@ -127,6 +128,7 @@ class Tx:
     def close(self) -> None:
         """Revoke the transaction: every later use raises ``TransactionClosed`` (R6)."""
         self._active = False
+        self.documents.close()
 
     def check_settled(self) -> None:
         """Reject a commit whose callback returned while an acquisition was pending (R7).
@@ -134,10 +136,28 @@ class Tx:
         Raises:
             KernelError: When a document acquisition is still pending.
         """
-        if self._pending_acquisitions:
+        if self.documents.pending:
             raise KernelError(
                 "A document acquisition was still pending when the commit callback settled"
             )
+
+    def hand_over(self) -> Tx:
+        """Revoke this handle and return a new one over the same staged commit (R6).
+
+        The Session calls it when the callback has settled: whatever the callback
+        leaked (the handle, its drafts) no longer reaches the commit, while the
+        kernel's preparation goes on with the successor.
+
+        Raises:
+            ValueError: When a draft holds a cycle.
+        """
+        self._check_active()
+        self.documents.detach()
+        successor = Tx.__new__(Tx)
+        # REMINDER: the successor shares every staged container with this handle.
+        successor.__dict__.update(self.__dict__)
+        self._active = False
+        return successor
 
     # -- table reads (R5) --
 
@@ -263,10 +283,11 @@ class Tx:
         Raises:
             TypeError: When ``model``, ``data`` or ``edits`` is not JSON (path named).
         """
-        self._write_table()
-        entry_id = self._storage.mint_id()
+        self._check_active()
         for name, value in (("model", model), ("data", data), ("edits", edits)):
             check_json(value, f"entry.{name}")
+        self._write_table()
+        entry_id = self._storage.mint_id()
         record = EntryRecord(
             id=entry_id,
             conversation_id=conversation_id,
@@ -338,7 +359,7 @@ class Tx:
         Raises:
             OwnershipRejected: When ownership is missing or the conversation is unknown.
         """
-        self._write_table()
+        self._check_active()
         if not isinstance(ownership, (ConversationOwned, TaskOwned)):
             raise OwnershipRejected(
                 "A task needs an ownership: ConversationOwned() or TaskOwned(id)"
@@ -358,6 +379,7 @@ class Tx:
         checkpoint = check_checkpoint(
             definition.initial(copy_json(input)), f"{definition.name} initial()"
         )
+        self._write_table()
         record = TaskRecord(
             id=self._storage.mint_id(),
             conversation_id=conversation_id,
@@ -409,8 +431,9 @@ class Tx:
         detail: Json = None,
     ) -> SubmissionRecord:
         """Write a submission record with no admission rules (R70)."""
-        self._write_table()
+        self._check_active()
         check_json(detail, "submission.detail")
+        self._write_table()
         record = SubmissionRecord(
             id=self._storage.mint_id(),
             conversation_id=conversation_id,
@@ -469,8 +492,8 @@ class Tx:
             return record
         if status == "done" and record.type == "input" and record.status != "placed":
             raise KernelError(f"Submission {submission_id} was never placed; it cannot be done")
-        self._write_table()
         check_json(detail, "submission.detail")
+        self._write_table()
         settled = replace(
             record,
             status=status,
@@ -507,28 +530,8 @@ class Tx:
             DocumentAccessError: When the stored document does not fit the definition.
         """
         self._check_active()
-        address = definition.address(scope_id, key)
-        draft = self.drafts.get(address)
-        if draft is not None:
-            return draft.value
-        pending = self._acquiring.get(address)
-        if pending is None:
-            pending = asyncio.get_running_loop().create_future()
-            self._acquiring[address] = pending
-            self._pending_acquisitions += 1
-            try:
-                draft = await self._session.acquire_draft(self, definition, address, seed)
-                self.drafts[address] = draft
-                pending.set_result(draft)
-            except BaseException as error:
-                pending.set_exception(error)
-                pending.exception()  # mark retrieved; the caller re-raises below
-                raise
-            finally:
-                self._pending_acquisitions -= 1
-                del self._acquiring[address]
-            return draft.value
-        return (await pending).value
+        draft = await self.documents.acquire(definition, definition.address(scope_id, key), seed)
+        return draft.value
 
     async def retire_doc(
         self, definition: DocDefinition, scope_id: int | None = None, key: str | None = None
@@ -540,58 +543,34 @@ class Tx:
             in this commit creates a new incarnation.
         """
         self._check_active()
-        address = definition.address(scope_id, key)
-        if address not in self.drafts and not await self._session.document_exists(address):
-            return False
-        await self.doc(definition, scope_id, key)
-        self.retire_draft(self.drafts[address])
-        return True
+        return await self.documents.retire(definition, definition.address(scope_id, key))
 
-    def retired_in_this_commit(self, address: DocAddress) -> bool:
-        """Whether a draft at this address was retired earlier in this commit."""
-        return any(d.address == address for d in self.retired_drafts)
+    @property
+    def drafts(self) -> dict[DocAddress, Draft]:
+        """The commit's live drafts by address (kernel use)."""
+        return self.documents.drafts
+
+    @property
+    def doc_changes(self) -> list[DocChange]:
+        """What the commit does to documents; complete once the commit prepared."""
+        return self.documents.changes
 
     def retire_draft(self, draft: Draft) -> None:
         """Retire a document this commit acquired; its final content is persisted (R9)."""
         self._check_active()
-        if self.drafts.get(draft.address) is draft:
-            del self.drafts[draft.address]
-            draft.retired = True
-            self.retired_drafts.append(draft)
+        self.documents.retire_draft(draft)
 
     def retire_record(self, record: DocumentRecord, value: JsonObject) -> None:
         """Retire a stored incarnation (kernel use, R56); a drafted one retires its draft."""
         self._check_active()
-        for draft in list(self.drafts.values()):
-            if draft.document_id == record.id:
-                self.retire_draft(draft)
-                return
-        if any(d.document_id == record.id for d in self.retired_drafts):
-            return
-        retired = replace(record, retired_at=self._storage.last_seq + 1)
-        self.extra_writes.append(RetireDocument(record.id))
-        self.doc_changes.append(DocChange(record.address, retired, 0, [], value, 0, retired=True))
+        self.documents.retire_record(record, value)
 
     # -- preparation --
 
     def storage_writes(self) -> list[Write]:
-        """Return the table writes of this commit (documents are added by ``finish_drafts``)."""
+        """Return the table writes of this commit (documents come from ``documents``)."""
         writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
         writes.extend(PutEntry(r) for r in self.entries)
         writes.extend(PutTask(r) for r in self.tasks.values())
         writes.extend(PutSubmission(r) for r in self.submissions.values())
         return writes
-
-    def finish_drafts(self, seq_hint: int) -> list[Write]:
-        """Diff every draft into document writes and record the changes to publish."""
-        writes: list[Write] = []
-        for draft in (*self.retired_drafts, *self.drafts.values()):
-            draft_writes, change = draft.finish(seq_hint)
-            writes.extend(draft_writes)
-            if change is not None:
-                self.doc_changes.append(change)
-        return writes
-
-    def changed_document(self, document_id: int) -> bool:
-        """Whether this commit changes or retires a stored document (after ``finish_drafts``)."""
-        return any(c.record.id == document_id and not c.created for c in self.doc_changes)

@@ -219,7 +219,7 @@ def _fmt(path: Path) -> str:
 
 def _apply_one(root: Json, op: Op, where: str) -> Json:
     kind, path = _check_op(op, where)
-    at = f"{kind} at {_fmt(path)}"
+    at = f"{where}: {kind} at {_fmt(path)}"
     if kind == "set":
         if not path:
             return copy_json(op["value"])
@@ -278,7 +278,9 @@ def _put(container: Json, key: str | int, value: Json) -> None:
 
 
 def _set_child(container: Json, key: str | int, value: Json, at: str) -> Json:
+    """Return a copy of ``container`` with ``value`` under ``key`` (the input is untouched)."""
     value = copy_json(value)
+    container = _copy_container(container)
     if isinstance(container, dict) and isinstance(key, str):
         container[key] = value
         return container
@@ -294,6 +296,8 @@ def _set_child(container: Json, key: str | int, value: Json, at: str) -> Json:
 
 
 def _delete_child(container: Json, key: str | int, at: str) -> Json:
+    """Return a copy of ``container`` without ``key`` (the input is untouched)."""
+    container = _copy_container(container)
     if isinstance(container, dict) and isinstance(key, str):
         if key not in container:
             raise InvalidOperation(f"{at}: key {_key(key)} is missing")
@@ -305,6 +309,15 @@ def _delete_child(container: Json, key: str | int, at: str) -> Json:
         del container[key]
         return container
     raise InvalidOperation(f"{at}: cannot delete {key!r} from {_type(container)}")
+
+
+def _copy_container(value: Json) -> Json:
+    # REMINDER: apply_ops never mutates its input; callers keep committed values shared.
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value
 
 
 def _splice(target: Json, index: int, remove: int, insert: list[Json], at: str) -> Json:
