@@ -368,14 +368,11 @@ class Tx:
         owner_id = ownership.task_id if isinstance(ownership, TaskOwned) else None
         if conversation_id is None and owner_id is not None:
             owner = self.candidate_task(owner_id)
-            conversation_id = owner.conversation_id if owner is not None else None
+            # An owner that is not live is rejected with its status when the commit
+            # prepares (R11); 0 names no conversation meanwhile.
+            conversation_id = owner.conversation_id if owner is not None else 0
         if conversation_id is None:
-            raise OwnershipRejected(
-                "A conversation-owned task needs a conversation_id"
-                if owner_id is None
-                else f"Cannot create a task owned by task {owner_id}: "
-                f"Task {owner_id} does not exist"
-            )
+            raise OwnershipRejected("A conversation-owned task needs a conversation_id")
         checkpoint = check_checkpoint(
             definition.initial(copy_json(input)), f"{definition.name} initial()"
         )

@@ -139,11 +139,6 @@ async def test_r11_new_owned_work_is_rejected_when_the_owner_is_terminal() -> No
         await kit.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tx.create_task (not owned here) says 'does not exist' for a terminal owner "
-    "when no conversation_id is given; reported to the commit-line owner",
-)
 async def test_r11_a_child_of_a_terminal_owner_without_a_conversation_names_its_status() -> None:
     kit = await open_kit(leaf)
     try:
