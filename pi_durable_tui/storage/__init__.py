@@ -40,6 +40,7 @@ from pi_durable_tui.storage.records import (
     TaskScope,
 )
 from pi_durable_tui.storage.sqlite import SqliteStorage
+from pi_durable_tui.storage.sqlite_schema import UnsupportedSchema
 from pi_durable_tui.storage.writes import (
     ChangeDocument,
     CopyDocument,
@@ -95,6 +96,7 @@ __all__ = [
     "SubmissionRecord",
     "TaskRecord",
     "TaskScope",
+    "UnsupportedSchema",
     "Write",
     "apply_ops",
 ]

@@ -1,0 +1,338 @@
+"""The SQLite store's configuration, schema, migrations, and the checks made at open (R129).
+
+Everything here is synchronous and runs on aiosqlite's worker thread, inside the
+single hop that ``SqliteStorage.open`` makes (``configure``): apply the pragmas
+(busy timeout, WAL, ``synchronous``, foreign keys, ``wal_autocheckpoint``), read
+each one back and refuse to open if SQLite did not take it (reliability.md 9.1:
+the durability promise depends on them), then create or upgrade the schema.
+
+Tables (records are JSON text, parsed on every read; the other columns exist
+only to be indexed):
+
+- ``durable_metadata``: one row (``id = 1``) with ``schema_version``,
+  ``next_seq`` (the seq the next commit gets) and ``next_id`` (the mint floor:
+  above every committed ID and every ID minted before the last commit);
+- ``record_ids``: the ID to kind registry of the one global ID space (R-1.2);
+- ``conversations``, ``entries``, ``tasks``, ``submissions``, ``documents``
+  (incarnations) and ``document_revisions`` (bases and deltas keyed by document
+  and seq).
+
+Indexes follow the scans: entries and head markers by ``(conversation_id, id)``
+(fork-aware scans read one index range per fork-chain member), tasks by status,
+kind and conversation, submissions by conversation, by status and by
+``(conversation_id, request_id)``, documents by
+address and by scope, revisions by ``(document_id, seq)`` and by
+``(document_id, kind, seq)`` so the newest base before a point is one lookup.
+
+Foreign keys are declared (deferred to COMMIT, since a batch may write a child
+before its parent) and enforced as a second line of defence behind
+``prepare_batch``; crash tests can then run ``foreign_key_check``.
+
+Versions: ``MIGRATIONS[i]`` takes a store from version ``i`` to ``i + 1``; a new
+file gets all of them, an older store the missing ones, in one transaction
+together with the new ``schema_version``. A store newer than ``SCHEMA_VERSION``
+is refused (``UnsupportedSchema``) rather than misread.
+
+Checks at open are kept proportional to nothing: reading the schema, the
+metadata row, and ``PRAGMA quick_check(durable_metadata)``. A full
+``quick_check`` is linear in the file (66 ms for 100,000 entries here) and would
+make reopen proportional to history, which DESIGN.md section 4 forbids; run
+``SqliteStorage.check_integrity`` for that.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pi_durable_tui.storage.errors import StorageCorrupted, StorageError
+from pi_durable_tui.storage.records import FIRST_MINTED_ID
+
+Synchronous = Literal["NORMAL", "FULL"]
+_SYNCHRONOUS_LEVELS = {"NORMAL": 1, "FULL": 2}
+
+
+class UnsupportedSchema(StorageError):
+    """The store was written by a newer pidurable, with a schema this one does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema: its purpose and the statements that make it."""
+
+    description: str
+    statements: tuple[str, ...]
+
+
+_DEFERRED = "DEFERRABLE INITIALLY DEFERRED"
+
+MIGRATIONS: list[Migration] = [
+    Migration(
+        "initial schema",
+        (
+            """CREATE TABLE durable_metadata (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                schema_version INTEGER NOT NULL,
+                next_seq INTEGER NOT NULL,
+                next_id INTEGER NOT NULL
+            )""",
+            f"INSERT INTO durable_metadata VALUES (1, 0, 1, {FIRST_MINTED_ID})",
+            """CREATE TABLE record_ids (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL
+            )""",
+            f"""CREATE TABLE conversations (
+                id INTEGER PRIMARY KEY,
+                parent_id INTEGER REFERENCES conversations (id) {_DEFERRED},
+                parent_at INTEGER,
+                owner_conversation_id INTEGER,
+                owner_task_id INTEGER,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX conversations_by_owner_conversation"
+            " ON conversations (owner_conversation_id, id)"
+            " WHERE owner_conversation_id IS NOT NULL",
+            "CREATE INDEX conversations_by_owner_task ON conversations (owner_task_id, id)"
+            " WHERE owner_task_id IS NOT NULL",
+            f"""CREATE TABLE entries (
+                id INTEGER PRIMARY KEY,
+                conversation_id INTEGER NOT NULL REFERENCES conversations (id) {_DEFERRED},
+                seq INTEGER NOT NULL,
+                head INTEGER,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX entries_by_conversation ON entries (conversation_id, id)",
+            "CREATE INDEX entry_heads_by_conversation ON entries (conversation_id, id)"
+            " WHERE head IS NOT NULL",
+            f"""CREATE TABLE tasks (
+                id INTEGER PRIMARY KEY,
+                conversation_id INTEGER NOT NULL REFERENCES conversations (id) {_DEFERRED},
+                kind TEXT NOT NULL,
+                status TEXT NOT NULL,
+                abort_requested INTEGER NOT NULL,
+                background INTEGER NOT NULL,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX tasks_by_status ON tasks (status, id)",
+            "CREATE INDEX tasks_by_kind ON tasks (kind, id)",
+            "CREATE INDEX tasks_by_conversation ON tasks (conversation_id, id)",
+            f"""CREATE TABLE submissions (
+                id INTEGER PRIMARY KEY,
+                conversation_id INTEGER NOT NULL REFERENCES conversations (id) {_DEFERRED},
+                type TEXT NOT NULL,
+                status TEXT NOT NULL,
+                request_id TEXT,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX submissions_by_conversation ON submissions (conversation_id, id)",
+            "CREATE INDEX submissions_by_status ON submissions (status, conversation_id, id)",
+            # Not UNIQUE: within one batch a submission may take a request ID that
+            # another one releases later in write order; prepare_batch guarantees that
+            # at most one committed record holds each (conversation, request ID).
+            "CREATE INDEX submissions_by_request ON submissions (conversation_id, request_id)"
+            " WHERE request_id IS NOT NULL",
+            """CREATE TABLE documents (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                scope_kind TEXT NOT NULL,
+                scope_id INTEGER,
+                key TEXT,
+                created_at INTEGER NOT NULL,
+                retired_at INTEGER,
+                record TEXT NOT NULL
+            )""",
+            "CREATE INDEX documents_by_address"
+            " ON documents (kind, scope_kind, scope_id, key, created_at)",
+            "CREATE INDEX documents_by_scope_kind ON documents (scope_kind, scope_id, id)",
+            f"""CREATE TABLE document_revisions (
+                document_id INTEGER NOT NULL REFERENCES documents (id) {_DEFERRED},
+                seq INTEGER NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('base', 'delta')),
+                version INTEGER NOT NULL,
+                content TEXT NOT NULL,
+                PRIMARY KEY (document_id, seq)
+            )""",
+            "CREATE INDEX document_revisions_by_kind"
+            " ON document_revisions (document_id, kind, seq)",
+        ),
+    ),
+]
+"""``MIGRATIONS[i]`` upgrades a store from schema version ``i`` to ``i + 1``.
+
+REMINDER: append only. Never edit a released migration: stores in the field were
+made by it. Statements run one by one inside a transaction (``executescript``
+would commit first), so a failing migration leaves the store at its old version.
+"""
+
+
+def schema_version() -> int:
+    """Return the schema version this code writes: the number of migrations."""
+    return len(MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """The metadata row: schema version, next seq and mint floor."""
+
+    schema_version: int
+    next_seq: int
+    next_id: int
+
+
+def damaged(path: Path, error: sqlite3.Error) -> StorageCorrupted:
+    """Return the error that says a store file is damaged, and what to do about it."""
+    return StorageCorrupted(
+        f"SQLite store {path} is damaged or not a SQLite database ({error}); "
+        "move it aside (with its -wal and -shm files) and start a new session, "
+        "or restore it from a backup"
+    )
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """Whether an sqlite3 error reports a damaged file rather than a passing condition."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def read_metadata(conn: sqlite3.Connection) -> Metadata:
+    """Read the metadata row.
+
+    Raises:
+        StorageCorrupted: ``Durable SQLite metadata is missing`` when the row is gone.
+    """
+    row = conn.execute(
+        "SELECT schema_version, next_seq, next_id FROM durable_metadata WHERE id = 1"
+    ).fetchone()
+    if row is None:
+        raise StorageCorrupted("Durable SQLite metadata is missing")
+    return Metadata(*row)
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    return {name for (name,) in rows}
+
+
+def prepare_schema(conn: sqlite3.Connection, path: Path) -> Metadata:
+    """Create or upgrade the schema as needed and return the metadata row.
+
+    Runs with the connection in autocommit mode; any migration happens in one
+    ``BEGIN IMMEDIATE`` transaction.
+
+    Args:
+        conn: The store's connection, on its own thread.
+        path: The store's path, for error messages.
+
+    Returns:
+        The metadata after any migration.
+
+    Raises:
+        StorageCorrupted: The metadata is missing or damaged, or the file holds
+            tables that are not a pidurable store.
+        UnsupportedSchema: The store's schema is newer than this code's.
+        StorageError: A migration failed; the store was left as it was.
+    """
+    tables = _tables(conn)
+    if not tables:
+        version = 0
+    elif "durable_metadata" not in tables:
+        raise StorageCorrupted(
+            f"Durable SQLite metadata is missing: {path} holds tables that are not a "
+            "pidurable store; open another path"
+        )
+    else:
+        check = conn.execute("PRAGMA quick_check(durable_metadata)").fetchall()
+        if check != [("ok",)]:
+            problems = "; ".join(str(row[0]) for row in check[:5])
+            raise StorageCorrupted(
+                f"SQLite store {path} is damaged ({problems}); move it aside and start a "
+                "new session, or restore it from a backup"
+            )
+        version = read_metadata(conn).schema_version
+    target = schema_version()
+    if version > target:
+        raise UnsupportedSchema(
+            f"SQLite store {path} has schema version {version}, newer than version "
+            f"{target} that this pidurable understands; upgrade pidurable to open it"
+        )
+    if version < target:
+        _migrate(conn, path, version, target)
+    return read_metadata(conn)
+
+
+def _migrate(conn: sqlite3.Connection, path: Path, version: int, target: int) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for step in range(version, target):
+            migration = MIGRATIONS[step]
+            try:
+                for statement in migration.statements:
+                    conn.execute(statement)
+            except sqlite3.Error as error:
+                raise StorageError(
+                    f"Migrating SQLite store {path} from schema version {step} to "
+                    f"{step + 1} ({migration.description}) failed: {error}; "
+                    "the store was left unchanged"
+                ) from error
+        conn.execute("UPDATE durable_metadata SET schema_version = ? WHERE id = 1", (target,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def configure(
+    conn: sqlite3.Connection,
+    path: Path,
+    synchronous: Synchronous,
+    wal_autocheckpoint: int | None,
+    busy_timeout_ms: int,
+) -> Metadata:
+    """Apply and assert the connection's configuration, then prepare the schema."""
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if wal_autocheckpoint is not None:
+            conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}")
+        expected: dict[str, object] = {
+            "journal_mode": "wal",
+            "synchronous": _SYNCHRONOUS_LEVELS[synchronous],
+            "foreign_keys": 1,
+            "busy_timeout": int(busy_timeout_ms),
+        }
+        if wal_autocheckpoint is not None:
+            expected["wal_autocheckpoint"] = int(wal_autocheckpoint)
+        for pragma, want in expected.items():
+            got = conn.execute(f"PRAGMA {pragma}").fetchone()[0]
+            if got != want:
+                hint = "; keep the store on a local filesystem" if pragma == "journal_mode" else ""
+                raise StorageError(
+                    f"SQLite store {path}: PRAGMA {pragma} is {got!r}, not {want!r}{hint}"
+                )
+        return prepare_schema(conn, path)
+    except sqlite3.DatabaseError as error:
+        if is_damage(error):
+            raise damaged(path, error) from error
+        raise
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Checkpoint the whole WAL into the database and truncate it (done at close)."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+
+def integrity_problems(conn: sqlite3.Connection) -> list[str]:
+    """Run the full ``integrity_check`` and ``foreign_key_check``; return the problems."""
+    problems = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
+    if problems == ["ok"]:
+        problems = []
+    for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check").fetchall():
+        problems.append(f"foreign key: {table} row {rowid} names a missing {parent}")
+    return problems

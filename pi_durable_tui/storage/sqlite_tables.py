@@ -1,0 +1,336 @@
+"""The synchronous core of the SQLite store: committed view, batch writes, keyed lookups.
+
+Everything in this module runs on aiosqlite's worker thread, called from one
+function per hop (see ``sqlite``), never from the event loop. ``Tables`` is the
+``CommittedView`` that ``prepare_batch`` checks a batch against (R1, R18); it
+writes a ``PreparedBatch`` inside the caller's transaction, including the
+reclamation of current-only revisions (R129); and it answers keyed lookups and
+document content with the same results as ``MemoryStorage`` (R128). Records are
+parsed from their JSON text on every read, so every result is a detached copy.
+Scans live in ``sqlite_scans``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage.errors import StorageCorrupted
+from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
+from pi_durable_tui.storage.records import (
+    ConversationRecord,
+    DocAddress,
+    DocumentRecord,
+    EntryRecord,
+    ForkPoint,
+    RecordKind,
+    ScopeRef,
+    StoredEntry,
+    SubmissionRecord,
+    TaskRecord,
+)
+from pi_durable_tui.storage.scans import visible_chain
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def fits(value: object) -> bool:
+    """Whether a key can be bound as an SQLite integer.
+
+    Keys outside it can match nothing; checking keeps such lookups ``None`` (as in
+    MemoryStorage) instead of an ``OverflowError`` inside a transaction.
+    """
+    return isinstance(value, int) and value in _INT64
+
+
+def _scope_columns(scope: ScopeRef) -> tuple[str, int | None]:
+    return scope.kind, scope.id
+
+
+def stored_entry(row: tuple[int, int, str]) -> StoredEntry:
+    """Build a stored entry from an ``(id, seq, record)`` row."""
+    return StoredEntry(EntryRecord.from_json(loads(row[2])), row[1])
+
+
+class Tables:
+    """Synchronous access to the store's tables through one sqlite3 connection.
+
+    REMINDER: only ever call it on the connection's own thread (aiosqlite's worker);
+    sqlite3's ``check_same_thread`` turns a mistake into ``ProgrammingError``.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(sql, params).fetchone()
+
+    # -- CommittedView (used by prepare_batch inside the commit transaction) --
+
+    def id_kind(self, record_id: int) -> RecordKind | None:
+        """Return the kind that owns an ID."""
+        if not fits(record_id):
+            return None
+        row = self._one("SELECT kind FROM record_ids WHERE id = ?", (record_id,))
+        return None if row is None else row[0]
+
+    def task_conversation(self, task_id: int) -> int | None:
+        """Return the conversation of a committed task."""
+        if not fits(task_id):
+            return None
+        row = self._one("SELECT conversation_id FROM tasks WHERE id = ?", (task_id,))
+        return None if row is None else row[0]
+
+    def submission_identity(self, submission_id: int) -> tuple[int, str, str | None] | None:
+        """Return the conversation, type and request ID of a committed submission."""
+        if not fits(submission_id):
+            return None
+        row = self._one(
+            "SELECT conversation_id, type, request_id FROM submissions WHERE id = ?",
+            (submission_id,),
+        )
+        return None if row is None else (row[0], row[1], row[2])
+
+    def submission_for_request(self, conversation_id: int, request_id: str) -> int | None:
+        """Return the ID of the submission with this request ID."""
+        if not fits(conversation_id):
+            return None
+        row = self._one(
+            "SELECT id FROM submissions WHERE conversation_id = ? AND request_id = ? LIMIT 1",
+            (conversation_id, request_id),
+        )
+        return None if row is None else row[0]
+
+    def document_record(self, document_id: int) -> DocumentRecord | None:
+        """Return a document incarnation."""
+        if not fits(document_id):
+            return None
+        row = self._one("SELECT record FROM documents WHERE id = ?", (document_id,))
+        return None if row is None else DocumentRecord.from_json(loads(row[0]))
+
+    def live_document(self, address: DocAddress) -> DocumentRecord | None:
+        """Return the live incarnation at an address."""
+        scope_kind, scope_id = _scope_columns(address.scope)
+        if scope_id is not None and not fits(scope_id):
+            return None
+        row = self._one(
+            "SELECT record FROM documents WHERE kind = ? AND scope_kind = ? AND scope_id IS ?"
+            " AND key IS ? AND retired_at IS NULL",
+            (address.kind, scope_kind, scope_id, address.key),
+        )
+        return None if row is None else DocumentRecord.from_json(loads(row[0]))
+
+    def document_version(self, document_id: int) -> int:
+        """Return the version of a document's newest revision."""
+        row = self._one(
+            "SELECT version FROM document_revisions WHERE document_id = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (document_id,),
+        )
+        if row is None:
+            raise StorageCorrupted(f"Document {document_id} is missing a required base")
+        return int(row[0])
+
+    def document_content(self, document_id: int, at: int) -> tuple[int, JsonObject]:
+        """Return a document's version and value at ``at``."""
+        version, value, _ = self.content(document_id, at)
+        return version, value
+
+    # -- writes -------------------------------------------------------------
+
+    def write(self, batch: PreparedBatch, next_id: int) -> None:
+        """Write a prepared batch inside the caller's open transaction.
+
+        Args:
+            batch: The checked batch.
+            next_id: The mint floor to record with the batch's seq.
+        """
+        execute, many, seq = self.conn.execute, self.conn.executemany, batch.seq
+        if batch.new_ids:
+            many("INSERT INTO record_ids (id, kind) VALUES (?, ?)", batch.new_ids.items())
+        for conversation, text in batch.conversations:
+            parent, owner = conversation.parent, conversation.owner
+            execute(
+                "INSERT INTO conversations (id, parent_id, parent_at, owner_conversation_id,"
+                " owner_task_id, record) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    conversation.id,
+                    None if parent is None else parent.conversation_id,
+                    None if parent is None else parent.at,
+                    None if owner is None else owner.conversation_id,
+                    None if owner is None else owner.task_id,
+                    text,
+                ),
+            )
+        if batch.entries:
+            many(
+                "INSERT INTO entries (id, conversation_id, seq, head, record)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [
+                    (e.id, e.conversation_id, seq, None if e.head is None else 1, text)
+                    for e, text in batch.entries
+                ],
+            )
+        for task, text in batch.tasks:
+            execute(
+                "INSERT INTO tasks (id, conversation_id, kind, status, abort_requested,"
+                " background, record) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET kind = excluded.kind,"
+                " status = excluded.status, abort_requested = excluded.abort_requested,"
+                " background = excluded.background, record = excluded.record",
+                (
+                    task.id,
+                    task.conversation_id,
+                    task.kind,
+                    task.state.get("status"),
+                    bool(task.abort_requested),
+                    bool(task.background),
+                    text,
+                ),
+            )
+        for submission, text in batch.submissions:
+            execute(
+                "INSERT INTO submissions (id, conversation_id, type, status, request_id, record)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " status = excluded.status, request_id = excluded.request_id,"
+                " record = excluded.record",
+                (
+                    submission.id,
+                    submission.conversation_id,
+                    submission.type,
+                    submission.status,
+                    submission.request_id,
+                    text,
+                ),
+            )
+        for document, text in batch.new_documents:
+            scope_kind, scope_id = _scope_columns(ScopeRef.of(document.scope))
+            execute(
+                "INSERT INTO documents (id, kind, scope_kind, scope_id, key, created_at,"
+                " retired_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    document.id,
+                    document.kind,
+                    scope_kind,
+                    scope_id,
+                    document.key,
+                    document.created_at,
+                    document.retired_at,
+                    text,
+                ),
+            )
+        for document, text in batch.retired:
+            execute(
+                "UPDATE documents SET retired_at = ?, record = ? WHERE id = ?",
+                (document.retired_at, text, document.id),
+            )
+        if batch.revisions:
+            many(
+                "INSERT INTO document_revisions (document_id, seq, kind, version, content)"
+                " VALUES (?, ?, ?, ?, ?)",
+                [(r.document_id, seq, r.kind, r.version, r.text) for r in batch.revisions],
+            )
+        # R129: a base or a retirement of a current-only document releases its older
+        # revisions; SQLite reuses the freed pages, so no VACUUM is ever needed.
+        for document_id, everything in batch.reclaim.items():
+            if everything:
+                execute("DELETE FROM document_revisions WHERE document_id = ?", (document_id,))
+            else:
+                execute(
+                    "DELETE FROM document_revisions WHERE document_id = ? AND seq < ?",
+                    (document_id, seq),
+                )
+        execute(
+            "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
+            (seq + 1, next_id),
+        )
+
+    # -- keyed reads ----------------------------------------------------------
+
+    def conversation(self, conversation_id: int) -> ConversationRecord | None:
+        """Return a conversation by ID."""
+        if not fits(conversation_id):
+            return None
+        row = self._one("SELECT record FROM conversations WHERE id = ?", (conversation_id,))
+        return None if row is None else ConversationRecord.from_json(loads(row[0]))
+
+    def parent_of(self, conversation_id: int) -> ForkPoint | None:
+        """Return a conversation's fork point."""
+        row = self._one(
+            "SELECT parent_id, parent_at FROM conversations WHERE id = ?", (conversation_id,)
+        )
+        return None if row is None or row[0] is None else ForkPoint(row[0], row[1])
+
+    def entry(self, entry_id: int, conversation_id: int | None) -> StoredEntry | None:
+        """Return an entry, or only if it is visible from ``conversation_id``."""
+        if not fits(entry_id):
+            return None
+        row = self._one(
+            "SELECT conversation_id, seq, record FROM entries WHERE id = ?", (entry_id,)
+        )
+        if row is None:
+            return None
+        if conversation_id is not None:
+            for member, cap in visible_chain(conversation_id, self.parent_of):
+                if member == row[0]:
+                    if cap is not None and entry_id > cap:
+                        return None
+                    break
+            else:
+                return None
+        return StoredEntry(EntryRecord.from_json(loads(row[2])), row[1])
+
+    def task(self, task_id: int) -> TaskRecord | None:
+        """Return a task by ID."""
+        if not fits(task_id):
+            return None
+        row = self._one("SELECT record FROM tasks WHERE id = ?", (task_id,))
+        return None if row is None else TaskRecord.from_json(loads(row[0]))
+
+    def submission(self, submission_id: int) -> SubmissionRecord | None:
+        """Return a submission by ID."""
+        if not fits(submission_id):
+            return None
+        row = self._one("SELECT record FROM submissions WHERE id = ?", (submission_id,))
+        return None if row is None else SubmissionRecord.from_json(loads(row[0]))
+
+    def submission_by_request(
+        self, conversation_id: int, request_id: str
+    ) -> SubmissionRecord | None:
+        """Return the submission with this request ID in this conversation."""
+        submission_id = self.submission_for_request(conversation_id, request_id)
+        return None if submission_id is None else self.submission(submission_id)
+
+    # -- document content -------------------------------------------------------
+
+    def content(self, document_id: int, at: int) -> tuple[int, JsonObject, int]:
+        """Return version, value and delta count of a document at ``at``.
+
+        Raises:
+            StorageCorrupted: No base at or before ``at`` survives.
+        """
+        rows = self.conn.execute(
+            "SELECT kind, version, content FROM document_revisions"
+            " WHERE document_id = ?1 AND seq <= ?2 AND seq >= ("
+            "SELECT max(seq) FROM document_revisions"
+            " WHERE document_id = ?1 AND kind = 'base' AND seq <= ?2) ORDER BY seq",
+            (document_id, at),
+        ).fetchall()
+        if not rows or rows[0][0] != "base":
+            raise StorageCorrupted(f"Document {document_id} is missing a required base")
+        ops: list[Op] = []
+        for _, _, text in rows[1:]:
+            ops.extend(loads(text))  # type: ignore[arg-type]
+        try:
+            value = apply_ops(loads(rows[0][2]), ops)
+        except InvalidOperation as error:
+            # Storage checks a delta's shape, not that it fits the value, so a delta
+            # that does not apply is damage (as in MemoryStorage).
+            raise StorageCorrupted(
+                f"Document {document_id} has a delta that does not apply: {error}"
+            ) from None
+        if not isinstance(value, dict):
+            raise StorageCorrupted(f"Document {document_id} content is not an object")
+        return rows[-1][1], value, len(rows) - 1
