@@ -1,0 +1,195 @@
+"""Ratios, targets and the printed table of the storage benchmark.
+
+``add_ratios`` gives every commit workload ``ratio`` (p50 over the aiosqlite
+floor's p50 with the same row count and ``synchronous`` level) and
+``ratio_raw`` (over raw sqlite3's), and every reopen and commit at scale
+``ratio_vs_1k`` (p50 over the same workload's p50 at the smallest scale).
+``evaluate_targets`` marks the issue's targets in the entries they judge
+(``"target": {"metric", "limit", "pass"}``) and returns them for printing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pi_durable_tui.bench.storage_workloads import DURABLE, PRIMARY
+
+Results = dict[str, dict[str, Any]]
+_DURABLE_NAMES = {backend.name for backend in DURABLE}
+
+
+def _rows(workload: str) -> int | None:
+    """Return the floor's row count a commit workload divides by, or ``None``."""
+    if workload == "commit_100_entries":
+        return 100
+    one_row = ("commit_1_entry", "commit_mixed", "session_commit_1_entry")
+    if workload in one_row or workload.startswith("commit_1_entry_at_"):
+        return 1
+    return None
+
+
+def add_ratios(results: Results, smallest: str) -> None:
+    """Add ``ratio``, ``ratio_raw`` and ``ratio_vs_1k`` where they apply (see the module).
+
+    Args:
+        results: Figures by workload key; changed in place.
+        smallest: The label of the smallest scale (``1k``).
+    """
+    for key, entry in results.items():
+        if "p50_ms" not in entry or key.startswith("baseline."):
+            continue
+        backend, workload = key.split(".", 1)
+        rows = _rows(workload)
+        if rows is not None:
+            suffix = "_full" if backend in _DURABLE_NAMES else ""
+            name = "commit_1_row" if rows == 1 else f"commit_{rows}_rows"
+            aio = results.get(f"baseline.aiosqlite{suffix}.{name}")
+            raw = results.get(f"baseline.raw_sqlite3{suffix}.{name}")
+            if aio is not None and raw is not None:
+                entry["ratio"] = entry["p50_ms"] / aio["p50_ms"]
+                entry["ratio_raw"] = entry["p50_ms"] / raw["p50_ms"]
+        for prefix in ("reopen_", "commit_1_entry_at_"):
+            if workload.startswith(prefix):
+                base = results.get(f"{backend}.{prefix}{smallest}")
+                if base is not None:
+                    entry["ratio_vs_1k"] = entry["p50_ms"] / base["p50_ms"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One of the issue's targets and how the run did against it."""
+
+    text: str
+    key: str
+    metric: str
+    limit: float
+    value: float | None
+    """``None`` when the workload did not run."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the value is within the limit."""
+        return self.value is not None and self.value <= self.limit
+
+
+def evaluate_targets(results: Results, largest: str, smallest: str) -> list[Target]:
+    """Judge the issue's targets and mark them in the entries they concern.
+
+    Args:
+        results: Figures with ratios; changed in place.
+        largest: The label of the largest scale (``100k``, or ``10k`` with ``--quick``).
+        smallest: The label of the smallest scale (``1k``).
+
+    Returns:
+        The targets in printing order.
+    """
+    wanted = [
+        (
+            "SqliteStorage one-entry commit, p50 vs aiosqlite floor",
+            "sqlite.commit_1_entry",
+            "ratio",
+            1.5,
+        ),
+        (
+            "Session one-entry commit on SQLite, p50 vs aiosqlite floor",
+            "sqlite.session_commit_1_entry",
+            "ratio",
+            3.0,
+        ),
+    ]
+    for backend in PRIMARY:
+        wanted.append(
+            (
+                f"{backend.name} one-entry commit at {largest} vs at {smallest}",
+                f"{backend.name}.commit_1_entry_at_{largest}",
+                "ratio_vs_1k",
+                1.2,
+            )
+        )
+    for backend in PRIMARY:
+        if backend.persistent:
+            wanted.append(
+                (
+                    f"{backend.name} reopen at {largest} vs at {smallest}",
+                    f"{backend.name}.reopen_{largest}",
+                    "ratio_vs_1k",
+                    2.0,
+                )
+            )
+    targets = []
+    for text, key, metric, limit in wanted:
+        entry = results.get(key, {})
+        value = entry.get(metric)
+        target = Target(text, key, metric, limit, value)
+        if key in results:
+            entry["target"] = {"metric": metric, "limit": limit, "pass": target.passed}
+        targets.append(target)
+    return targets
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if value < 100 else f"{value:.0f}"
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _table(results: Results, keys: list[str], columns: list[str]) -> list[str]:
+    lines = [f"  {'workload':<44}" + "".join(f"{column:>12}" for column in columns)]
+    for key in keys:
+        entry = results[key]
+        cells = []
+        for column in columns:
+            value = entry.get(column)
+            cells.append(_x(value) if column.startswith("ratio") else _ms(value))
+        lines.append(f"  {key:<44}" + "".join(f"{cell:>12}" for cell in cells))
+    return lines
+
+
+def render(results: Results, targets: list[Target], header: str) -> str:
+    """Return the readable report: one table per kind of workload, then the targets.
+
+    Args:
+        results: Figures with ratios and targets.
+        targets: The judged targets.
+        header: The first line (mode, directory, duration).
+
+    Returns:
+        The text to print.
+    """
+    timed = [key for key in results if "p50_ms" in results[key]]
+    commits = [key for key in timed if "ratio" in results[key] or key.startswith("baseline.")]
+    scale = [key for key in timed if "ratio_vs_1k" in results[key]]
+    commits = [key for key in commits if key not in scale]
+    reads = [key for key in timed if key not in commits and key not in scale]
+    memory = [key for key in results if "tracemalloc_peak_mib" in results[key]]
+    lines = [
+        header,
+        "",
+        "Commits, ms per call (ratio: p50 / aiosqlite floor; ratio_raw: / raw sqlite3)",
+    ]
+    lines += _table(results, commits, ["p50_ms", "p99_ms", "ratio", "ratio_raw"])
+    lines += ["", "Reads, ms per call"]
+    lines += _table(results, reads, ["p50_ms", "p99_ms"])
+    lines += ["", "Reopen and commits at scale, ms (ratio_vs_1k: p50 / the smallest scale's)"]
+    lines += _table(results, scale, ["p50_ms", "p99_ms", "ratio_vs_1k", "ratio"])
+    lines += ["", "Memory, MiB (RSS held open after seeding; tracemalloc held and peak)"]
+    for key in memory:
+        entry = results[key]
+        lines.append(
+            f"  {key:<44}{entry['rss_held_mib']:>12.1f}"
+            f"{entry['tracemalloc_held_mib']:>12.1f}{entry['tracemalloc_peak_mib']:>12.1f}"
+        )
+    wrong = [f"  {key}: {entry['wrong']}" for key, entry in results.items() if "wrong" in entry]
+    if wrong:
+        lines += ["", "WRONG ANSWERS", *wrong]
+    lines += ["", "Targets (printed, never asserted)"]
+    for target in targets:
+        mark = "pass" if target.passed else "MISS"
+        value = "not run" if target.value is None else f"{target.value:.2f}x"
+        lines.append(f"  [{mark}] {target.text}: {value} (limit {target.limit:g}x)")
+    return "\n".join(lines) + "\n"
