@@ -15,10 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
-from pi_durable_tui.storage.errors import StorageRejected
-from pi_durable_tui.storage.json_ops import Json, JsonObject, dumps
+from pi_durable_tui.storage.errors import StorageCorrupted, StorageRejected
+from pi_durable_tui.storage.json_ops import (
+    InvalidOperation,
+    Json,
+    JsonObject,
+    check_json,
+    check_ops,
+    dumps,
+)
 from pi_durable_tui.storage.records import (
     MAX_ID,
     ROOT_CONVERSATION_ID,
@@ -32,6 +39,7 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
     TaskScope,
+    TaskStatus,
 )
 from pi_durable_tui.storage.writes import (
     ChangeDocument,
@@ -46,6 +54,7 @@ from pi_durable_tui.storage.writes import (
 )
 
 RevisionKind = Literal["base", "delta"]
+_TASK_STATUSES: frozenset[str] = frozenset(get_args(TaskStatus))
 
 
 class CommittedView(Protocol):
@@ -122,10 +131,18 @@ def is_current_only(scope: DocScope) -> bool:
 
 
 def _serialize(value: Json, what: str) -> str:
+    # ``json.dumps`` alone is not strict: it turns tuples into lists and int, float,
+    # bool and None keys into strings (the stored value would differ from the
+    # committed one) and lets lone surrogates through (a backend would then fail
+    # to encode them after admission, an uncertain failure). ``check_json``
+    # refuses all of them before any I/O and names the path.
     try:
-        return dumps(value)
+        check_json(value, what)
     except (TypeError, ValueError) as error:
-        raise StorageRejected(f"{what} is not JSON: {error}") from None
+        raise StorageRejected(str(error)) from None
+    except RecursionError:  # a cycle, or nesting deeper than any reader could parse
+        raise StorageRejected(f"{what} is not JSON: it nests too deeply or holds a cycle") from None
+    return dumps(value)
 
 
 def prepare_batch(writes: Sequence[Write], view: CommittedView, seq: int) -> PreparedBatch:
@@ -151,7 +168,8 @@ class _Preparation:
         self.batch = PreparedBatch(seq=seq)
         self.tasks: dict[int, TaskRecord] = {}
         self.submissions: dict[int, SubmissionRecord] = {}
-        self.requests: dict[tuple[int, str], int] = {}
+        self.requests: dict[tuple[int, str], int | None] = {}
+        """Request IDs claimed (a submission ID) or released (``None``) by this batch."""
         self.touched_docs: set[int] = set()
         self.created_docs: dict[int, DocumentRecord] = {}
         self.changed_docs: set[int] = set()
@@ -219,6 +237,8 @@ class _Preparation:
             self._conversation(write.record)
         elif isinstance(write, PutEntry):
             record = write.record
+            _need_ids(f"Entry {record.id}", record.conversation_id, record.head, record.by_task_id)
+            _need_str(f"Entry {record.id} kind", record.kind)
             self._need_conversation(record.conversation_id)
             self.batch.entries.append((record, _serialize(record.to_json(), f"Entry {record.id}")))
         elif isinstance(write, PutTask):
@@ -237,6 +257,11 @@ class _Preparation:
             raise StorageRejected(f"unknown write {write!r}")
 
     def _conversation(self, record: ConversationRecord) -> None:
+        what = f"Conversation {record.id}"
+        if record.parent is not None:
+            _need_ids(what, record.parent.conversation_id, record.parent.at)
+        if record.owner is not None:
+            _need_ids(what, record.owner.conversation_id, record.owner.task_id)
         if record.parent is not None:
             self._need_conversation(record.parent.conversation_id)
         if record.owner is not None:
@@ -246,7 +271,18 @@ class _Preparation:
         self.batch.conversations.append((record, text))
 
     def _task(self, record: TaskRecord) -> None:
+        what = f"Task {record.id}"
+        _need_ids(what, record.conversation_id, record.owner)
+        _need_str(f"{what} kind", record.kind)
+        _check_version(record.id, record.version)
+        if not isinstance(record.background, bool) or not isinstance(record.abort_requested, bool):
+            raise StorageRejected(f"{what} background and abort_requested must be booleans")
         self._need_conversation(record.conversation_id)
+        # Backends index tasks by status, so a state without one cannot be stored.
+        if not isinstance(record.state, dict) or record.state.get("status") not in _TASK_STATUSES:
+            raise StorageRejected(
+                f"Task {record.id} state needs a status among {', '.join(get_args(TaskStatus))}"
+            )
         before = self.tasks.get(record.id)
         conversation = before.conversation_id if before else self.view.task_conversation(record.id)
         if conversation is not None and conversation != record.conversation_id:
@@ -256,6 +292,12 @@ class _Preparation:
         self.tasks[record.id] = record
 
     def _submission(self, record: SubmissionRecord) -> None:
+        what = f"Submission {record.id}"
+        _need_ids(what, record.conversation_id, record.entry, record.answer)
+        if record.type not in ("input", "write") or record.status not in _SUBMISSION_STATUSES:
+            raise StorageRejected(f"{what} has type {record.type!r} and status {record.status!r}")
+        if record.request_id is not None:
+            _need_str(f"{what} request_id", record.request_id)
         self._need_conversation(record.conversation_id)
         before = self.submissions.get(record.id)
         if before is not None:
@@ -267,15 +309,19 @@ class _Preparation:
         else:
             identity = self.view.submission_identity(record.id)
         if identity is not None:
-            conversation_id, kind, _ = identity
+            conversation_id, kind, old_request = identity
             if conversation_id != record.conversation_id:
                 raise StorageRejected(f"Submission {record.id} cannot move to another conversation")
             if kind != record.type:
                 raise StorageRejected(f"Submission {record.id} cannot change its type")
+            if old_request is not None and old_request != record.request_id:
+                # The replaced record no longer holds its old request ID.
+                self.requests[(conversation_id, old_request)] = None
         if record.request_id is not None:
             key = (record.conversation_id, record.request_id)
-            other = self.requests.get(key)
-            if other is None:
+            if key in self.requests:
+                other = self.requests[key]
+            else:
                 other = self.view.submission_for_request(*key)
             if other is not None and other != record.id:
                 raise StorageRejected(
@@ -351,7 +397,15 @@ class _Preparation:
                 f"Copy of document {write.source_id} changes its history or fork policy"
             )
         record = self._new_document(write)
-        version, value = self.view.document_content(write.source_id, write.source_at)
+        try:
+            version, value = self.view.document_content(write.source_id, write.source_at)
+        except StorageCorrupted as error:
+            # A current-only source keeps nothing before its newest base (R16): copying
+            # it as of an older point is a deterministic refusal, not an uncertain failure.
+            raise StorageRejected(
+                f"Copy source document {write.source_id} has no content at {write.source_at}: "
+                f"{error}"
+            ) from None
         self._add_new_document(record, version, value)
 
     def _live_record(self, document_id: int) -> DocumentRecord:
@@ -388,7 +442,11 @@ class _Preparation:
             raise StorageRejected(
                 f"Document {write.id} changes version {stored} to {write.version} without a base"
             )
-        text = _serialize(write.ops, f"Document {write.id} operations")  # type: ignore[arg-type]
+        try:
+            check_ops(write.ops)
+        except InvalidOperation as error:
+            raise StorageRejected(f"Document {write.id} delta is malformed: {error}") from None
+        text = _serialize(write.ops, f"Document {write.id} operations")
         self.batch.revisions.append(PreparedRevision(write.id, "delta", write.version, text))
 
     def _retire_document(self, write: RetireDocument) -> None:
@@ -424,6 +482,23 @@ class _Preparation:
 def _check_version(document_id: int, version: int) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StorageRejected(f"Document {document_id} version must be a positive integer")
+
+
+_SUBMISSION_STATUSES = ("queued", "placed", "done", "unanswered")
+
+
+def _need_ids(what: str, *values: object) -> None:
+    """Reject a reference that is not an ID (``None`` means absent and is allowed)."""
+    for value in values:
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_ID:
+            raise StorageRejected(f"{what} refers to {value!r}, which is not an ID in 0..{MAX_ID}")
+
+
+def _need_str(what: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise StorageRejected(f"{what} must be a non-empty string, not {value!r}")
 
 
 def _identity(write: Write) -> tuple[int | None, RecordKind | None]:

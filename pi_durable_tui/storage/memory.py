@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pi_durable_tui.storage.batch import PreparedBatch, RevisionKind, prepare_batch
 from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
-from pi_durable_tui.storage.json_ops import JsonObject, Op, apply_ops, loads
+from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
 from pi_durable_tui.storage.records import (
     FIRST_MINTED_ID,
@@ -161,6 +161,13 @@ class MemoryStorage:
         for task, text in batch.tasks:
             self._tasks[task.id] = text
         for submission, text in batch.submissions:
+            old = self.submission_identity(submission.id)
+            # A replacement may drop or change the request ID; the old key must then
+            # stop finding this submission (unless another one claimed it meanwhile).
+            if old is not None and old[2] is not None:
+                key = (old[0], old[2])
+                if self._requests.get(key) == submission.id:
+                    del self._requests[key]
             self._submissions[submission.id] = text
             if submission.request_id is not None:
                 self._requests[(submission.conversation_id, submission.request_id)] = submission.id
@@ -409,7 +416,14 @@ class MemoryStorage:
         ops: list[Op] = []
         for delta in deltas:
             ops.extend(loads(delta.text))  # type: ignore[arg-type]
-        value = apply_ops(loads(base.text), ops)
+        try:
+            value = apply_ops(loads(base.text), ops)
+        except InvalidOperation as error:
+            # Storage checks a delta's shape, not that it fits the value (the Session
+            # derives deltas from the value), so a delta that does not fit is damage.
+            raise StorageCorrupted(
+                f"Document {document_id} has a delta that does not apply: {error}"
+            ) from None
         if not isinstance(value, dict):
             raise StorageCorrupted(f"Document {document_id} content is not an object")
         version = deltas[-1].version if deltas else base.version

@@ -25,16 +25,24 @@ Commit (R1, R10, R129)
       batch count as existing;
     - a task or submission moving to another conversation, or a submission
       changing type;
+    - a task whose ``state`` is not an object with a task ``status`` (backends
+      index tasks by status);
     - a request ID used by another submission of the same conversation:
-      ``Request <id> already identifies submission <n>``;
+      ``Request <id> already identifies submission <n>`` (a replacement that
+      changes or drops a submission's request ID frees the old one);
     - document writes (R18): creating at an address that already has a live
       incarnation; changing or retiring an unknown or retired document; two
       changes of one document in a batch; a change of a document created or
-      copied in the same batch; a delta whose version differs from the stored one
+      copied in the same batch; a delta that is not a well-formed operation list
+      (``json_ops.check_ops``); a delta whose version differs from the stored one
       (a version change must be a base); a copy whose source is unknown, not
       alive at ``source_at``, or created, changed or retired in the same batch,
-      or whose kind, key, history or fork policy differ from the source's;
-    - a value that is not strict JSON (R129).
+      whose kind, key, history or fork policy differ from the source's, or whose
+      content at ``source_at`` was reclaimed (a current-only source before its
+      newest base);
+    - a value that is not strict JSON (R129): non-finite numbers, keys that are
+      not strings, tuples, sets, bytes, strings with lone surrogates
+      (``json_ops.check_json``).
 
     An empty batch is allowed and consumes a sequence number. After a commit,
     ``mint_id`` returns IDs above every ID in it. Any other exception from
@@ -60,7 +68,8 @@ Entries and forks (R17, R19, R71)
 Scans
     Every scan takes ``limit`` (a positive integer) and ``cursor`` (``None`` for
     the first page) and returns a ``Page`` whose ``cursor`` continues the scan,
-    or ``None`` when no item is left. Cursors are JSON objects owned by the
+    or ``None`` when no item is left; a ``limit`` that is not a positive integer
+    raises ``ValueError``. Cursors are JSON objects owned by the
     backend: they survive a JSON round trip and a reopen; a cursor the backend
     did not make for that scan raises ``InvalidCursor``. Entries default to
     newest first; everything else is in ascending ID order.
@@ -70,10 +79,14 @@ Documents (R13, R16, R20, R129)
     ``document(id, at)`` returns the content alive at ``at`` (``None``: now):
     the newest base at or before ``at`` with the deltas after it applied, the
     stored version, and the number of those deltas. A base or a retirement of a
-    current-only document (session, task, or ``latest`` conversation scope) lets
-    the backend delete its older revisions; rewindable documents keep every
-    revision. A read that needs a reclaimed revision raises
-    ``StorageCorrupted("Document <id> is missing a required base")``.
+    current-only document (session, task, or ``latest`` conversation scope)
+    reclaims its older revisions (backends delete them, so every backend answers
+    alike); rewindable documents keep every revision. A read that needs a
+    reclaimed revision raises
+    ``StorageCorrupted("Document <id> is missing a required base")``. Storage
+    checks a delta's shape, not that it fits the value (the Session derives
+    deltas from the value); a read through a delta that does not apply raises
+    ``StorageCorrupted``.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ class TaskRecord:
     @property
     def status(self) -> TaskStatus:
         """The status of ``state``."""
-        status: TaskStatus = self.state["status"]  # type: ignore[assignment]
+        status: TaskStatus = self.state["status"]
         return status
 
     @property

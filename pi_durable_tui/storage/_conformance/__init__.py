@@ -1,0 +1,1 @@
+"""The storage conformance suite, split by subject; the public door is ``storage.conformance``."""
