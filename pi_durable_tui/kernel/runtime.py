@@ -25,7 +25,7 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pi_durable_tui.kernel.errors import SessionClosed, TaskGateClosed, TaskNotFound
 from pi_durable_tui.kernel.tasks import (
@@ -115,7 +115,12 @@ class TaskRuntime:
         """Raise if an operation of this runtime would be rejected now."""
         self._gate(self.record)
 
-    async def commit(self, fn: Callable[[Tx], T | Awaitable[T]]) -> T:
+    @overload
+    async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
+    @overload
+    async def commit(self, fn: Callable[[Tx], T]) -> T: ...
+
+    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
         """Commit on the line as this task; ``fn`` may return the task's next state (R38).
 
         Args:
