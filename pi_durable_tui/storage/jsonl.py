@@ -1,10 +1,13 @@
 """``JsonlStorage``: the Storage contract on append-only JSON-lines files (R130-R132).
 
 A store is a directory: ``main.jsonl`` (table records and one commit marker per
-commit) and one ``doc-<id>.jsonl`` sidecar per document incarnation (its bases
-and deltas). ``jsonl_files`` owns the line formats, ``jsonl_recovery`` opening
-and repair, ``jsonl_index`` the in-memory state every read is answered from,
-``jsonl_publish`` the writing of a commit; this module owns the public class.
+commit), one ``doc-<id>.jsonl`` sidecar per document incarnation (its bases and
+deltas) and, for a store of any size, ``index.checkpoint``. ``jsonl_files``
+owns the line formats, ``jsonl_plan`` and ``jsonl_publish`` the writing of a
+commit, ``jsonl_recovery`` (with ``jsonl_replay`` and ``jsonl_sidecars``)
+opening and repair, ``jsonl_checkpoint`` the checkpoint file, ``jsonl_index``
+(with its tables) the in-memory index, ``jsonl_reader`` and ``jsonl_queries``
+the reads; this module owns the public class.
 
 The semantics are exactly ``MemoryStorage``'s (R128), with one addition: a delta
 that does not fit its document (a missing key, an index out of range) is
@@ -22,38 +25,52 @@ the commit only if its marker landed.
 Durability: with ``fsync=True`` a commit is on disk when it returns. With
 ``fsync=False`` it survives the death of the process (the kernel's page cache
 keeps every write, in order), not a power loss: the disk may then lose unflushed
-bytes of any file, and a store whose sidecar lost confirmed records fails to
-open with ``Missing confirmed sidecar record``.
+bytes of any file. A full replay then fails with ``Missing confirmed sidecar
+record`` when a sidecar lost confirmed records; a store opened from its
+checkpoint finds such a loss when it reads or appends to that sidecar.
+
+What open costs (DESIGN.md section 4: proportional to what is live, not to
+history). Memory holds no record text: per record a few integer columns (24
+bytes per entry, about 45 per task and 150 per document incarnation), the
+current value of each live document as JSON text, and nothing else; records are
+read back from ``main.jsonl`` by byte offset (an entry read costs about 8 us
+instead of 4). Open loads that index from the checkpoint, one copy and one
+CRC-32 of its bytes with no per-record work, replays ``main.jsonl`` after the
+checkpoint's offset and reads only the sidecars that replay touched. Measured
+with ``python -m pi_durable_tui.bench storage`` on the benchmark's stores (a
+fifth as many tasks and live documents as entries), p50 on a busy 2-core VM:
+1k entries 1-2 ms, 10k 2-2.6 ms, 100k 8-17 ms (the full replay it replaces:
+14-38 ms, 140-220 ms, 1.7-2 s), memory held at 10k 1.3 MiB (7.4 before). What
+stays proportional is the checkpoint's size, 7.3 MB at 100k, copied and
+checksummed at open: a third of it locates the entries (history), the rest
+describes that store's 20,000 live documents and 13,000 live tasks. Open runs
+in a worker thread, so the loop stays responsive meanwhile.
+
+When checkpoints are written (``jsonl_checkpoint.CheckpointPolicy``, exported
+here): at ``close`` when the log grew by at least ``at_close`` bytes since the
+last one (default 64 KiB: below that a reopen replays the difference in a couple
+of milliseconds, and a store that small is checked in full at every open), and
+after a commit once the log grew by ``every`` bytes (default 4 MiB), so a crash
+costs a reopen at most that much replay ("the log" counts the bytes appended to
+sidecars too). Writing one at 100k entries takes 15-30 ms (the snapshot on the
+loop; the file in a thread with ``fsync``, inline without). A poisoned or
+damaged store writes none. ``checkpoints=None`` neither reads nor writes one:
+every open replays and checks everything.
 
 Why no ``task-<id>.jsonl`` sidecars: task replacements go to ``main.jsonl``
-like every other table write. A commit that moves several tasks then costs one
-append and, with ``fsync``, one flush, instead of one more per task; and a task
-record is confirmed by the marker that follows it in the same file, so cutting
-the unconfirmed tail of ``main.jsonl`` is all recovery needs to do to make sure
-no unconfirmed record resurrects a terminal task. The price is that
-``main.jsonl`` grows with every replacement (not only with terminal records),
-which open reads linearly anyway; task records are small, large payloads live in
-documents.
+like every other table write, so a commit moving several tasks costs one append
+(and one flush), and a task record is confirmed by the marker after it in the
+same file: cutting the unconfirmed tail of ``main.jsonl`` is enough to make sure
+no unconfirmed record resurrects a terminal task.
 
 Why synchronous I/O: with ``fsync=False`` a commit is a few ``os.write`` calls
 of a few hundred bytes, cheaper than a thread hop (measured: a one-entry commit
 p50 16 us, one with a sidecar delta 24 us), so it runs on the event loop. With
 ``fsync=True`` the writes, flushes and reclamation of a commit run in one hop to
 the default executor, shielded, so the loop keeps running while the disk
-flushes: the hop costs about 0.1 ms (one-entry commit p50 270 us through the
-executor, 180 us inline, on a VM whose fsync takes 0.18 ms), while a flush on
-an ordinary disk takes 1-10 ms that would otherwise freeze the UI. A commit
-cancelled during the hop poisons the backend, since its outcome is unknown
-(DESIGN.md section 2).
-
-What open costs: one pass over ``main.jsonl`` (one regular-expression match and
-one ``json.loads`` of the record per line; entries, tasks and submissions kept
-as JSON text, entries indexed by conversation), one pass over each live or
-rewindable sidecar, and one replay per live document from its newest base:
-linear in the log, about 10 us per committed entry (measured: 1k entries 10 ms,
-10k 0.1 s, 100k 1.0 s and 78 MB of memory for a 45 MB log). Memory holds the
-latest text of every record and the kept revisions of every document. Open runs
-in a worker thread, so the loop stays responsive meanwhile.
+flushes. A commit cancelled during the hop poisons the backend, since its
+outcome is unknown (DESIGN.md section 2); a historical document read waits for
+the hop, since reclamation may be rewriting the sidecar it reads.
 """
 
 from __future__ import annotations
@@ -63,17 +80,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pi_durable_tui.storage import jsonl_queries
 from pi_durable_tui.storage.batch import prepare_batch
-from pi_durable_tui.storage.errors import (
-    StorageClosed,
-    StoragePoisoned,
-    StorageRejected,
-)
+from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned, StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.jsonl_checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
 from pi_durable_tui.storage.jsonl_files import MAIN_FILE, fsync_directory, open_append
-from pi_durable_tui.storage.jsonl_index import JsonlIndex, page
-from pi_durable_tui.storage.jsonl_publish import Publisher, plan_commit
-from pi_durable_tui.storage.jsonl_recovery import recover
+from pi_durable_tui.storage.jsonl_plan import Written, plan_commit
+from pi_durable_tui.storage.jsonl_publish import Publisher
+from pi_durable_tui.storage.jsonl_reader import Reader
+from pi_durable_tui.storage.jsonl_recovery import Recovery, RecoveryStats, recover
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
 from pi_durable_tui.storage.records import (
@@ -92,6 +108,8 @@ from pi_durable_tui.storage.records import (
 )
 from pi_durable_tui.storage.writes import Write
 
+__all__ = ["CheckpointPolicy", "JsonlStorage"]
+
 
 def _statuses(status: str | Sequence[str] | None) -> set[str] | None:
     if status is None:
@@ -108,29 +126,43 @@ class JsonlStorage:
     def __init__(
         self,
         directory: Path,
-        index: JsonlIndex,
+        recovery: Recovery,
         lock: StoreLock,
         main_fd: int,
         fsync: bool,
-        repairs: list[str],
+        policy: CheckpointPolicy | None,
     ) -> None:
         self._directory = directory
-        self._index = index
+        self._index = recovery.index
         self._lock = lock
-        self._publisher = Publisher(directory, main_fd, fsync=fsync)
-        self._repairs = tuple(repairs)
-        self._next_id = index.next_id
+        self._publisher = Publisher(directory, main_fd, recovery.main_size, fsync=fsync)
+        self._checkpoints = Checkpoints(
+            directory, self._index, self._publisher, policy, recovery.checkpoint_offset
+        )
+        self._publisher.on_damage = self._checkpoints.damaged
+        self._reader = Reader(directory, self._checkpoints.damaged)
+        self._index.reader = self._reader
+        self._repairs = tuple(recovery.repairs)
+        self._stats = recovery.stats
+        self._next_id = self._index.next_id
         self._closed = False
         self._poisoned: str | None = None
-        self._writing = False
+        self._writing: asyncio.Future[Written] | None = None
 
     @classmethod
-    async def open(cls, directory: str | os.PathLike[str], *, fsync: bool = False) -> JsonlStorage:
+    async def open(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        fsync: bool = False,
+        checkpoints: CheckpointPolicy | None = DEFAULT_POLICY,
+    ) -> JsonlStorage:
         """Open (or create) the store in ``directory``, recovering it if needed.
 
         Args:
             directory: The store directory; created when missing.
-            fsync: Flush every commit to disk before it returns (R130).
+            fsync: Flush every commit (and checkpoint) to disk before it returns (R130).
+            checkpoints: When to write checkpoints; ``None``: never read or write one.
 
         Returns:
             The open store, holding the directory's single-writer lock.
@@ -141,7 +173,7 @@ class JsonlStorage:
         """
         path = Path(directory)
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, cls._open_sync, path, fsync)
+        future = loop.run_in_executor(None, cls._open_sync, path, fsync, checkpoints)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -150,21 +182,24 @@ class JsonlStorage:
             raise
 
     @classmethod
-    def _open_sync(cls, path: Path, fsync: bool) -> JsonlStorage:
+    def _open_sync(cls, path: Path, fsync: bool, policy: CheckpointPolicy | None) -> JsonlStorage:
         if not path.is_dir():
             path.mkdir(parents=True, exist_ok=True)
             if fsync:
                 fsync_directory(path.parent)
         lock = StoreLock.acquire(path)
+        main_fd: int | None = None
         try:
-            recovery = recover(path, fsync=fsync)
+            recovery = recover(path, fsync=fsync, checkpoints=policy is not None)
             main_path = path / MAIN_FILE
             created = not main_path.exists()
             main_fd = open_append(main_path)
+            store = cls(path, recovery, lock, main_fd, fsync, policy)
         except BaseException:
+            if main_fd is not None:
+                os.close(main_fd)
             lock.release()
             raise
-        store = cls(path, recovery.index, lock, main_fd, fsync, recovery.repairs)
         if fsync and created:
             try:
                 fsync_directory(path)
@@ -182,6 +217,11 @@ class JsonlStorage:
     def repairs(self) -> tuple[str, ...]:
         """What recovery changed on disk when this store was opened."""
         return self._repairs
+
+    @property
+    def recovery(self) -> RecoveryStats:
+        """How much open read: from which checkpoint, how many lines and sidecars."""
+        return self._stats
 
     @property
     def last_seq(self) -> int:
@@ -202,19 +242,17 @@ class JsonlStorage:
     async def commit(self, writes: Sequence[Write]) -> int:
         """Store a batch atomically and return its sequence number (R130)."""
         self._check_usable()
-        if self._writing:
+        if self._writing is not None:
             raise RuntimeError("JsonlStorage.commit called while a commit is being written")
         batch = prepare_batch(writes, self._index, self._index.seq + 1)
-        plan = plan_commit(batch, self._index)
-        self._writing = True
+        plan = plan_commit(batch, self._index, self._publisher.checked)
         try:
             if self._publisher.fsync:
-                future = asyncio.get_running_loop().run_in_executor(
-                    None, self._publisher.write, plan
-                )
-                remaining = await asyncio.shield(future)
+                loop = asyncio.get_running_loop()
+                self._writing = loop.run_in_executor(None, self._publisher.write, plan)
+                written = await asyncio.shield(self._writing)
             else:
-                remaining = self._publisher.write(plan)
+                written = self._publisher.write(plan)
         except asyncio.CancelledError:
             # The write goes on in its thread: whether it lands is unknown (R8).
             self._poison(f"Commit {batch.seq} was cancelled while being written")
@@ -224,16 +262,12 @@ class JsonlStorage:
                 f"Commit {batch.seq} failed while being written ({error!r})"
             ) from error
         finally:
-            self._writing = False
-        index = self._index
+            self._writing = None
         try:
-            index.apply(batch, plan.currents)
-            for document_id, _, _ in plan.sidecars:
-                index.sidecars[document_id].records += 1
-            for document_id, records in remaining.items():
-                index.sidecars[document_id].records = records
+            self._index.apply(batch, plan, written)
         except Exception as error:  # pragma: no cover - a bug; memory would lie about disk
             raise self._poison(f"Publishing commit {batch.seq} failed ({error!r})") from error
+        self._checkpoints.after_commit()
         return batch.seq
 
     def _poison(self, reason: str) -> StoragePoisoned:
@@ -246,12 +280,14 @@ class JsonlStorage:
     async def conversation(self, conversation_id: int) -> ConversationRecord | None:
         """Return a conversation by ID."""
         self._check_usable()
-        return self._index.conversations.get(conversation_id)
+        table = self._index.conversations
+        row = table.row(conversation_id)
+        return None if row < 0 else table.record(row)
 
     async def entry(self, entry_id: int, conversation_id: int | None = None) -> StoredEntry | None:
         """Return an entry by ID, optionally only if visible from a conversation."""
         self._check_usable()
-        return self._index.entry(entry_id, conversation_id)
+        return jsonl_queries.entry(self._index, entry_id, conversation_id)
 
     async def task(self, task_id: int) -> TaskRecord | None:
         """Return a task by ID."""
@@ -268,8 +304,7 @@ class JsonlStorage:
     ) -> SubmissionRecord | None:
         """Return the submission with this request ID in this conversation."""
         self._check_usable()
-        submission_id = self._index.requests.get((conversation_id, request_id))
-        return None if submission_id is None else self._index.submission(submission_id)
+        return self._index.submission_by_request(conversation_id, request_id)
 
     async def scan_conversations(
         self,
@@ -281,20 +316,9 @@ class JsonlStorage:
     ) -> Page[ConversationRecord]:
         """Scan conversations in ID order, optionally by owner."""
         self._check_usable()
-        conversations = self._index.conversations
-
-        def keep(conversation_id: int) -> ConversationRecord | None:
-            record = conversations[conversation_id]
-            owner = record.owner
-            if owner_conversation_id is not None and (
-                owner is None or owner.conversation_id != owner_conversation_id
-            ):
-                return None
-            if owner_task_id is not None and (owner is None or owner.task_id != owner_task_id):
-                return None
-            return record
-
-        return page("conversations", self._index.conversation_ids, cursor, limit, keep)
+        return jsonl_queries.scan_conversations(
+            self._index, owner_conversation_id, owner_task_id, limit, cursor
+        )
 
     async def scan_entries(
         self,
@@ -308,8 +332,8 @@ class JsonlStorage:
     ) -> Page[StoredEntry]:
         """Scan the visible history of a conversation, newest first by default."""
         self._check_usable()
-        return self._index.scan_entries(
-            conversation_id, min_entry_id, max_entry_id, order, limit, cursor
+        return jsonl_queries.scan_entries(
+            self._index, conversation_id, min_entry_id, max_entry_id, order, limit, cursor
         )
 
     async def scan_tasks(
@@ -326,21 +350,9 @@ class JsonlStorage:
         """Scan tasks in ID order; every given filter must match."""
         self._check_usable()
         statuses = _statuses(status)
-        index = self._index
-
-        def keep(task_id: int) -> TaskRecord | None:
-            row = index.tasks[task_id]
-            if (
-                (conversation_id is not None and row.conversation_id != conversation_id)
-                or (kind is not None and row.kind != kind)
-                or (statuses is not None and row.status not in statuses)
-                or (abort_requested is not None and row.abort_requested != abort_requested)
-                or (background is not None and row.background != background)
-            ):
-                return None
-            return index.task(task_id)
-
-        return page("tasks", index.task_ids, cursor, limit, keep)
+        return jsonl_queries.scan_tasks(
+            self._index, conversation_id, kind, statuses, abort_requested, background, limit, cursor
+        )
 
     async def scan_submissions(
         self,
@@ -353,17 +365,7 @@ class JsonlStorage:
         """Scan submissions in ID order; every given filter must match."""
         self._check_usable()
         statuses = _statuses(status)
-        index = self._index
-
-        def keep(submission_id: int) -> SubmissionRecord | None:
-            row = index.submissions[submission_id]
-            if conversation_id is not None and row.conversation_id != conversation_id:
-                return None
-            if statuses is not None and row.status not in statuses:
-                return None
-            return index.submission(submission_id)
-
-        return page("submissions", index.submission_ids, cursor, limit, keep)
+        return jsonl_queries.scan_submissions(self._index, conversation_id, statuses, limit, cursor)
 
     async def scan_documents(
         self,
@@ -376,43 +378,40 @@ class JsonlStorage:
     ) -> Page[DocumentRecord]:
         """Scan, in ID order, the documents of exactly this scope alive at ``at``."""
         self._check_usable()
-        documents = self._index.documents
-
-        def keep(document_id: int) -> DocumentRecord | None:
-            record = documents[document_id]
-            if kind is not None and record.kind != kind:
-                return None
-            alive = record.retired_at is None if at is None else record.alive_at(at)
-            return record if alive else None
-
-        ids = self._index.scope_documents.get(scope, [])
-        return page("documents", ids, cursor, limit, keep)
+        return jsonl_queries.scan_documents(self._index, scope, at, kind, limit, cursor)
 
     async def find_latest_head_marker(
         self, conversation_id: int, at_or_before: int | None = None
     ) -> StoredEntry | None:
         """Return the newest visible head marker at or before an entry ID."""
         self._check_usable()
-        index = self._index
-        ids = index.visible_window(conversation_id, index.head_ids, None, at_or_before, "desc", 1)
-        return index.stored_entry(ids[0]) if ids else None
+        return jsonl_queries.latest_head_marker(self._index, conversation_id, at_or_before)
 
     async def find_document(
         self, address: DocAddress, at: int | None = None
     ) -> DocumentRecord | None:
         """Return the incarnation at an address alive at ``at``."""
         self._check_usable()
-        return self._index.find_document(address, at)
+        return jsonl_queries.find_document(self._index, address, at)
 
     async def document(self, document_id: int, at: int | None = None) -> DocumentRead | None:
         """Return a document's content at ``at`` (``None``: now), or ``None`` if not alive."""
         self._check_usable()
-        return self._index.document(document_id, at)
+        writing = self._writing
+        if writing is not None and at is not None:
+            # A historical read parses the sidecar, which the commit being written in
+            # a thread may be rewriting (R132): read it once that write is over.
+            await asyncio.wait({writing})
+            self._check_usable()
+        return jsonl_queries.document(self._index, document_id, at)
 
     # -- lifecycle --------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the files and release the lock; idempotent."""
+        """Write a checkpoint if due, close the files and release the lock; idempotent."""
+        if self._closed:
+            return
+        await self._checkpoints.at_close(healthy=self._poisoned is None, close=self._close_files)
         self._close_files()
 
     def _close_files(self) -> None:
@@ -421,6 +420,7 @@ class JsonlStorage:
         self._closed = True
         try:
             self._publisher.close()
+            self._reader.close()
         finally:
             self._lock.release()
 

@@ -30,9 +30,14 @@ Every line is written by this module with a fixed layout, the record or payload
 last, and read back by matching that layout exactly: the header is matched as
 bytes by one regular expression and only the record (or payload) is parsed, with
 one ``json.loads`` that is at once its validation. A line in any other layout,
-even valid JSON, is malformed. The record's JSON text is kept as it was read, so
-the in-memory indexes hold entries and tasks as text without serializing them
-again.
+even valid JSON, is malformed. Reads of single records (``parse_record_line``)
+go through the same checks: the index keeps where a record's line is, and the
+line read back there must be a valid line of the expected type. A revision's
+payload text is kept as read, so a document whose base has no delta after it
+keeps its value as that text, without serializing it again.
+
+Other files in the directory: ``index.checkpoint`` (and its temporary
+``index.checkpoint.tmp``), owned by ``jsonl_checkpoint``.
 
 Appends use ``os.write`` on ``O_APPEND`` descriptors and treat a short write as a
 failure: the caller poisons the backend (R130) rather than retrying, because the
@@ -125,8 +130,6 @@ class MainLine:
     seq: int
     record: dict[str, Any] | None = None
     """The parsed record (record lines only)."""
-    text: str = ""
-    """The record's JSON text, as read (record lines only)."""
     revisions: list[RevisionRef] | None = None
     """The revisions a marker confirms (markers only)."""
 
@@ -200,7 +203,25 @@ def parse_main_line(raw: bytes) -> MainLine | None:
     if loaded is None or not isinstance(loaded[1], dict) or int(head.group(2)) < 1:
         return None
     kind: MainType = head.group(1).decode()  # type: ignore[assignment]
-    return MainLine(kind, int(head.group(2)), loaded[1], loaded[0])
+    return MainLine(kind, int(head.group(2)), loaded[1])
+
+
+def parse_record_line(raw: bytes, kind: bytes) -> tuple[int, dict[str, Any]] | None:
+    """Parse a complete ``main.jsonl`` line that should hold a record of type ``kind``.
+
+    The same checks as ``parse_main_line``, for a read that knows what it expects.
+
+    Returns:
+        ``(seq, record)``, or ``None`` when the line is not such a record line.
+    """
+    head = _RECORD_HEAD.match(raw)
+    if head is None or head.group(1) != kind or not raw.endswith(b"}"):
+        return None
+    loaded = _load(raw[head.end() : -1])
+    seq = int(head.group(2))
+    if loaded is None or not isinstance(loaded[1], dict) or seq < 1:
+        return None
+    return seq, loaded[1]
 
 
 def _revisions(listed: bytes) -> list[RevisionRef] | None:

@@ -1,479 +1,363 @@
-"""The in-memory indexes of a JSONL store: committed state answered without I/O.
+"""The in-memory index of a JSONL store: what is committed, and where it is on disk.
 
-``JsonlStorage`` reads nothing from disk after open: every lookup and scan is
-answered here, and batch preparation asks its ``CommittedView`` questions here.
-The semantics are those of ``MemoryStorage`` (R128), rule for rule; the shapes
-differ where a persistent store needs them to:
+The index answers batch preparation's ``CommittedView`` questions (without
+I/O, but for the request ID of a submission being replaced, read from its line)
+and tells reads (``jsonl_queries``) where each record is. Its semantics are
+``MemoryStorage``'s (R128), rule for rule; its shape is what makes a reopen
+cheap (DESIGN.md section 4):
 
-- Entries, tasks and submissions are kept as the JSON text that was written (or
-  sliced from ``main.jsonl`` at open) and parsed on every read, so every result
-  is a detached copy. Tasks and submissions also keep the few fields that scans
-  filter on, so a scan parses only what it returns.
-- Every table keeps a sorted ID list, so a page starts by bisection after its
-  cursor; entry scans take at most ``limit + 1`` IDs from each member of the
-  fork chain instead of building the whole visible history.
-- Each live document keeps its current content (``Current``), so a current read
-  replays nothing; a historical read replays from the newest base at or before
-  the point. Revisions kept match ``MemoryStorage`` exactly: a current-only
-  document keeps those from its newest base on, a retired one none, a
-  rewindable one all of them.
-- ``sidecars`` is file bookkeeping for the storage: each document's next
-  ordinal and how many records its sidecar file holds, which says when
-  reclamation has dead records to drop.
+- Records are not held: entries, tasks and submissions stay in ``main.jsonl``
+  and are read back by byte offset (``jsonl_reader``), so every read parses a
+  fresh copy. The tables (``jsonl_tables``, ``jsonl_documents``) hold, per
+  record, a few integer columns: IDs, conversations, filter fields, line
+  locations. Memory grows by about 24 bytes per entry, not by its text.
+- Each live document keeps its current value (as text, parsed when needed), so
+  a current read replays nothing; a historical read replays from the newest
+  base at or before the point, with revisions read from the sidecar. Which
+  revisions count is exactly ``MemoryStorage``'s: a current-only document keeps
+  those from its newest base on, a retired one none, a rewindable one all.
+- ``sections`` and ``load`` turn the whole index into named columns and back,
+  which is what a checkpoint stores (``jsonl_checkpoint``): loading is a copy
+  per column, no per-record work.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from array import array
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.storage.batch import PreparedBatch, RevisionKind
-from pi_durable_tui.storage.errors import StorageCorrupted
-from pi_durable_tui.storage.json_ops import JsonObject, Op, apply_ops, copy_json, loads
-from pi_durable_tui.storage.protocol import EntryOrder
+from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.jsonl_columns import Sections
+from pi_durable_tui.storage.jsonl_documents import Documents
+from pi_durable_tui.storage.jsonl_reader import Content, Reader, replay
+from pi_durable_tui.storage.jsonl_tables import (
+    Conversations,
+    Entries,
+    Submissions,
+    Tasks,
+    request_hash,
+)
 from pi_durable_tui.storage.records import (
     FIRST_MINTED_ID,
     ConversationRecord,
     DocAddress,
-    DocumentRead,
     DocumentRecord,
-    EntryRecord,
     ForkPoint,
-    Page,
     RecordKind,
-    ScopeRef,
-    StoredEntry,
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
 
-T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class TaskRow:
-    """A task's latest record as JSON text, with the fields scans filter on."""
-
-    text: str
-    conversation_id: int
-    kind: str
-    status: str
-    abort_requested: bool
-    background: bool
-
-
-@dataclass(slots=True)
-class SubmissionRow:
-    """A submission's latest record as JSON text, with the fields scans filter on."""
-
-    text: str
-    conversation_id: int
-    type: str
-    request_id: str | None
-    status: str
-
-
-@dataclass(slots=True)
-class Revision:
-    """One stored revision of a document: a base value or a list of operations."""
-
-    seq: int
-    kind: RevisionKind
-    version: int
-    text: str
-
-
-@dataclass(slots=True)
-class Current:
-    """A live document's current content. The value is never handed out: reads copy it."""
-
-    version: int
-    value: JsonObject
-    deltas: int
-
-
-@dataclass(slots=True)
-class SidecarState:
-    """What a document's sidecar file holds."""
-
-    ordinals: int = 0
-    """Revisions ever stored for the incarnation: the ordinal of the next one."""
-    records: int = 0
-    """Records physically in the file; more than the live revisions means dead ones."""
-
-
-def insert_sorted(ids: list[int], item: int) -> None:
-    """Insert into a sorted list; IDs mostly arrive in order, so try appending first."""
-    if not ids or item > ids[-1]:
-        ids.append(item)
-    else:
-        bisect.insort(ids, item)
-
-
-def replay(document_id: int, revisions: Sequence[Revision], at: int) -> Current:
-    """Rebuild a document's content at ``at`` from its newest base at or before it.
-
-    Raises:
-        StorageCorrupted: No base is kept for that point, or the stored content is
-            not valid.
-    """
-    stop = bisect.bisect_right(revisions, at, key=lambda revision: revision.seq)
-    base = stop - 1
-    while base >= 0 and revisions[base].kind != "base":
-        base -= 1
-    if base < 0:
-        raise StorageCorrupted(f"Document {document_id} is missing a required base")
-    try:
-        value = loads(revisions[base].text)
-        for delta in revisions[base + 1 : stop]:
-            ops: list[Op] = loads(delta.text)  # type: ignore[assignment]
-            value = apply_ops(value, ops)
-    except (ValueError, TypeError, AttributeError) as error:
-        raise StorageCorrupted(
-            f"Invalid document content in document {document_id}: {error}"
-        ) from error
-    if not isinstance(value, dict):
-        raise StorageCorrupted(f"Document {document_id} content is not an object")
-    return Current(revisions[stop - 1].version, value, stop - 1 - base)
+if TYPE_CHECKING:
+    from pi_durable_tui.storage.jsonl_plan import Plan, Written
 
 
 class JsonlIndex:
-    """Committed state of a JSONL store, in memory. See the module docstring."""
+    """Committed state of a JSONL store. See the module docstring.
+
+    ``reader`` must be attached (by the open store) before anything reads a
+    record; recovery builds the index without one.
+    """
 
     def __init__(self) -> None:
         self.seq = 0
         self.next_id = FIRST_MINTED_ID
-        self.ids: dict[int, RecordKind] = {}
-        self.conversations: dict[int, ConversationRecord] = {}
-        self.conversation_ids: list[int] = []
-        self.entries: dict[int, tuple[str, int, int]] = {}
-        """Entry ID -> (JSON text, conversation ID, commit seq)."""
-        self.entry_ids: dict[int, list[int]] = {}
-        self.head_ids: dict[int, list[int]] = {}
-        self.tasks: dict[int, TaskRow] = {}
-        self.task_ids: list[int] = []
-        self.submissions: dict[int, SubmissionRow] = {}
-        self.submission_ids: list[int] = []
-        self.requests: dict[tuple[int, str], int] = {}
-        self.documents: dict[int, DocumentRecord] = {}
-        self.scope_documents: dict[ScopeRef, list[int]] = {}
-        self.live: dict[DocAddress, int] = {}
-        self.incarnations: dict[DocAddress, list[int]] = {}
-        self.revisions: dict[int, list[Revision]] = {}
-        self.current: dict[int, Current] = {}
-        self.sidecars: dict[int, SidecarState] = {}
+        self.conversations = Conversations()
+        self.entries = Entries()
+        self.tasks = Tasks()
+        self.submissions = Submissions()
+        self.documents = Documents()
+        self.reader: Reader | None = None
+        self._kinds: dict[int, RecordKind] = {}
+        """Kinds ``id_kind`` found lately: an ID never changes kind, and batch checks ask
+        about the same few (the conversation every write names) again and again."""
 
-    # -- building -----------------------------------------------------------
+    def read(self) -> Reader:
+        """Return the attached reader."""
+        if self.reader is None:  # pragma: no cover - a bug: reads before open finished
+            raise RuntimeError("the index has no reader")
+        return self.reader
 
-    def claim(self, record_id: int, kind: RecordKind) -> None:
-        """Record that ``record_id`` belongs to ``kind`` and keep minting above it."""
-        self.ids[record_id] = kind
+    # -- building ---------------------------------------------------------------
+
+    def claim(self, record_id: int) -> None:
+        """Keep minting above ``record_id``."""
         if record_id >= self.next_id:
             self.next_id = record_id + 1
 
     def add_conversation(self, record: ConversationRecord) -> None:
         """Store a new conversation."""
-        self.claim(record.id, "conversation")
-        self.conversations[record.id] = record
-        insert_sorted(self.conversation_ids, record.id)
+        self.claim(record.id)
+        self.conversations.add(record)
 
     def add_entry(
-        self, entry_id: int, conversation_id: int, head: bool, text: str, seq: int
+        self, entry_id: int, conversation_id: int, head: bool, at: int, length: int
     ) -> None:
-        """Store a new entry given as JSON text."""
-        self.claim(entry_id, "entry")
-        self.entries[entry_id] = (text, conversation_id, seq)
-        insert_sorted(self.entry_ids.setdefault(conversation_id, []), entry_id)
-        if head:
-            insert_sorted(self.head_ids.setdefault(conversation_id, []), entry_id)
+        """Store a new entry whose line is ``length`` bytes at offset ``at``."""
+        self.claim(entry_id)
+        self.entries.add(entry_id, conversation_id, head, at, length)
 
-    def put_task(self, record: TaskRecord, text: str) -> None:
+    def put_task(self, record: TaskRecord, at: int, length: int) -> None:
         """Create or replace a task."""
-        self.claim(record.id, "task")
-        if record.id not in self.tasks:
-            insert_sorted(self.task_ids, record.id)
-        self.tasks[record.id] = TaskRow(
-            text,
-            record.conversation_id,
-            record.kind,
-            record.status,
-            record.abort_requested,
-            record.background,
-        )
+        self.claim(record.id)
+        self.tasks.put(record, at, length)
 
-    def put_submission(self, record: SubmissionRecord, text: str) -> None:
+    def put_submission(self, record: SubmissionRecord, at: int, length: int) -> None:
         """Create or replace a submission."""
-        self.claim(record.id, "submission")
-        old = self.submissions.get(record.id)
-        if old is None:
-            insert_sorted(self.submission_ids, record.id)
-        elif old.request_id is not None:
-            # A replacement may drop or change the request ID: the old key stops finding
-            # this submission (unless another submission claimed it meanwhile).
-            key = (old.conversation_id, old.request_id)
-            if self.requests.get(key) == record.id:
-                del self.requests[key]
-        self.submissions[record.id] = SubmissionRow(
-            text, record.conversation_id, record.type, record.request_id, record.status
-        )
-        if record.request_id is not None:
-            self.requests[(record.conversation_id, record.request_id)] = record.id
+        self.claim(record.id)
+        self.submissions.put(record, at, length)
 
-    def put_document(self, record: DocumentRecord) -> None:
-        """Store a new incarnation, or the retired version of a known one."""
-        self.claim(record.id, "document")
-        address = record.address
-        if record.id not in self.documents:
-            self.incarnations.setdefault(address, []).append(record.id)
-            insert_sorted(self.scope_documents.setdefault(address.scope, []), record.id)
-            self.sidecars[record.id] = SidecarState()
-        self.documents[record.id] = record
-        if record.retired_at is None:
-            self.live[address] = record.id
-        else:
-            if self.live.get(address) == record.id:
-                del self.live[address]
-            self.current.pop(record.id, None)
+    def put_document(self, record: DocumentRecord) -> int:
+        """Store a new incarnation, or retire a known one; return its row."""
+        self.claim(record.id)
+        documents = self.documents
+        row = documents.row(record.id)
+        if row < 0:
+            return documents.add(record)
+        if record.retired_at is not None:
+            documents.retire(row, record.retired_at)
+        return row
 
-    def add_revision(
-        self, document_id: int, seq: int, kind: RevisionKind, version: int, text: str
-    ) -> None:
-        """Keep one revision of a document in memory."""
-        self.revisions.setdefault(document_id, []).append(Revision(seq, kind, version, text))
-
-    def reclaim(self, document_id: int, everything: bool, seq: int) -> None:
-        """Drop a current-only document's dead revisions, as ``MemoryStorage`` does."""
-        revisions = self.revisions.get(document_id, [])
-        self.revisions[document_id] = (
-            [] if everything else [revision for revision in revisions if revision.seq >= seq]
-        )
-
-    def apply(self, batch: PreparedBatch, currents: dict[int, Current]) -> None:
+    def apply(self, batch: PreparedBatch, plan: Plan, written: Written) -> None:
         """Publish a batch that is durable.
 
         Args:
             batch: The prepared batch.
-            currents: The new current content of every live document it changed or
-                created, computed before any I/O.
+            plan: What ``plan_commit`` serialized for it.
+            written: What ``Publisher.write`` did (where, and what it reclaimed).
         """
         # REMINDER: the batch is already on disk; nothing below may fail, or memory and
         # files would disagree until the next open.
         seq = batch.seq
-        for conversation, _ in batch.conversations:
-            self.add_conversation(conversation)
-        for entry, text in batch.entries:
-            self.add_entry(entry.id, entry.conversation_id, entry.head is not None, text, seq)
-        for task, text in batch.tasks:
-            self.put_task(task, text)
-        for submission, text in batch.submissions:
-            self.put_submission(submission, text)
-        # Retirements first, so an address retired and re-created in one batch ends live.
-        for record, _ in (*batch.retired, *batch.new_documents):
-            self.put_document(record)
-        for revision in batch.revisions:
-            self.add_revision(
-                revision.document_id, seq, revision.kind, revision.version, revision.text
-            )
-            self.sidecars[revision.document_id].ordinals += 1
-        for document_id, everything in batch.reclaim.items():
-            self.reclaim(document_id, everything, seq)
-        self.current.update(currents)
+        start = written.main_start
+        add_entry = self.entries.add
+        # Each loop is guarded: most commits write one or two kinds of record.
+        if batch.conversations:
+            for conversation, _ in batch.conversations:
+                self.add_conversation(conversation)
+        if batch.entries:
+            for (entry, _), (at, length) in zip(batch.entries, plan.entry_spans, strict=True):
+                # No claim: ``max_id`` below covers every new ID.
+                add_entry(
+                    entry.id, entry.conversation_id, entry.head is not None, start + at, length
+                )
+        if batch.tasks:
+            for (task, _), (at, length) in zip(batch.tasks, plan.task_spans, strict=True):
+                self.tasks.put(task, start + at, length)
+        if batch.submissions:
+            for (submission, _), (at, length) in zip(
+                batch.submissions, plan.submission_spans, strict=True
+            ):
+                self.submissions.put(submission, start + at, length)
+        if batch.retired or batch.new_documents:
+            # Retirements first, so an address retired and re-created in one batch ends live.
+            for record, _ in (*batch.retired, *batch.new_documents):
+                self.put_document(record)
+        if batch.revisions:
+            self._apply_revisions(batch, plan, written)
         self.next_id = max(self.next_id, batch.max_id + 1)
         self.seq = seq
+
+    def _apply_revisions(self, batch: PreparedBatch, plan: Plan, written: Written) -> None:
+        seq = batch.seq
+        documents = self.documents
+        for document_id, (first, size) in written.rescanned.items():
+            row = documents.row(document_id)
+            documents.first[row] = first
+            documents.size[row] = size
+        rows: dict[int, int] = {}
+        forget = self.read().forget
+        for revision in batch.revisions:
+            document_id = revision.document_id
+            row = rows[document_id] = documents.row(document_id)
+            line = plan.sidecar_bytes.get(document_id, 0)
+            documents.add_revision(row, seq, revision.kind, revision.version, line)
+            forget(document_id)
+        for document_id, content in plan.contents.items():
+            row = rows[document_id]
+            if content.text is not None:
+                documents.set_text(row, content.text)
+            else:
+                assert content.value is not None
+                documents.set_value(row, content.value)
+        for document_id, everything in batch.reclaim.items():
+            if written.reclaimed.get(document_id) is False:
+                documents.pending.add(document_id)  # R132: a later open finishes the job
+                continue
+            # Rewritten, removed, or never written (nothing to drop): the file now holds
+            # the new base alone, or nothing.
+            line = 0 if everything else plan.sidecar_bytes.get(document_id, 0)
+            documents.reclaimed(documents.row(document_id), everything, line)
 
     # -- CommittedView --------------------------------------------------------
 
     def id_kind(self, record_id: int) -> RecordKind | None:
         """Return the kind that owns an ID."""
-        return self.ids.get(record_id)
+        if record_id >= self.next_id:
+            return None
+        kind = self._kinds.get(record_id)
+        if kind is not None:
+            return kind
+        if self.conversations.row(record_id) >= 0:
+            kind = "conversation"
+        elif self.tasks.row(record_id) >= 0:
+            kind = "task"
+        elif self.documents.row(record_id) >= 0:
+            kind = "document"
+        elif self.submissions.row(record_id) >= 0:
+            kind = "submission"
+        elif self.entries.owner(record_id) is not None:
+            kind = "entry"
+        else:
+            return None
+        if len(self._kinds) >= 4096:
+            self._kinds.clear()
+        self._kinds[record_id] = kind
+        return kind
 
     def task_conversation(self, task_id: int) -> int | None:
         """Return the conversation of a committed task."""
-        row = self.tasks.get(task_id)
-        return None if row is None else row.conversation_id
+        if task_id >= self.next_id:
+            return None  # a new task: no lookup
+        row = self.tasks.row(task_id)
+        return None if row < 0 else self.tasks.conversation[row]
 
     def submission_identity(self, submission_id: int) -> tuple[int, str, str | None] | None:
         """Return the conversation, type and request ID of a committed submission."""
-        row = self.submissions.get(submission_id)
-        return None if row is None else (row.conversation_id, row.type, row.request_id)
+        if submission_id >= self.next_id:
+            return None  # a new submission: no lookup
+        record = self.submission(submission_id)
+        return None if record is None else (record.conversation_id, record.type, record.request_id)
 
     def submission_for_request(self, conversation_id: int, request_id: str) -> int | None:
         """Return the ID of the submission with this request ID."""
-        return self.requests.get((conversation_id, request_id))
+        if not self.submissions.requests.has(request_hash(conversation_id, request_id)):
+            return None  # the common case: a fresh request ID, no record to read
+        record = self.submission_by_request(conversation_id, request_id)
+        return None if record is None else record.id
 
     def document_record(self, document_id: int) -> DocumentRecord | None:
         """Return a document incarnation."""
-        return self.documents.get(document_id)
+        row = self.documents.row(document_id)
+        return None if row < 0 else self.documents.record(row)
 
     def live_document(self, address: DocAddress) -> DocumentRecord | None:
         """Return the live incarnation at an address."""
-        document_id = self.live.get(address)
-        return None if document_id is None else self.documents[document_id]
+        row = self.documents.find(address, None)
+        return None if row < 0 else self.documents.record(row)
 
     def document_version(self, document_id: int) -> int:
         """Return the version of a live document's newest revision."""
-        return self.current[document_id].version
+        return self.documents.version[self.documents.row(document_id)]
 
     def document_content(self, document_id: int, at: int) -> tuple[int, JsonObject]:
         """Return a document's version and value at ``at`` (shared: do not mutate)."""
         content = self.content(document_id, at)
         return content.version, content.value
 
-    def content(self, document_id: int, at: int) -> Current:
-        """Return a document's content at ``at``; the cached value when it is current."""
-        revisions = self.revisions.get(document_id, [])
-        current = self.current.get(document_id)
-        if current is not None and revisions and at >= revisions[-1].seq:
-            return current
-        return replay(document_id, revisions, at)
-
-    # -- reads ----------------------------------------------------------------
+    # -- records and content ----------------------------------------------------
 
     def parent_of(self, conversation_id: int) -> ForkPoint | None:
         """Return a conversation's fork point."""
-        record = self.conversations.get(conversation_id)
-        return None if record is None else record.parent
-
-    def stored_entry(self, entry_id: int) -> StoredEntry:
-        """Parse a stored entry."""
-        text, _, seq = self.entries[entry_id]
-        return StoredEntry(EntryRecord.from_json(loads(text)), seq)
-
-    def entry(self, entry_id: int, conversation_id: int | None) -> StoredEntry | None:
-        """Return an entry, or only if visible from ``conversation_id``."""
-        stored = self.entries.get(entry_id)
-        if stored is None:
-            return None
-        if conversation_id is not None:
-            owner = stored[1]
-            for member, cap in visible_chain(conversation_id, self.parent_of):
-                if member == owner:
-                    if cap is not None and entry_id > cap:
-                        return None
-                    break
-            else:
-                return None
-        return self.stored_entry(entry_id)
+        return self.conversations.parent_of(conversation_id)
 
     def task(self, task_id: int) -> TaskRecord | None:
-        """Return a task."""
-        row = self.tasks.get(task_id)
-        return None if row is None else TaskRecord.from_json(loads(row.text))
+        """Return a task, read from its line."""
+        tasks = self.tasks
+        row = tasks.row(task_id)
+        if row < 0:
+            return None
+        [(_, record)] = self.read().records("task", [(task_id, tasks.at[row], tasks.length[row])])
+        return TaskRecord.from_json(record)
 
     def submission(self, submission_id: int) -> SubmissionRecord | None:
-        """Return a submission."""
-        row = self.submissions.get(submission_id)
-        return None if row is None else SubmissionRecord.from_json(loads(row.text))
-
-    def visible_window(
-        self,
-        conversation_id: int,
-        index: dict[int, list[int]],
-        low: int | None,
-        high: int | None,
-        order: EntryOrder,
-        count: int,
-    ) -> list[int]:
-        """Return up to ``count`` visible IDs of ``index`` within bounds, in scan order."""
-        if conversation_id not in self.conversations or count <= 0:
-            return []
-        found: list[int] = []
-        for member, cap in visible_chain(conversation_id, self.parent_of):
-            top = cap if high is None else (high if cap is None else min(cap, high))
-            ids = index.get(member)
-            if not ids:
-                continue
-            start = 0 if low is None else bisect.bisect_left(ids, low)
-            stop = len(ids) if top is None else bisect.bisect_right(ids, top)
-            if start >= stop:
-                continue
-            if order == "asc":
-                found.extend(ids[start : min(stop, start + count)])
-            else:
-                found.extend(ids[max(start, stop - count) : stop])
-        found.sort(reverse=order == "desc")
-        return found[:count]
-
-    def scan_entries(
-        self,
-        conversation_id: int,
-        low: int | None,
-        high: int | None,
-        order: EntryOrder,
-        limit: int,
-        cursor: JsonObject | None,
-    ) -> Page[StoredEntry]:
-        """Return one page of a conversation's visible history."""
-        check_limit(limit)
-        after = read_cursor(cursor, "entries", order)
-        if after is not None and order == "asc":
-            low = after + 1 if low is None else max(low, after + 1)
-        elif after is not None:
-            high = after - 1 if high is None else min(high, after - 1)
-        ids = self.visible_window(conversation_id, self.entry_ids, low, high, order, limit + 1)
-        items = [self.stored_entry(entry_id) for entry_id in ids[:limit]]
-        more = len(ids) > limit
-        return Page(items, make_cursor("entries", ids[limit - 1], order) if more else None)
-
-    def document(self, document_id: int, at: int | None) -> DocumentRead | None:
-        """Return a document's content at ``at`` (``None``: now) as a fresh copy."""
-        record = self.documents.get(document_id)
-        if record is None:
+        """Return a submission, read from its line."""
+        table = self.submissions
+        row = table.row(submission_id)
+        if row < 0:
             return None
-        if at is None:
-            if record.retired_at is not None:
-                return None
-            point = self.seq
-        elif record.alive_at(at):
-            point = at
-        else:
-            return None
-        content = self.content(document_id, point)
-        value = copy_json(content.value)
-        assert isinstance(value, dict)
-        return DocumentRead(record, content.version, value, content.deltas)
+        items = [(submission_id, table.at[row], table.length[row])]
+        [(_, record)] = self.read().records("submission", items)
+        return SubmissionRecord.from_json(record)
 
-    def find_document(self, address: DocAddress, at: int | None) -> DocumentRecord | None:
-        """Return the incarnation at an address alive at ``at``."""
-        if at is None:
-            return self.live_document(address)
-        for document_id in reversed(self.incarnations.get(address, [])):
-            record = self.documents[document_id]
-            if record.alive_at(at):
+    def submission_by_request(
+        self, conversation_id: int, request_id: str
+    ) -> SubmissionRecord | None:
+        """Return the submission holding this request ID in this conversation."""
+        for candidate in self.submissions.requests.get(request_hash(conversation_id, request_id)):
+            record = self.submission(candidate)
+            if (
+                record is not None
+                and record.conversation_id == conversation_id
+                and record.request_id == request_id
+            ):
                 return record
         return None
 
+    def content(self, document_id: int, at: int) -> Content:
+        """Return a document's content at ``at``; the kept value when it is current.
 
-def page(
-    scan: str,
-    ids: list[int],
-    cursor: JsonObject | None,
-    limit: int,
-    load: Callable[[int], T | None],
-) -> Page[T]:
-    """Return one page of an ascending ID list after the cursor's position.
+        The value is shared when current: callers copy it before handing it out.
+        """
+        documents = self.documents
+        row = documents.row(document_id)
+        if not documents.retired[row] and at >= documents.last_seq[row]:
+            value = documents.shared_value(row)
+            return Content(documents.version[row], value, documents.deltas[row])
+        revisions = self.read().revisions(
+            document_id, documents.keep_from(row), documents.ordinals[row], documents.last_seq[row]
+        )
+        return replay(document_id, revisions, at)
 
-    Args:
-        scan: The scan's name, carried by its cursors.
-        ids: Sorted IDs of every candidate.
-        cursor: The caller's cursor, or ``None``.
-        limit: The page size.
-        load: Returns the item of an ID, or ``None`` when a filter rejects it.
-    """
-    check_limit(limit)
-    after = read_cursor(cursor, scan)
-    items: list[T] = []
-    last = 0
-    for position in range(0 if after is None else bisect.bisect_right(ids, after), len(ids)):
-        item_id = ids[position]
-        item = load(item_id)
-        if item is None:
-            continue
-        if len(items) == limit:
-            return Page(items, make_cursor(scan, last))
-        items.append(item)
-        last = item_id
-    return Page(items, None)
+    # -- checkpoint ---------------------------------------------------------------
+
+    def sections(self) -> Sections:
+        """Return the whole index as named columns (``load`` takes them back)."""
+        self.documents.flush_values()
+        return {
+            **self.conversations.sections("conversations"),
+            **self.entries.sections(),
+            **self.tasks.sections("tasks"),
+            **self.submissions.sections("submissions"),
+            **self.documents.sections("documents"),
+        }
+
+    def codes(self) -> dict[str, Any]:
+        """Return the JSON that goes with ``sections``: the scalars and every code table."""
+        return {
+            "seq": self.seq,
+            "next_id": self.next_id,
+            **self.tasks.codes(),
+            **self.submissions.codes(),
+            **self.documents.codes(),
+        }
+
+    @classmethod
+    def load(cls, codes: Mapping[str, Any], sections: Mapping[str, array[int]]) -> JsonlIndex:
+        """Rebuild an index from ``codes`` and ``sections``.
+
+        Raises:
+            ValueError: Something is missing or inconsistent.
+            KeyError: A code table is missing.
+            TypeError: A scalar has the wrong type.
+        """
+        index = cls()
+        index.seq = _count(codes["seq"])
+        index.next_id = _count(codes["next_id"])
+        index.conversations.load("conversations", sections)
+        index.entries.load(sections)
+        index.tasks.load("tasks", sections)
+        index.tasks.load_codes(codes)
+        index.submissions.load("submissions", sections)
+        index.submissions.load_codes(codes)
+        index.documents.load("documents", sections)
+        index.documents.load_codes(codes)
+        return index
+
+
+def _count(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError(f"{value!r} is not a count")
+    return value

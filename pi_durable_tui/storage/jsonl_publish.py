@@ -1,9 +1,8 @@
 """Writing one commit to a JSONL store: the publication protocol and reclamation (R130, R132).
 
-``plan_commit`` turns a prepared batch into the exact bytes every file gets and
-the documents' new current values, with no I/O: a failure there (a delta that
-does not apply) is a ``StorageRejected`` that leaves the store as it was.
-``Publisher.write`` then writes the plan in the protocol's order:
+``jsonl_plan.plan_commit`` turns a prepared batch into the exact bytes every
+file gets, with no I/O. ``Publisher.write`` then writes the plan in the
+protocol's order:
 
 1. append each affected sidecar's record (one line per document);
 2. with ``fsync``, flush each affected sidecar, and the directory when a sidecar
@@ -16,188 +15,155 @@ does not apply) is a ``StorageRejected`` that leaves the store as it was.
 An exception from steps 1-3 leaves the commit's outcome unknown; the storage
 poisons itself. A main-only commit appends to ``main.jsonl`` alone.
 
+Before the first append to an existing sidecar in this session, step 1 checks
+that the file is the confirmed length the index expects. A store opened from a
+checkpoint does not read sidecars the log tail did not touch, so this is where
+a leftover unconfirmed record (a commit killed after writing its sidecars) is
+cut, and where a file damaged since the checkpoint is found: it is then checked
+in full (``jsonl_sidecars.rescan``), and a file lacking confirmed records fails
+the commit with ``StorageCorrupted`` before anything is written (and removes the
+checkpoint, so the next open replays everything and reports it, R131).
+
 Reclamation (R132). Once a base or a retirement of a current-only document is
 confirmed, its sidecar is rewritten to hold only the new base (through
 ``<file>.reclaim``, flushed when ``fsync``, and an atomic rename), or removed
 when the document is retired; a current-only document created and retired in
 one commit never gets a sidecar. The marker is already written (and flushed when
 ``fsync``) by then, so ``main.jsonl`` needs no flush first. A failed reclamation
-keeps the sidecar as it was (open reclaims it later); rewindable sidecars are
-never reclaimed; ``main.jsonl`` is never compacted.
+keeps the sidecar as it was and the document ``pending`` (a later open reclaims
+it); rewindable sidecars are never reclaimed; ``main.jsonl`` is never compacted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from pi_durable_tui.storage import failpoints
-from pi_durable_tui.storage.batch import PreparedBatch, PreparedRevision
-from pi_durable_tui.storage.errors import StorageRejected
-from pi_durable_tui.storage.json_ops import JsonObject, Op, apply_ops, loads
+from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.jsonl_files import (
-    RecordType,
     SidecarFiles,
     fsync_directory,
-    marker_line,
-    record_line,
     replace_file,
-    sidecar_line,
     write_all,
 )
-from pi_durable_tui.storage.jsonl_index import Current, JsonlIndex
+from pi_durable_tui.storage.jsonl_plan import Plan, Written
+from pi_durable_tui.storage.jsonl_sidecars import rescan
 
 AFTER_SIDECARS = failpoints.define("jsonl.after_sidecars")
 AFTER_MARKER = failpoints.define("jsonl.after_marker")
 
 
-@dataclass(slots=True)
-class Plan:
-    """Everything a commit writes, serialized before any I/O."""
-
-    main: bytes = b""
-    sidecars: list[tuple[int, bytes, bool]] = field(default_factory=list)
-    """``(document_id, line, created)`` per affected sidecar."""
-    currents: dict[int, Current] = field(default_factory=dict)
-    """New current content of each live document the commit creates or changes."""
-    reclaims: list[tuple[int, bytes | None]] = field(default_factory=list)
-    """``(document_id, content)`` to rewrite a sidecar with, or ``None`` to remove it."""
-
-
-def plan_commit(batch: PreparedBatch, index: JsonlIndex) -> Plan:
-    """Serialize a prepared batch into the lines of every file it touches.
-
-    Args:
-        batch: The batch, checked by ``prepare_batch`` against ``index``.
-        index: The committed state.
-
-    Raises:
-        StorageRejected: A delta does not apply to its document, or leaves its root
-            something other than an object.
-    """
-    seq = batch.seq
-    tables: list[tuple[RecordType, Sequence[tuple[object, str]]]] = [
-        ("conversation", batch.conversations),
-        ("entry", batch.entries),
-        ("task", batch.tasks),
-        ("submission", batch.submissions),
-        # REMINDER: retirements before creations, in this order on replay too, so an
-        # address retired and re-created in one commit ends up live.
-        ("retire", batch.retired),
-        ("document", batch.new_documents),
-    ]
-    lines = [record_line(kind, seq, text) for kind, records in tables for _, text in records]
-    created = {record.id for record, _ in batch.new_documents}
-    ended = {record.id for record, _ in batch.retired}
-    ended |= {record.id for record, _ in batch.new_documents if record.retired_at is not None}
-    plan = Plan()
-    for revision in batch.revisions:
-        document_id = revision.document_id
-        everything = batch.reclaim.get(document_id)
-        if everything:
-            continue  # retired current-only: nothing of it would survive reclamation
-        state = index.sidecars.get(document_id)
-        ordinal = 0 if state is None else state.ordinals
-        data = sidecar_line(seq, ordinal, revision.kind, revision.version, revision.text).encode()
-        plan.sidecars.append((document_id, data, document_id in created))
-        if document_id not in ended:
-            plan.currents[document_id] = _next_content(index, revision)
-        if everything is False and state is not None and state.records > 0:
-            plan.reclaims.append((document_id, data))  # the new base is all that stays
-    for document_id, everything in batch.reclaim.items():
-        state = index.sidecars.get(document_id)
-        if everything and state is not None and state.records > 0:
-            plan.reclaims.append((document_id, None))
-    refs = [(r.document_id, r.kind, r.version) for r in batch.revisions]
-    lines.append(marker_line(seq, refs))
-    plan.main = "".join(lines).encode()
-    return plan
-
-
-def _next_content(index: JsonlIndex, revision: PreparedRevision) -> Current:
-    document_id = revision.document_id
-    if revision.kind == "base":
-        base: JsonObject = loads(revision.text)  # type: ignore[assignment]
-        return Current(revision.version, base, 0)
-    current = index.current[document_id]
-    try:
-        ops: list[Op] = loads(revision.text)  # type: ignore[assignment]
-        value = apply_ops(current.value, ops)
-    except Exception as error:  # any failure to apply is the caller's bad delta
-        raise StorageRejected(f"Document {document_id} operations do not apply: {error}") from None
-    if not isinstance(value, dict):
-        raise StorageRejected(
-            f"Document {document_id} operations make its value a "
-            f"{type(value).__name__}, not an object"
-        )
-    return Current(revision.version, value, current.deltas + 1)
-
-
 class Publisher:
     """The open files of a store and the order in which a commit is written to them."""
 
-    def __init__(self, directory: Path, main_fd: int, *, fsync: bool) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        main_fd: int,
+        main_size: int,
+        *,
+        fsync: bool,
+    ) -> None:
         self.directory = directory
         self.fsync = fsync
+        self.main_size = main_size
+        """Length of ``main.jsonl``: where the next commit's bytes go."""
+        self.sidecar_bytes = 0
+        """Bytes appended to sidecars since open."""
         self._main_fd: int | None = main_fd
         self._sidecars = SidecarFiles(directory)
+        self.checked: set[int] = set()
+        """Sidecars known to hold exactly their confirmed records (checked or written)."""
+        self.on_damage: Callable[[str], None] = lambda message: None
+        """Told when a sidecar turns out to lack confirmed records."""
 
-    def write(self, plan: Plan) -> dict[int, int]:
+    def write(self, plan: Plan) -> Written:
         """Write a planned commit, then reclaim.
 
         Returns:
-            How many records each reclaimed sidecar holds now.
+            Where the commit's bytes went and what reclamation did.
 
         Raises:
             OSError: A write or flush failed or was short; the commit's outcome is
                 unknown.
+            StorageCorrupted: A sidecar lacks confirmed records; nothing was written.
             FailpointError: An armed failpoint fired.
         """
+        written = Written(self.main_size)
         # REMINDER: the order is the protocol (R130): sidecars, their flushes, then the
         # marker. Publishing in memory before the marker is written would show a commit
         # that reopening may not find.
         try:
-            descriptors = []
-            for document_id, data, created in plan.sidecars:
-                fd = self._sidecars.descriptor(document_id, new=created)
-                write_all(fd, data)
-                descriptors.append(fd)
-            if self.fsync:
-                for fd in descriptors:
-                    os.fsync(fd)
-                if any(created for _, _, created in plan.sidecars):
-                    fsync_directory(self.directory)
+            if plan.sidecars:
+                self._write_sidecars(plan, written)
             AFTER_SIDECARS.hit()
             if self._main_fd is None:
                 raise OSError("the store is closed")
             write_all(self._main_fd, plan.main)
+            self.main_size += len(plan.main)
             if self.fsync:
                 os.fsync(self._main_fd)
             AFTER_MARKER.hit()
         finally:
             self._sidecars.trim()
-        try:
-            return self._reclaim(plan)
-        except Exception:  # R132: reclamation never costs committed state
-            return {}
+        if plan.reclaims:
+            # R132: reclamation never costs committed state, whatever goes wrong in it.
+            with contextlib.suppress(Exception):
+                self._reclaim(plan, written)
+        return written
 
-    def _reclaim(self, plan: Plan) -> dict[int, int]:
-        remaining: dict[int, int] = {}
+    def _write_sidecars(self, plan: Plan, written: Written) -> None:
+        descriptors = []
+        for document_id, _, created in plan.sidecars:
+            fd = self._sidecars.descriptor(document_id, new=created)
+            if created:
+                self.checked.add(document_id)
+            elif document_id not in self.checked:
+                self._check(document_id, fd, plan, written)
+            descriptors.append(fd)
+        for fd, (_, data, _) in zip(descriptors, plan.sidecars, strict=True):
+            write_all(fd, data)
+            self.sidecar_bytes += len(data)
+        if self.fsync:
+            for fd in descriptors:
+                os.fsync(fd)
+            if any(created for _, _, created in plan.sidecars):
+                fsync_directory(self.directory)
+
+    def _check(self, document_id: int, fd: int, plan: Plan, written: Written) -> None:
+        """Make sure an existing sidecar holds exactly its confirmed records."""
+        expectation = plan.expected[document_id]
+        if os.fstat(fd).st_size != expectation.size:
+            path = self._sidecars.path(document_id)
+            try:
+                run = rescan(path, expectation)
+            except StorageCorrupted as error:
+                self.on_damage(str(error))
+                raise
+            if run.size > run.end:
+                os.ftruncate(fd, run.end)  # an unconfirmed tail a crash left behind
+                if self.fsync:
+                    os.fsync(fd)
+            written.rescanned[document_id] = (run.first, run.end)
+        self.checked.add(document_id)
+
+    def _reclaim(self, plan: Plan, written: Written) -> None:
         for document_id, content in plan.reclaims:
             path = self._sidecars.path(document_id)
             try:
                 self._sidecars.forget(document_id)
                 if content is None:
                     path.unlink(missing_ok=True)
-                    remaining[document_id] = 0
+                    self.checked.discard(document_id)
                 else:
                     replace_file(path, content, fsync=self.fsync)
-                    remaining[document_id] = 1
             except OSError:
-                continue  # the dead revisions stay until a later open reclaims them
-        return remaining
+                written.reclaimed[document_id] = False  # kept: a later open reclaims it
+                continue
+            written.reclaimed[document_id] = True
 
     def close(self) -> None:
         """Close every file; idempotent."""

@@ -1,24 +1,35 @@
-"""Opening a JSONL store: reading, checking and repairing its files (R131, R132).
+"""Opening a JSONL store: from its checkpoint, or by replaying everything (R131, R132).
 
-Recovery runs in two phases, so a store that fails to open is left exactly as
-it was:
+Open takes one of two paths, each in two phases (check, read-only; then repair),
+so a store that fails to open is left exactly as it was:
 
-1. **Check** (read-only). ``main.jsonl`` is read once, line by line; a commit is
-   confirmed when its marker line is complete and valid, and its records are
-   applied to a fresh ``JsonlIndex`` at the marker. From the markers, recovery
-   knows every confirmed revision of every document; each sidecar must hold a
-   contiguous run of them, ending with the newest, and starting no later than
-   the oldest revision still needed (the newest base of a current-only document,
-   the creating base of a rewindable one). Bytes after the last confirmed line
-   of a file are its *unconfirmed tail*: torn lines (cut anywhere, mid-UTF-8
-   too), complete records whose marker never landed, and garbage.
-2. **Repair**. Tails are cut by ``truncate`` at the exact byte offset after the
-   last confirmed line; sidecars of documents whose creation is unconfirmed, and
-   of retired current-only documents, are removed; sidecars still holding dead
-   revisions are rewritten through ``.reclaim`` and an atomic rename (a failure
-   there is ignored: the dead revisions stay until a later open); stray
-   ``.reclaim`` files, which never hold the only copy of anything, are deleted.
-   The next commit reuses the first unconfirmed sequence number.
+- **From the checkpoint** (``jsonl_checkpoint``), when there is a usable one:
+  load the index it holds, replay ``main.jsonl`` after its offset, and check
+  the sidecars that replay touched (``jsonl_sidecars.check``), reading each
+  from the checkpoint's end of the file. Documents the checkpoint lists as
+  ``pending`` (a reclamation that failed) are reclaimed. Nothing else is read:
+  open costs the checkpoint's bytes plus the tail, not the history.
+- **In full**, when there is no checkpoint, it was rejected, or anything on the
+  first path did not line up (any ``StorageCorrupted`` there falls back here,
+  which then reports the damage precisely): ``main.jsonl`` is replayed from its
+  first byte and every needed sidecar checked, as the directory lists them.
+
+Replaying ``main.jsonl``: a commit is confirmed when its marker line is
+complete and valid; its records are applied to the index at the marker, each
+with its line's byte offset. Bytes after the last confirmed line of a file are
+its *unconfirmed tail*: torn lines (cut anywhere, mid-UTF-8 too), complete
+records whose marker never landed, and garbage.
+
+Repair: tails are cut with ``truncate`` at the exact byte offset after the last
+confirmed line; sidecars of retired current-only documents are removed, and so
+are, on a full replay (which lists the directory), sidecars of unconfirmed
+creations; sidecars still holding dead revisions are rewritten through
+``.reclaim`` and a rename (a failure there is ignored: the document stays
+``pending`` for a later open); stray ``.reclaim`` files (on the checkpoint path,
+those of the documents the tail or ``pending`` names: the only ones a crash
+after the checkpoint can leave) and a stray ``index.checkpoint.tmp`` are
+deleted; a rejected checkpoint is deleted. The next commit reuses the first
+unconfirmed sequence number.
 
 Open fails with ``StorageCorrupted`` when confirmed data is damaged:
 
@@ -33,11 +44,16 @@ Open fails with ``StorageCorrupted`` when confirmed data is damaged:
 - ``Invalid document content``: a confirmed base is not an object, a delta is
   not a list of operations, or the operations do not apply.
 
-Cost: one read of ``main.jsonl`` and of each sidecar of a document that is live
-or rewindable; per line, one header match and one ``json.loads`` of the record;
-entries, tasks and submissions stay JSON text; each live document's current
-value is computed once, from its newest base. Retired current-only sidecars are
-removed without being read.
+What the checkpoint path does not look at, it does not check at open: damage to
+data the checkpoint covers (an old line of ``main.jsonl`` or sidecar record
+edited in place, a sidecar deleted) is found when that data is read or appended
+to (``jsonl_reader``, ``jsonl_publish``), which then removes the checkpoint so
+the next open replays in full and names the damage. Likewise, an unconfirmed
+record left in a sidecar the tail does not touch (a commit killed after writing
+its sidecars) stays until the next append to that sidecar cuts it: reads never
+look past a document's confirmed revisions, so it is never seen. A store whose
+log is smaller than the close threshold has no checkpoint and is checked in
+full at every open (``jsonl`` module docstring).
 """
 
 from __future__ import annotations
@@ -45,34 +61,39 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pi_durable_tui.storage.batch import is_current_only
 from pi_durable_tui.storage.errors import StorageCorrupted
-from pi_durable_tui.storage.json_ops import JsonObject, apply_ops
+from pi_durable_tui.storage.jsonl_checkpoint import (
+    CHECKPOINT_FILE,
+    TEMPORARY_FILE,
+    Rejected,
+    load,
+)
 from pi_durable_tui.storage.jsonl_files import (
     MAIN_FILE,
     RECLAIM_SUFFIX,
     SIDECAR_PATTERN,
-    MainLine,
-    SidecarLine,
     fsync_directory,
-    parse_main_line,
-    parse_sidecar_line,
     replace_file,
     sidecar_name,
-    split_lines,
 )
-from pi_durable_tui.storage.jsonl_index import Current, JsonlIndex
-from pi_durable_tui.storage.records import (
-    ConversationRecord,
-    DocumentRecord,
-    SubmissionRecord,
-    TaskRecord,
-)
+from pi_durable_tui.storage.jsonl_index import JsonlIndex
+from pi_durable_tui.storage.jsonl_replay import replay_main
+from pi_durable_tui.storage.jsonl_sidecars import Touched, check, presumed_run, truncate
 
-Expected = tuple[int, str, int]
-"""A confirmed revision as the markers name it: ``(seq, kind, version)``."""
+
+@dataclass(frozen=True, slots=True)
+class RecoveryStats:
+    """How much open read: what tests and the benchmark check proportionality with."""
+
+    checkpoint_seq: int | None
+    """The seq of the checkpoint open started from; ``None``: a full replay."""
+    replayed_from: int
+    """Offset of ``main.jsonl`` where replay started."""
+    replayed_lines: int
+    """Complete lines of ``main.jsonl`` parsed."""
+    sidecars_read: int
+    """Sidecar files read."""
 
 
 @dataclass(slots=True)
@@ -80,27 +101,46 @@ class Recovery:
     """The outcome of opening a store."""
 
     index: JsonlIndex
+    main_size: int
+    """Length of ``main.jsonl`` after repair."""
+    checkpoint_offset: int
+    """Offset the newest usable checkpoint describes (0: none)."""
+    stats: RecoveryStats
     repairs: list[str] = field(default_factory=list)
     """What recovery changed on disk, one human-readable line per change."""
 
 
 @dataclass(slots=True)
-class _Sidecar:
-    """The confirmed records found in one sidecar, with their byte ranges."""
+class _Work:
+    """What the check phase found and the repair phase does."""
 
-    records: list[tuple[SidecarLine, int, int]]
-    first: int
-    """Ordinal of the first record in the file."""
-    size: int
-    confirmed_end: int
+    directory: Path
+    index: JsonlIndex
+    main_end: int
+    main_size: int
+    checkpoint_offset: int
+    stats: RecoveryStats
+    strays: list[str] = field(default_factory=list)
+    """Stray files to remove (``.reclaim``, the checkpoint's temporary file)."""
+    rejected: str | None = None
+    """Why the checkpoint was rejected (it is removed)."""
+    doomed: list[str] = field(default_factory=list)
+    """Sidecars to remove (known to exist)."""
+    maybe_doomed: list[str] = field(default_factory=list)
+    """Sidecars to remove if they exist."""
+    cuts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Sidecar name -> (confirmed end, file size)."""
+    reclaims: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    """Sidecar name -> (document, start of the needed records, confirmed end)."""
 
 
-def recover(directory: Path, *, fsync: bool) -> Recovery:
+def recover(directory: Path, *, fsync: bool, checkpoints: bool = True) -> Recovery:
     """Read, check and repair the store in ``directory``.
 
     Args:
         directory: An existing store directory (possibly empty).
         fsync: Flush repairs to disk before returning.
+        checkpoints: Start from the checkpoint when there is a usable one.
 
     Returns:
         The committed state and the list of repairs made.
@@ -109,277 +149,197 @@ def recover(directory: Path, *, fsync: bool) -> Recovery:
         StorageCorrupted: Confirmed data is missing or damaged; nothing was changed.
         OSError: A file could not be read or repaired.
     """
+    rejected: str | None = None
+    if checkpoints:
+        try:
+            loaded = load(directory)
+            if loaded is not None:
+                work = _from_checkpoint(directory, loaded.index, loaded.offset)
+                return _repair(work, fsync)
+        except (Rejected, StorageCorrupted) as error:
+            rejected = str(error)
+    work = _full(directory)
+    if rejected is not None:
+        work.rejected = rejected
+    return _repair(work, fsync)
+
+
+def _main_tail(directory: Path, offset: int) -> tuple[bytes, int]:
+    path = directory / MAIN_FILE
+    if not path.exists():
+        return b"", 0
+    with path.open("rb") as file:
+        file.seek(offset)
+        data = file.read()
+    return data, offset + len(data)
+
+
+def _stray_names(directory: Path, names: set[str]) -> list[str]:
+    return sorted(name for name in names if (directory / name).exists())
+
+
+# -- from the checkpoint -----------------------------------------------------------
+
+
+def _from_checkpoint(directory: Path, index: JsonlIndex, offset: int) -> _Work:
+    checkpoint_seq = index.seq
+    data, size = _main_tail(directory, offset)
+    touched: dict[int, Touched] = {}
+    replayed = replay_main(data, offset, index, touched)
+    documents = index.documents
+    work = _Work(directory, index, replayed.confirmed_end, size, offset, RecoveryStats(0, 0, 0, 0))
+    reads = 0
+    reclaimed = set(touched) | set(replayed.retired) | documents.pending
+    to_scan = set(documents.pending)
+    for document_id in sorted(touched):
+        row = documents.row(document_id)
+        name = sidecar_name(document_id)
+        if documents.keep_from(row) >= documents.ordinals[row]:
+            documents.reclaimed(row, True, 0)
+            work.maybe_doomed.append(name)
+            to_scan.discard(document_id)
+            continue
+        checked = check(directory / name, documents, row, touched[document_id])
+        reads += checked.reads
+        if checked.size > checked.end:
+            work.cuts[name] = (checked.end, checked.size)
+        if checked.dead_start is not None:
+            work.reclaims[name] = (document_id, checked.dead_start, checked.end)
+            to_scan.discard(document_id)
+        elif documents.first[row] < documents.keep_from(row):
+            to_scan.add(document_id)  # dead records before the part just read
+        else:
+            documents.pending.discard(document_id)
+            to_scan.discard(document_id)
+    for document_id in sorted(set(replayed.retired) - set(touched)):
+        row = documents.row(document_id)
+        if documents.keep_from(row) >= documents.ordinals[row]:
+            documents.reclaimed(row, True, 0)
+            work.maybe_doomed.append(sidecar_name(document_id))
+            to_scan.discard(document_id)
+    for document_id in sorted(to_scan):
+        row = documents.row(document_id)
+        name = sidecar_name(document_id)
+        if documents.keep_from(row) >= documents.ordinals[row]:
+            documents.reclaimed(row, True, 0)
+            work.maybe_doomed.append(name)
+            continue
+        run = presumed_run(directory / name, documents, row)
+        reads += 1
+        if run is None:
+            raise StorageCorrupted(f"Missing confirmed sidecar record: {name} does not exist")
+        needed = documents.keep_from(row)
+        documents.first[row] = run.first
+        documents.size[row] = run.end
+        if run.first < needed:
+            work.reclaims[name] = (document_id, run.starts[needed - run.first], run.end)
+        else:
+            documents.pending.discard(document_id)
+        if run.size > run.end:
+            work.cuts[name] = (run.end, run.size)
+    names = {sidecar_name(d) + RECLAIM_SUFFIX for d in reclaimed} | {TEMPORARY_FILE}
+    work.strays = _stray_names(directory, names)
+    work.stats = RecoveryStats(checkpoint_seq, offset, replayed.lines, reads)
+    return work
+
+
+# -- in full -----------------------------------------------------------------------
+
+
+def _full(directory: Path) -> _Work:
     names = sorted(os.listdir(directory))
     main_path = directory / MAIN_FILE
     sidecar_ids = {int(m.group(1)): name for name in names if (m := SIDECAR_PATTERN.match(name))}
     if not main_path.exists() and sidecar_ids:
         raise StorageCorrupted(f"{MAIN_FILE} is missing but document sidecars exist")
-    data = main_path.read_bytes() if main_path.exists() else b""
+    data, size = _main_tail(directory, 0)
     index = JsonlIndex()
-    expected: dict[int, list[Expected]] = {}
-    main_end = _read_main(data, index, expected)
-
-    # -- check every sidecar before changing anything ------------------------
-    found: dict[int, _Sidecar] = {}
-    doomed: list[str] = []
-    for document_id in index.documents:
-        if document_id not in expected:
+    touched: dict[int, Touched] = {}
+    replayed = replay_main(data, 0, index, touched)
+    documents = index.documents
+    work = _Work(directory, index, replayed.confirmed_end, size, 0, RecoveryStats(None, 0, 0, 0))
+    for document_id in documents.ids:
+        if document_id not in touched:
             raise StorageCorrupted(
                 f"Malformed complete {MAIN_FILE}: document {document_id} has no revision"
             )
     for document_id, name in sidecar_ids.items():
-        incarnation = index.documents.get(document_id)
-        if incarnation is None or (
-            incarnation.retired_at is not None and is_current_only(incarnation.scope)
-        ):
-            doomed.append(name)
-            continue
-        found[document_id] = _read_sidecar(directory / name, name, expected[document_id])
-    kept: dict[int, int] = {}
-    for document_id, record in index.documents.items():
-        needed = _needed(record, expected[document_id])
-        if needed == len(expected[document_id]):
-            continue
-        sidecar = found.get(document_id)
+        row = documents.row(document_id)
+        if row < 0 or documents.keep_from(row) >= documents.ordinals[row]:
+            work.doomed.append(name)
+    reads = 0
+    for row, document_id in enumerate(documents.ids):
         name = sidecar_name(document_id)
-        if sidecar is None:
+        if documents.keep_from(row) >= documents.ordinals[row]:
+            documents.reclaimed(row, True, 0)
+            continue
+        if document_id not in sidecar_ids:
             raise StorageCorrupted(f"Missing confirmed sidecar record: {name} does not exist")
-        last = sidecar.first + len(sidecar.records)
-        if sidecar.first > needed or last < len(expected[document_id]):
-            missing = needed if sidecar.first > needed else last
-            seq = expected[document_id][missing][0]
-            raise StorageCorrupted(
-                f"Missing confirmed sidecar record: {name} lacks revision {missing} (seq {seq})"
-            )
-        _load_revisions(index, record, sidecar, needed, name)
-        kept[document_id] = needed
+        checked = check(directory / name, documents, row, touched[document_id])
+        reads += 1
+        if checked.size > checked.end:
+            work.cuts[name] = (checked.end, checked.size)
+        if checked.dead_start is not None:
+            work.reclaims[name] = (document_id, checked.dead_start, checked.end)
+    work.strays = [name for name in names if name.endswith(RECLAIM_SUFFIX)]
+    if TEMPORARY_FILE in names:
+        work.strays.append(TEMPORARY_FILE)
+    work.stats = RecoveryStats(None, 0, replayed.lines, reads)
+    return work
 
-    # -- repair ----------------------------------------------------------------
+
+# -- repair ------------------------------------------------------------------------
+
+
+def _repair(work: _Work, fsync: bool) -> Recovery:
+    directory = work.directory
     repairs: list[str] = []
-    for name in names:
-        if name.endswith(RECLAIM_SUFFIX):
-            (directory / name).unlink(missing_ok=True)
-            repairs.append(f"removed stray {name}")
-    if main_end < len(data):
-        _truncate(main_path, main_end, fsync)
-        repairs.append(f"cut {len(data) - main_end} unconfirmed bytes from {MAIN_FILE}")
-    for name in doomed:
+    for name in work.strays:
+        (directory / name).unlink(missing_ok=True)
+        repairs.append(f"removed stray {name}")
+    checkpoint_offset = work.checkpoint_offset
+    if work.rejected is not None:
+        (directory / CHECKPOINT_FILE).unlink(missing_ok=True)
+        repairs.append(f"removed {CHECKPOINT_FILE} ({work.rejected}); replayed {MAIN_FILE} in full")
+    if work.main_end < work.main_size:
+        truncate(directory / MAIN_FILE, work.main_end, fsync)
+        repairs.append(f"cut {work.main_size - work.main_end} unconfirmed bytes from {MAIN_FILE}")
+    for name in work.doomed:
         (directory / name).unlink(missing_ok=True)
         repairs.append(f"removed {name}")
-    for document_id, sidecar in found.items():
-        path = directory / sidecar_name(document_id)
-        if sidecar.confirmed_end < sidecar.size:
-            _truncate(path, sidecar.confirmed_end, fsync)
-            cut = sidecar.size - sidecar.confirmed_end
-            repairs.append(f"cut {cut} unconfirmed bytes from {path.name}")
-        state = index.sidecars[document_id]
-        state.records = len(sidecar.records)
-        dead = kept[document_id] - sidecar.first
-        if dead > 0 and _reclaim(path, sidecar, dead, fsync):
-            state.records -= dead
-            repairs.append(f"reclaimed {dead} dead revisions from {path.name}")
+    for name in work.maybe_doomed:
+        try:
+            (directory / name).unlink()
+        except FileNotFoundError:
+            continue
+        repairs.append(f"removed {name}")
+    documents = work.index.documents
+    for name in sorted(work.cuts.keys() | work.reclaims.keys()):
+        path = directory / name
+        if name in work.cuts:
+            end, size = work.cuts[name]
+            truncate(path, end, fsync)
+            repairs.append(f"cut {size - end} unconfirmed bytes from {name}")
+        if name in work.reclaims:
+            document_id, start, end = work.reclaims[name]
+            row = documents.row(document_id)
+            dead = documents.keep_from(row) - documents.first[row]
+            if _reclaim(path, start, end, fsync):
+                documents.reclaimed(row, False, end - start)
+                repairs.append(f"reclaimed {dead} dead revisions from {name}")
+            else:
+                documents.pending.add(document_id)
     if fsync and repairs:
         fsync_directory(directory)
-    return Recovery(index, repairs)
+    return Recovery(work.index, work.main_end, checkpoint_offset, work.stats, repairs)
 
 
-def _truncate(path: Path, size: int, fsync: bool) -> None:
-    with path.open("r+b") as file:
-        file.truncate(size)
-        if fsync:
-            os.fsync(file.fileno())
-
-
-def _reclaim(path: Path, sidecar: _Sidecar, dead: int, fsync: bool) -> bool:
-    start = sidecar.records[dead][1]
+def _reclaim(path: Path, start: int, end: int, fsync: bool) -> bool:
     try:
         with path.open("rb") as file:
             file.seek(start)
-            live = file.read(sidecar.confirmed_end - start)
+            live = file.read(end - start)
         replace_file(path, live, fsync=fsync)
     except OSError:
         return False  # R132: the dead revisions stay; committed state is intact
     return True
-
-
-# -- main.jsonl -----------------------------------------------------------------
-
-
-def _read_main(data: bytes, index: JsonlIndex, expected: dict[int, list[Expected]]) -> int:
-    """Apply every confirmed commit of ``main.jsonl`` to ``index``; return its confirmed length."""
-    lines, _ = split_lines(data)
-    pending: list[MainLine] = []
-    malformed = 0
-    last_seq = 0
-    confirmed_end = 0
-    for number, (raw, end) in enumerate(lines, 1):
-        line = parse_main_line(raw)
-        if line is None:
-            malformed = malformed or number
-            continue
-        if line.type != "commit":
-            pending.append(line)
-            continue
-        if malformed:
-            raise StorageCorrupted(f"Malformed complete {MAIN_FILE}: line {malformed}")
-        if line.seq <= last_seq:
-            raise StorageCorrupted(
-                f"Commit sequence does not strictly increase: {line.seq} after {last_seq} "
-                f"({MAIN_FILE} line {number})"
-            )
-        for record in pending:
-            if record.seq < line.seq:
-                raise StorageCorrupted(
-                    f"Confirmed record follows an unconfirmed tail: {MAIN_FILE} holds a "
-                    f"{record.type} of seq {record.seq} before the marker of seq {line.seq}"
-                )
-            if record.seq > line.seq:
-                raise StorageCorrupted(
-                    f"Malformed complete {MAIN_FILE}: a {record.type} of seq {record.seq} "
-                    f"before the marker of seq {line.seq}"
-                )
-        try:
-            _apply_commit(index, pending, line, expected)
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise StorageCorrupted(
-                f"Malformed complete {MAIN_FILE}: commit {line.seq} ({error!r})"
-            ) from error
-        pending = []
-        last_seq = line.seq
-        confirmed_end = end
-    return confirmed_end
-
-
-def _int(record: dict[str, Any], key: str) -> int:
-    value = record[key]
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{key} is not an integer")
-    return value
-
-
-def _apply_commit(
-    index: JsonlIndex,
-    records: list[MainLine],
-    marker: MainLine,
-    expected: dict[int, list[Expected]],
-) -> None:
-    seq = marker.seq
-    for line in records:
-        record = line.record
-        assert record is not None
-        if line.type == "entry":
-            if not isinstance(record["kind"], str):
-                raise TypeError("entry kind is not a string")
-            head = record.get("head") is not None
-            index.add_entry(
-                _int(record, "id"), _int(record, "conversation_id"), head, line.text, seq
-            )
-        elif line.type == "task":
-            index.put_task(TaskRecord.from_json(record), line.text)
-        elif line.type == "submission":
-            index.put_submission(SubmissionRecord.from_json(record), line.text)
-        elif line.type == "conversation":
-            index.add_conversation(ConversationRecord.from_json(record))
-        else:
-            document = DocumentRecord.from_json(record)
-            known = document.id in index.documents
-            if known != (line.type == "retire") or (document.retired_at is not None) != (
-                known or document.retired_at == seq
-            ):
-                raise ValueError(f"unexpected {line.type} of document {document.id}")
-            index.put_document(document)
-    assert marker.revisions is not None
-    for document_id, kind, version in marker.revisions:
-        if document_id not in index.documents:
-            raise ValueError(f"revision of unknown document {document_id}")
-        expected.setdefault(document_id, []).append((seq, kind, version))
-        index.sidecars[document_id].ordinals += 1
-    index.seq = seq
-
-
-# -- sidecars -------------------------------------------------------------------
-
-
-def _needed(record: DocumentRecord, revisions: list[Expected]) -> int:
-    """Return the ordinal of the oldest revision a document still needs."""
-    if not is_current_only(record.scope):
-        return 0
-    if record.retired_at is not None:
-        return len(revisions)
-    newest_base = len(revisions) - 1
-    while newest_base > 0 and revisions[newest_base][1] != "base":
-        newest_base -= 1
-    return newest_base
-
-
-def _matches(line: SidecarLine, revisions: list[Expected], ordinal: int) -> bool:
-    return (
-        line.ordinal == ordinal
-        and ordinal < len(revisions)
-        and revisions[ordinal] == (line.seq, line.kind, line.version)
-    )
-
-
-def _read_sidecar(path: Path, name: str, revisions: list[Expected]) -> _Sidecar:
-    """Find the confirmed run of records in a sidecar; everything after it is its tail."""
-    data = path.read_bytes()
-    lines, _ = split_lines(data)
-    records: list[tuple[SidecarLine, int, int]] = []
-    first: int | None = None
-    problem = ""
-    start = 0
-    confirmed_end = 0
-    for number, (raw, end) in enumerate(lines, 1):
-        line = parse_sidecar_line(raw)
-        if line is not None:
-            if first is None and _matches(line, revisions, line.ordinal):
-                first = line.ordinal
-            if first is not None and _matches(line, revisions, first + len(records)):
-                if problem:
-                    raise StorageCorrupted(problem)
-                records.append((line, start, end))
-                confirmed_end = end
-                start = end
-                continue
-        if not problem:
-            problem = (
-                f"Malformed complete {name}: line {number}"
-                if line is None
-                else f"Confirmed record follows an unconfirmed tail: {name} line {number} "
-                f"(seq {line.seq}) is not confirmed"
-            )
-        start = end
-    return _Sidecar(records, len(revisions) if first is None else first, len(data), confirmed_end)
-
-
-def _load_revisions(
-    index: JsonlIndex, record: DocumentRecord, sidecar: _Sidecar, needed: int, name: str
-) -> None:
-    """Keep a document's needed revisions in memory and compute its current value."""
-    lines = [line for line, _, _ in sidecar.records[needed - sidecar.first :]]
-    newest_base = max((i for i, line in enumerate(lines) if line.kind == "base"), default=-1)
-    if newest_base < 0:
-        raise StorageCorrupted(f"Invalid document content: {name} keeps no base")
-    current: JsonObject = {}
-    for position, line in enumerate(lines):
-        payload = line.payload
-        if line.kind == "base" and not isinstance(payload, dict):
-            raise StorageCorrupted(f"Invalid document content: {name} seq {line.seq}")
-        if line.kind == "delta" and not (
-            isinstance(payload, list) and all(isinstance(op, dict) for op in payload)
-        ):
-            raise StorageCorrupted(f"Invalid document content: {name} seq {line.seq}")
-        index.add_revision(record.id, line.seq, line.kind, line.version, line.text)
-        if position < newest_base:
-            continue  # only the newest base and its deltas make the current value
-        try:
-            value = payload if line.kind == "base" else apply_ops(current, payload)  # type: ignore[arg-type]
-        except (ValueError, TypeError, AttributeError) as error:
-            raise StorageCorrupted(
-                f"Invalid document content: {name} seq {line.seq} ({error})"
-            ) from error
-        if not isinstance(value, dict):
-            raise StorageCorrupted(f"Invalid document content: {name} seq {line.seq}")
-        current = value
-    if record.retired_at is None:
-        index.current[record.id] = Current(lines[-1].version, current, len(lines) - 1 - newest_base)

@@ -8,6 +8,10 @@ confirmed commits), leave files byte-identical to a clean cut at the same
 prefix, keep terminal tasks terminal, and accept a new commit that reuses the
 first unconfirmed seq. Damaged confirmed data must fail open with the R131
 messages and leave the files untouched.
+
+The workload's store is far below the size at which ``close`` writes a
+checkpoint, so every open here is a full replay; ``test_jsonl_checkpoint_recovery``
+does the same on stores opened from a checkpoint.
 """
 
 from __future__ import annotations
