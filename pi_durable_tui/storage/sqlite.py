@@ -267,8 +267,11 @@ class SqliteStorage:
         conn.execute("BEGIN IMMEDIATE")
         committing = False
         try:
+            # REMINDER: the metadata row is read inside the write transaction, so it is
+            # the truth even if an earlier commit's outcome reached us late.
             metadata = read_metadata(conn)
             seq, stored_next_id = metadata.next_seq, metadata.next_id
+            tables.committed_floor = stored_next_id
             batch = prepare_batch(writes, tables, seq)
             next_id = max(stored_next_id, floor, batch.max_id + 1)
             tables.write(batch, next_id)
