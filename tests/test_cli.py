@@ -12,7 +12,9 @@ from pi_durable_tui.cli import main
 def test_version_prints_the_package_version() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "pi_durable_tui", "--version"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == f"pidurable {__version__}"
 
@@ -20,7 +22,9 @@ def test_version_prints_the_package_version() -> None:
 def test_help_describes_the_durable_agent() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "pi_durable_tui", "--help"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "usage: pidurable" in out.stdout
     assert "committed" in out.stdout

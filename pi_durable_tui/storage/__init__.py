@@ -39,8 +39,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskScope,
 )
-from pi_durable_tui.storage.sqlite import SqliteStorage
-from pi_durable_tui.storage.sqlite_schema import UnsupportedSchema
+from pi_durable_tui.storage.sqlite import SqliteStorage, UnsupportedSchema
 from pi_durable_tui.storage.writes import (
     ChangeDocument,
     CopyDocument,

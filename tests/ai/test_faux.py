@@ -428,9 +428,7 @@ async def test_a_finished_assistant_message_can_be_queued_as_a_step() -> None:
 
 
 async def test_the_prompt_cache_simulation_counts_the_shared_prefix_as_cache_reads() -> None:
-    faux = FauxProvider(
-        [faux_response("one"), faux_response("two")], simulate_prompt_cache=True
-    )
+    faux = FauxProvider([faux_response("one"), faux_response("two")], simulate_prompt_cache=True)
     model = faux.get_model()
     options = StreamOptions(session_id="s")
     first_context = user_context("a long enough question to share " * 4)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
-from pi_durable_tui.storage.sqlite import SqliteStorage, run_on_worker
+from pi_durable_tui.storage.sqlite import SqliteStorage
+from pi_durable_tui.storage.sqlite._storage import run_on_worker
 from pi_durable_tui.storage.writes import PutConversation, PutEntry
 
 ROOT = PutConversation(ConversationRecord(1))

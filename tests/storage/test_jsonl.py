@@ -34,10 +34,10 @@ from pi_durable_tui.storage import (
     StoreLocked,
     Write,
     failpoints,
-    jsonl_files,
-    jsonl_publish,
 )
 from pi_durable_tui.storage.jsonl import JsonlStorage
+from pi_durable_tui.storage.jsonl import _files as jsonl_files
+from pi_durable_tui.storage.jsonl import _publish as jsonl_publish
 from tests.storage.jsonl_support import (
     A_DOC,
     D_DOC,

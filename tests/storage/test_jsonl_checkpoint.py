@@ -27,13 +27,14 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from pi_durable_tui.storage import EntryRecord, PutEntry, Write, jsonl_replay
+from pi_durable_tui.storage import EntryRecord, PutEntry, Write
 from pi_durable_tui.storage.conformance import StorageConformance
 from pi_durable_tui.storage.jsonl import CheckpointPolicy, JsonlStorage
-from pi_durable_tui.storage.jsonl_checkpoint import CHECKPOINT_FILE, TEMPORARY_FILE
-from pi_durable_tui.storage.jsonl_checkpoint import load as load_checkpoint
-from pi_durable_tui.storage.jsonl_checkpoint import snapshot as take_snapshot
-from pi_durable_tui.storage.jsonl_checkpoint import write as write_checkpoint
+from pi_durable_tui.storage.jsonl import _replay as jsonl_replay
+from pi_durable_tui.storage.jsonl._checkpoint import CHECKPOINT_FILE, TEMPORARY_FILE
+from pi_durable_tui.storage.jsonl._checkpoint import load as load_checkpoint
+from pi_durable_tui.storage.jsonl._checkpoint import snapshot as take_snapshot
+from pi_durable_tui.storage.jsonl._checkpoint import write as write_checkpoint
 from pi_durable_tui.storage.protocol import Storage
 from tests.storage.jsonl_support import dump, feed, memory_after, workload
 from tests.storage.test_stateful import COMMON, StorageMachine

@@ -35,10 +35,10 @@ from pi_durable_tui.storage import (
     StoragePoisoned,
     Write,
     failpoints,
-    jsonl_publish,
 )
 from pi_durable_tui.storage.jsonl import CheckpointPolicy, JsonlStorage
-from pi_durable_tui.storage.jsonl_checkpoint import CHECKPOINT_FILE
+from pi_durable_tui.storage.jsonl import _publish as jsonl_publish
+from pi_durable_tui.storage.jsonl._checkpoint import CHECKPOINT_FILE
 from tests.storage.jsonl_support import (
     A_DOC,
     D_DOC,

@@ -21,11 +21,12 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from pi_durable_tui.storage import sqlite_schema
 from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
-from pi_durable_tui.storage.sqlite import SqliteStorage, run_on_worker
-from pi_durable_tui.storage.sqlite_schema import Migration, UnsupportedSchema
+from pi_durable_tui.storage.sqlite import SqliteStorage
+from pi_durable_tui.storage.sqlite import _schema as sqlite_schema
+from pi_durable_tui.storage.sqlite._schema import Migration, UnsupportedSchema
+from pi_durable_tui.storage.sqlite._storage import run_on_worker
 from pi_durable_tui.storage.writes import PutConversation, PutEntry
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma, query
 
@@ -77,7 +78,7 @@ async def test_an_unknown_synchronous_level_is_refused_before_anything_opens(
 
 
 def test_a_connection_that_cannot_use_wal_is_refused() -> None:
-    from pi_durable_tui.storage.sqlite_schema import configure
+    from pi_durable_tui.storage.sqlite._schema import configure
 
     conn = sqlite3.connect(":memory:", isolation_level=None)
     with pytest.raises(Exception, match="PRAGMA journal_mode is 'memory', not 'wal'"):

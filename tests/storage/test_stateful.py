@@ -22,7 +22,6 @@ skips an item; each has a regression test in the conformance suite.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import shutil
 import tempfile
@@ -41,7 +40,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from pi_durable_tui.storage import MemoryStorage, StorageRejected
+from pi_durable_tui.storage import JsonlStorage, MemoryStorage, SqliteStorage, StorageRejected
 from pi_durable_tui.storage._conformance.snapshot import (
     document_read_json,
     outcome,
@@ -65,7 +64,7 @@ from tests.storage.stateful_batches import (
     statuses,
 )
 
-BACKENDS = {"sqlite": ("sqlite", "SqliteStorage"), "jsonl": ("jsonl", "JsonlStorage")}
+BACKENDS: dict[str, Any] = {"sqlite": SqliteStorage, "jsonl": JsonlStorage}
 
 # A failure is replayed hundreds of times while it shrinks, each replay a fresh
 # store on disk: stop at the first bug and skip the costly explain phase, so a
@@ -87,14 +86,8 @@ SOAK = settings(COMMON, max_examples=200, stateful_step_count=50)
 
 
 def backend_class(name: str) -> Any:
-    """Import a backend class, skipping only while its module does not exist yet."""
-    module, cls = BACKENDS[name]
-    try:
-        return getattr(importlib.import_module(f"pi_durable_tui.storage.{module}"), cls)
-    except ModuleNotFoundError as error:
-        if error.name != f"pi_durable_tui.storage.{module}":
-            raise
-        pytest.skip(f"pi_durable_tui.storage.{module} does not exist yet")
+    """Return the backend class under test."""
+    return BACKENDS[name]
 
 
 def as_json(value: Any) -> Any:

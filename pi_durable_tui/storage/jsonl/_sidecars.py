@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import JsonObject, apply_ops
-from pi_durable_tui.storage.jsonl_documents import Documents
-from pi_durable_tui.storage.jsonl_files import SidecarLine, parse_sidecar_line, split_lines
+from pi_durable_tui.storage.jsonl._documents import Documents
+from pi_durable_tui.storage.jsonl._files import SidecarLine, parse_sidecar_line, split_lines
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl_plan import Expectation
+    from pi_durable_tui.storage.jsonl._plan import Expectation
 
 Expected = tuple[int, str, int]
 """A confirmed revision as a marker names it: ``(seq, kind, version)``."""

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pi_durable_tui.storage.errors import StorageCorrupted
-from pi_durable_tui.storage.jsonl_files import MAIN_FILE, MainLine, parse_main_line, split_lines
-from pi_durable_tui.storage.jsonl_index import JsonlIndex
-from pi_durable_tui.storage.jsonl_sidecars import Touched
+from pi_durable_tui.storage.jsonl._files import MAIN_FILE, MainLine, parse_main_line, split_lines
+from pi_durable_tui.storage.jsonl._index import JsonlIndex
+from pi_durable_tui.storage.jsonl._sidecars import Touched
 from pi_durable_tui.storage.records import (
     ConversationRecord,
     DocumentRecord,

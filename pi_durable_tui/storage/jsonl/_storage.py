@@ -2,11 +2,11 @@
 
 A store is a directory: ``main.jsonl`` (table records and one commit marker per
 commit), one ``doc-<id>.jsonl`` sidecar per document incarnation (its bases and
-deltas) and, for a store of any size, ``index.checkpoint``. ``jsonl_files``
-owns the line formats, ``jsonl_plan`` and ``jsonl_publish`` the writing of a
-commit, ``jsonl_recovery`` (with ``jsonl_replay`` and ``jsonl_sidecars``)
-opening and repair, ``jsonl_checkpoint`` the checkpoint file, ``jsonl_index``
-(with its tables) the in-memory index, ``jsonl_reader`` and ``jsonl_queries``
+deltas) and, for a store of any size, ``index.checkpoint``. ``_files``
+owns the line formats, ``_plan`` and ``_publish`` the writing of a
+commit, ``_recovery`` (with ``_replay`` and ``_sidecars``)
+opening and repair, ``_checkpoint`` the checkpoint file, ``_index``
+(with its tables) the in-memory index, ``_reader`` and ``_queries``
 the reads; this module owns the public class.
 
 The semantics are exactly ``MemoryStorage``'s (R128), with one addition: a delta
@@ -15,7 +15,7 @@ that does not fit its document (a missing key, an index out of range) is
 later read. This backend keeps current values up to date at commit, and a store
 holding such a delta could not be reopened (``Invalid document content``).
 
-Publication (R130) and reclamation (R132) are ``jsonl_publish``'s: a commit is
+Publication (R130) and reclamation (R132) are ``_publish``'s: a commit is
 checked and serialized before any I/O, written sidecars first and marker last,
 and published in memory only after the marker is written. Any failed or short
 write or flush, or a failpoint that raises, poisons the backend: every later
@@ -80,16 +80,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pi_durable_tui.storage import jsonl_queries
 from pi_durable_tui.storage.batch import prepare_batch
 from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned, StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.jsonl_checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
-from pi_durable_tui.storage.jsonl_files import MAIN_FILE, fsync_directory, open_append
-from pi_durable_tui.storage.jsonl_plan import Written, plan_commit
-from pi_durable_tui.storage.jsonl_publish import Publisher
-from pi_durable_tui.storage.jsonl_reader import Reader
-from pi_durable_tui.storage.jsonl_recovery import Recovery, RecoveryStats, recover
+from pi_durable_tui.storage.jsonl import _queries as jsonl_queries
+from pi_durable_tui.storage.jsonl._checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
+from pi_durable_tui.storage.jsonl._files import MAIN_FILE, fsync_directory, open_append
+from pi_durable_tui.storage.jsonl._plan import Written, plan_commit
+from pi_durable_tui.storage.jsonl._publish import Publisher
+from pi_durable_tui.storage.jsonl._reader import Reader
+from pi_durable_tui.storage.jsonl._recovery import Recovery, RecoveryStats, recover
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
 from pi_durable_tui.storage.records import (

@@ -2,13 +2,13 @@
 
 The index answers batch preparation's ``CommittedView`` questions (without
 I/O, but for the request ID of a submission being replaced, read from its line)
-and tells reads (``jsonl_queries``) where each record is. Its semantics are
+and tells reads (``_queries``) where each record is. Its semantics are
 ``MemoryStorage``'s (R128), rule for rule; its shape is what makes a reopen
 cheap (DESIGN.md section 4):
 
 - Records are not held: entries, tasks and submissions stay in ``main.jsonl``
-  and are read back by byte offset (``jsonl_reader``), so every read parses a
-  fresh copy. The tables (``jsonl_tables``, ``jsonl_documents``) hold, per
+  and are read back by byte offset (``_reader``), so every read parses a
+  fresh copy. The tables (``_tables``, ``_documents``) hold, per
   record, a few integer columns: IDs, conversations, filter fields, line
   locations. Memory grows by about 24 bytes per entry, not by its text.
 - Each live document keeps its current value (as text, parsed when needed), so
@@ -17,7 +17,7 @@ cheap (DESIGN.md section 4):
   revisions count is exactly ``MemoryStorage``'s: a current-only document keeps
   those from its newest base on, a retired one none, a rewindable one all.
 - ``sections`` and ``load`` turn the whole index into named columns and back,
-  which is what a checkpoint stores (``jsonl_checkpoint``): loading is a copy
+  which is what a checkpoint stores (``_checkpoint``): loading is a copy
   per column, no per-record work.
 """
 
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.storage.batch import PreparedBatch
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.jsonl_columns import Sections
-from pi_durable_tui.storage.jsonl_documents import Documents
-from pi_durable_tui.storage.jsonl_reader import Content, Reader, replay
-from pi_durable_tui.storage.jsonl_tables import (
+from pi_durable_tui.storage.jsonl._columns import Sections
+from pi_durable_tui.storage.jsonl._documents import Documents
+from pi_durable_tui.storage.jsonl._reader import Content, Reader, replay
+from pi_durable_tui.storage.jsonl._tables import (
     Conversations,
     Entries,
     Submissions,
@@ -51,7 +51,7 @@ from pi_durable_tui.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl_plan import Plan, Written
+    from pi_durable_tui.storage.jsonl._plan import Plan, Written
 
 
 class JsonlIndex:

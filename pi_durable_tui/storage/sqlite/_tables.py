@@ -7,7 +7,7 @@ writes a ``PreparedBatch`` inside the caller's transaction, including the
 reclamation of current-only revisions (R129); and it answers keyed lookups and
 document content with the same results as ``MemoryStorage`` (R128). Records are
 parsed from their JSON text on every read, so every result is a detached copy.
-Scans live in ``sqlite_scans``.
+Scans live in ``_scans``.
 """
 
 from __future__ import annotations

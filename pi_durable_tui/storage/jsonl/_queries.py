@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.jsonl_documents import scope_key
-from pi_durable_tui.storage.jsonl_index import JsonlIndex
+from pi_durable_tui.storage.jsonl._documents import scope_key
+from pi_durable_tui.storage.jsonl._index import JsonlIndex
 from pi_durable_tui.storage.protocol import EntryOrder
 from pi_durable_tui.storage.records import (
     ConversationRecord,

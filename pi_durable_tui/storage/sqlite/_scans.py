@@ -1,6 +1,6 @@
 """The scans of the SQLite store: filtered table scans, fork-aware entries, documents at a point.
 
-Like ``sqlite_tables`` (whose ``Tables`` it extends), everything here runs on
+Like ``_tables`` (whose ``Tables`` it extends), everything here runs on
 aiosqlite's worker thread and answers exactly like ``MemoryStorage`` (R128):
 the same validation order (limit, then cursor), the same cursors (``scans``),
 the same filters.
@@ -32,7 +32,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
 )
 from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
-from pi_durable_tui.storage.sqlite_tables import Tables, fits, stored_entry
+from pi_durable_tui.storage.sqlite._tables import Tables, fits, stored_entry
 
 T = TypeVar("T")
 

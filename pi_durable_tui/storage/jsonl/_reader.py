@@ -1,6 +1,6 @@
 """Reading records and revisions back from the files of an open JSONL store.
 
-The index (``jsonl_index``) knows where every record's line is; this module
+The index (``_index``) knows where every record's line is; this module
 reads it with one positioned read (``os.pread`` on a read-only descriptor of
 ``main.jsonl``) and checks that the line is what the index says: a valid line
 (``jsonl_files.parse_record_line``) of the expected type whose record has the
@@ -34,7 +34,7 @@ from typing import Any
 from pi_durable_tui.storage.batch import RevisionKind
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import Op, apply_ops, loads
-from pi_durable_tui.storage.jsonl_files import (
+from pi_durable_tui.storage.jsonl._files import (
     MAIN_FILE,
     parse_record_line,
     parse_sidecar_line,

@@ -37,7 +37,7 @@ payload text is kept as read, so a document whose base has no delta after it
 keeps its value as that text, without serializing it again.
 
 Other files in the directory: ``index.checkpoint`` (and its temporary
-``index.checkpoint.tmp``), owned by ``jsonl_checkpoint``.
+``index.checkpoint.tmp``), owned by ``_checkpoint``.
 
 Appends use ``os.write`` on ``O_APPEND`` descriptors and treat a short write as a
 failure: the caller poisons the backend (R130) rather than retrying, because the

@@ -10,7 +10,7 @@ rewrite or remove (R132). A failure here (a delta that does not apply) is a
 
 For each existing sidecar a commit appends to, the plan also says what the file
 must hold first (``Expectation``): ``Publisher.write`` checks it the first time
-the store touches that file (``jsonl_publish``). ``Written`` is what the
+the store touches that file (``_publish``). ``Written`` is what the
 publisher reports back, for ``JsonlIndex.apply``.
 """
 
@@ -23,14 +23,14 @@ from typing import Any
 from pi_durable_tui.storage.batch import PreparedBatch, PreparedRevision
 from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import Op, apply_ops, loads
-from pi_durable_tui.storage.jsonl_files import (
+from pi_durable_tui.storage.jsonl._files import (
     RecordType,
     RevisionKind,
     marker_line,
     record_line,
     sidecar_line,
 )
-from pi_durable_tui.storage.jsonl_index import JsonlIndex
+from pi_durable_tui.storage.jsonl._index import JsonlIndex
 
 
 @dataclass(frozen=True, slots=True)

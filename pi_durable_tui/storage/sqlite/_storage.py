@@ -23,7 +23,7 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
   a COMMIT or ROLLBACK itself failed, this object refuses further commits with
   ``StoragePoisoned``: only a reopen tells what the file holds.
 - **Reopen** reads the schema, the metadata row and a quick check of that row's
-  table, never the history (DESIGN.md section 4); see ``sqlite_schema``.
+  table, never the history (DESIGN.md section 4); see ``_schema``.
 - **The single-writer lock** (``StoreLock``) is taken before the file is opened
   and released after it is closed; ``close`` truncates the WAL.
 - **Failpoints** ``sqlite.before_commit`` and ``sqlite.after_commit`` let crash
@@ -66,11 +66,10 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
-from pi_durable_tui.storage.sqlite_scans import Queries
-from pi_durable_tui.storage.sqlite_schema import (
+from pi_durable_tui.storage.sqlite._scans import Queries
+from pi_durable_tui.storage.sqlite._schema import (
     Metadata,
     Synchronous,
-    UnsupportedSchema,
     checkpoint,
     configure,
     damaged,
@@ -80,7 +79,7 @@ from pi_durable_tui.storage.sqlite_schema import (
 )
 from pi_durable_tui.storage.writes import Write
 
-__all__ = ["SqliteStorage", "UnsupportedSchema", "run_on_worker"]
+__all__ = ["SqliteStorage", "run_on_worker"]
 
 T = TypeVar("T")
 P = ParamSpec("P")

@@ -43,14 +43,14 @@ from pathlib import Path
 
 from pi_durable_tui.storage import failpoints
 from pi_durable_tui.storage.errors import StorageCorrupted
-from pi_durable_tui.storage.jsonl_files import (
+from pi_durable_tui.storage.jsonl._files import (
     SidecarFiles,
     fsync_directory,
     replace_file,
     write_all,
 )
-from pi_durable_tui.storage.jsonl_plan import Plan, Written
-from pi_durable_tui.storage.jsonl_sidecars import rescan
+from pi_durable_tui.storage.jsonl._plan import Plan, Written
+from pi_durable_tui.storage.jsonl._sidecars import rescan
 
 AFTER_SIDECARS = failpoints.define("jsonl.after_sidecars")
 AFTER_MARKER = failpoints.define("jsonl.after_marker")

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pi_durable_tui.storage.json_ops import JsonObject, copy_json, dumps, loads
-from pi_durable_tui.storage.jsonl_columns import (
+from pi_durable_tui.storage.jsonl._columns import (
     Codes,
     HashIndex,
     MultiMap,

@@ -1,8 +1,8 @@
 """The tables of a JSONL index: conversations, entries, tasks and submissions, as columns.
 
 Each table keeps, per record, only what lookups, scans and batch checks need,
-in ``jsonl_columns`` form; a record itself stays in ``main.jsonl`` and is read
-back by its line's byte offset and length when asked for (``jsonl_reader``):
+in ``_columns`` form; a record itself stays in ``main.jsonl`` and is read
+back by its line's byte offset and length when asked for (``_reader``):
 
 - ``Conversations``: the whole record (parent fork point and owner), since it
   is a handful of integers.
@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from pi_durable_tui.storage.jsonl_columns import (
+from pi_durable_tui.storage.jsonl._columns import (
     Codes,
     HashIndex,
     Sections,

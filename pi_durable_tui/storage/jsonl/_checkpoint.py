@@ -4,7 +4,7 @@ r"""The checkpoint of a JSONL store: its index as of one confirmed commit, in on
 (``JsonlIndex.sections``: every column, the code tables, the current values of
 live documents) as of commit ``seq``, whose marker ends at byte ``offset`` of
 ``main.jsonl``. Open loads it and replays only the log after ``offset``
-(``jsonl_recovery``). Layout::
+(``_recovery``). Layout::
 
     pidurable jsonl checkpoint\n
     {"format":1,"byteorder":"little","offset":...,"anchor":[start,crc],
@@ -52,11 +52,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.storage import failpoints
-from pi_durable_tui.storage.jsonl_files import MAIN_FILE, fsync_directory, parse_main_line
-from pi_durable_tui.storage.jsonl_index import JsonlIndex
+from pi_durable_tui.storage.jsonl._files import MAIN_FILE, fsync_directory, parse_main_line
+from pi_durable_tui.storage.jsonl._index import JsonlIndex
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl_publish import Publisher
+    from pi_durable_tui.storage.jsonl._publish import Publisher
 
 CHECKPOINT_FILE = "index.checkpoint"
 TEMPORARY_FILE = CHECKPOINT_FILE + ".tmp"

@@ -1,13 +1,13 @@
 """Compact columns for the JSONL index: sorted tables, multimaps and stable hashes.
 
-The index of a JSONL store (``jsonl_index``) keeps one row per record ever
+The index of a JSONL store (``_index``) keeps one row per record ever
 committed: every entry, task, submission, conversation and document
 incarnation. Held as Python objects (a dict entry, a dataclass, a few ints and
 strings each) that costs about 200 bytes and a microsecond to build per row, so
 a store with 100,000 entries would cost 20 MB and a tenth of a second to load.
 Held as ``array`` columns it costs 1 to 8 bytes per field, and loading a
 checkpoint is one read into each column, at the speed of ``memcpy``
-(``jsonl_checkpoint``).
+(``_checkpoint``).
 
 What this module owns:
 

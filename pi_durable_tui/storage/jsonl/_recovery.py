@@ -3,7 +3,7 @@
 Open takes one of two paths, each in two phases (check, read-only; then repair),
 so a store that fails to open is left exactly as it was:
 
-- **From the checkpoint** (``jsonl_checkpoint``), when there is a usable one:
+- **From the checkpoint** (``_checkpoint``), when there is a usable one:
   load the index it holds, replay ``main.jsonl`` after its offset, and check
   the sidecars that replay touched (``jsonl_sidecars.check``), reading each
   from the checkpoint's end of the file. Documents the checkpoint lists as
@@ -47,7 +47,7 @@ Open fails with ``StorageCorrupted`` when confirmed data is damaged:
 What the checkpoint path does not look at, it does not check at open: damage to
 data the checkpoint covers (an old line of ``main.jsonl`` or sidecar record
 edited in place, a sidecar deleted) is found when that data is read or appended
-to (``jsonl_reader``, ``jsonl_publish``), which then removes the checkpoint so
+to (``_reader``, ``_publish``), which then removes the checkpoint so
 the next open replays in full and names the damage. Likewise, an unconfirmed
 record left in a sidecar the tail does not touch (a commit killed after writing
 its sidecars) stays until the next append to that sidecar cuts it: reads never
@@ -63,13 +63,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pi_durable_tui.storage.errors import StorageCorrupted
-from pi_durable_tui.storage.jsonl_checkpoint import (
+from pi_durable_tui.storage.jsonl._checkpoint import (
     CHECKPOINT_FILE,
     TEMPORARY_FILE,
     Rejected,
     load,
 )
-from pi_durable_tui.storage.jsonl_files import (
+from pi_durable_tui.storage.jsonl._files import (
     MAIN_FILE,
     RECLAIM_SUFFIX,
     SIDECAR_PATTERN,
@@ -77,9 +77,9 @@ from pi_durable_tui.storage.jsonl_files import (
     replace_file,
     sidecar_name,
 )
-from pi_durable_tui.storage.jsonl_index import JsonlIndex
-from pi_durable_tui.storage.jsonl_replay import replay_main
-from pi_durable_tui.storage.jsonl_sidecars import Touched, check, presumed_run, truncate
+from pi_durable_tui.storage.jsonl._index import JsonlIndex
+from pi_durable_tui.storage.jsonl._replay import replay_main
+from pi_durable_tui.storage.jsonl._sidecars import Touched, check, presumed_run, truncate
 
 
 @dataclass(frozen=True, slots=True)
