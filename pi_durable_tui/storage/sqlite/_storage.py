@@ -75,7 +75,6 @@ from pi_durable_tui.storage.sqlite._schema import (
     damaged,
     integrity_problems,
     is_damage,
-    read_metadata,
 )
 from pi_durable_tui.storage.writes import Write
 
@@ -139,6 +138,8 @@ class SqliteStorage:
         """Set on the worker thread when a COMMIT or ROLLBACK failed."""
         self._inflight: set[asyncio.Task[int]] = set()
         self._tables = tables
+        self._stored = (metadata.next_seq, metadata.next_id)
+        """The metadata row as the last COMMIT left it; read and written on the worker only."""
 
     @classmethod
     async def open(
@@ -266,10 +267,10 @@ class SqliteStorage:
         conn.execute("BEGIN IMMEDIATE")
         committing = False
         try:
-            # REMINDER: the metadata row is read inside the write transaction, so it is
-            # the truth even if an earlier commit's outcome reached us late.
-            metadata = read_metadata(conn)
-            seq, stored_next_id = metadata.next_seq, metadata.next_id
+            # REMINDER: this process holds the store's exclusive lock and every write goes
+            # through this function, so the metadata row is what the last COMMIT wrote; a
+            # failed COMMIT poisons this object before it could be used again.
+            seq, stored_next_id = self._stored
             tables.committed_floor = stored_next_id
             batch = prepare_batch(writes, tables, seq)
             next_id = max(stored_next_id, floor, batch.max_id + 1)
@@ -280,6 +281,8 @@ class SqliteStorage:
         except BaseException as error:
             self._roll_back(conn, error, committing)
             raise
+        self._stored = (seq + 1, next_id)
+        tables.committed(batch)
         try:
             AFTER_COMMIT.hit()
         except BaseException as error:

@@ -54,6 +54,9 @@ def stored_entry(row: tuple[int, int, str]) -> StoredEntry:
     return StoredEntry(EntryRecord.from_json(loads(row[2])), row[1])
 
 
+_KIND_CACHE = 4096
+
+
 class Tables:
     """Synchronous access to the store's tables through one sqlite3 connection.
 
@@ -65,6 +68,8 @@ class Tables:
         self.conn = conn
         self.committed_floor = 0
         """Every committed ID is below it (the stored ``next_id``); set before each commit."""
+        self._kinds: dict[int, RecordKind] = {}
+        """Kinds of committed IDs already looked up or written (IDs never change kind)."""
 
     def _never_committed(self, record_id: int) -> bool:
         # Minted IDs lie above every committed ID, so a fresh ID needs no query: this
@@ -82,8 +87,25 @@ class Tables:
         """Return the kind that owns an ID."""
         if self._never_committed(record_id):
             return None
-        row = self._one("SELECT kind FROM record_ids WHERE id = ?", (record_id,))
-        return None if row is None else row[0]
+        kind = self._kinds.get(record_id)
+        if kind is None:
+            row = self._one("SELECT kind FROM record_ids WHERE id = ?", (record_id,))
+            if row is None:
+                return None
+            kind = row[0]
+            self._remember(record_id, kind)
+        return kind
+
+    def committed(self, batch: PreparedBatch) -> None:
+        """Learn the IDs of a batch whose COMMIT succeeded (called on the worker thread)."""
+        for record_id, kind in batch.new_ids.items():
+            if kind == "conversation":  # looked up by every append; tasks are kept live above
+                self._remember(record_id, kind)
+
+    def _remember(self, record_id: int, kind: RecordKind) -> None:
+        if len(self._kinds) >= _KIND_CACHE:
+            self._kinds.clear()  # a bound, not an LRU: refilling costs one query per ID
+        self._kinds[record_id] = kind
 
     def task_conversation(self, task_id: int) -> int | None:
         """Return the conversation of a committed task."""
