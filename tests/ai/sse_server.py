@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.ai.events import AssistantEvent, AssistantStream, DoneEvent, ErrorEvent
-from pi_durable_tui.ai.types import AssistantMessage, Model, ModelCost
+from pi_durable_tui.ai.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    ModelCost,
+    ToolSpec,
+    UserMessage,
+)
 
 RECORDINGS = Path(__file__).parent / "recordings"
 ODD_CHUNKS = (1, 7, 3, 64, 2, 13, 5, 31)
@@ -205,3 +212,13 @@ def final(events: Sequence[AssistantEvent]) -> AssistantMessage:
         return last.message
     assert isinstance(last, ErrorEvent)
     return last.error
+
+
+HELLO = Context(system_prompt="You are terse.", messages=[UserMessage(content="Say hello")])
+"""The smallest request every provider test sends."""
+READ_TOOL = ToolSpec(
+    name="read",
+    description="Read a file",
+    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+)
+"""A tool offered in tool-call tests."""

@@ -19,8 +19,8 @@ from pi_durable_tui.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.ai.sse_server import SseServer, collect, final, summary
-from tests.ai.test_provider_anthropic import API, HELLO, KEY, READ_TOOL, run
+from tests.ai.sse_server import HELLO, READ_TOOL, SseServer, collect, final, summary
+from tests.ai.test_provider_anthropic import API, KEY, run
 
 
 async def test_the_request_sends_system_prompt_tools_history_and_cache_breakpoints(

@@ -19,10 +19,9 @@ from pi_durable_tui.ai.types import (
     TextContent,
     ThinkingContent,
     ToolCall,
-    ToolSpec,
-    UserMessage,
 )
 from tests.ai.sse_server import (
+    HELLO,
     ODD_CHUNKS,
     Reply,
     SseServer,
@@ -35,12 +34,6 @@ from tests.ai.sse_server import (
 
 API = "openai-completions"
 KEY = "sk-openai-test-key"
-HELLO = Context(system_prompt="You are terse.", messages=[UserMessage(content="Say hello")])
-READ_TOOL = ToolSpec(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-)
 
 
 def provider(client: httpx.AsyncClient, key: str | None = KEY) -> OpenAICompletionsProvider:

@@ -15,8 +15,8 @@ from pi_durable_tui.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.ai.sse_server import SseServer, collect
-from tests.ai.test_provider_openai_completions import API, KEY, READ_TOOL, model, provider
+from tests.ai.sse_server import READ_TOOL, SseServer, collect
+from tests.ai.test_provider_openai_completions import API, KEY, model, provider
 
 
 async def test_the_official_request_uses_developer_role_completion_tokens_and_effort(

@@ -17,15 +17,8 @@ from pi_durable_tui.ai.types import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.ai.sse_server import SseServer
-from tests.ai.test_provider_openai_responses import (
-    API,
-    KEY,
-    OFFICIAL_SWITCHES,
-    READ_TOOL,
-    model,
-    run,
-)
+from tests.ai.sse_server import READ_TOOL, SseServer
+from tests.ai.test_provider_openai_responses import API, KEY, OFFICIAL_SWITCHES, model, run
 
 
 async def test_the_request_is_stateless_and_replays_reasoning_messages_and_calls(
