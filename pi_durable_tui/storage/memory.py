@@ -34,7 +34,13 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
-from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
+from pi_durable_tui.storage.scans import (
+    check_limit,
+    make_cursor,
+    read_cursor,
+    status_filter,
+    visible_chain,
+)
 from pi_durable_tui.storage.writes import Write
 
 T = TypeVar("T")
@@ -53,12 +59,6 @@ class _Entry:
     text: str
     conversation_id: int
     seq: int
-
-
-def _statuses(status: str | Sequence[str] | None) -> set[str] | None:
-    if status is None:
-        return None
-    return {status} if isinstance(status, str) else set(status)
 
 
 class MemoryStorage:
@@ -315,7 +315,7 @@ class MemoryStorage:
     ) -> Page[TaskRecord]:
         """Scan tasks in ID order; every given filter must match."""
         self._check_open()
-        statuses = _statuses(status)
+        statuses = status_filter(status)
 
         def keep(task_id: int) -> TaskRecord | None:
             record = TaskRecord.from_json(loads(self._tasks[task_id]))
@@ -341,7 +341,7 @@ class MemoryStorage:
     ) -> Page[SubmissionRecord]:
         """Scan submissions in ID order; every given filter must match."""
         self._check_open()
-        statuses = _statuses(status)
+        statuses = status_filter(status)
 
         def keep(submission_id: int) -> SubmissionRecord | None:
             record = SubmissionRecord.from_json(loads(self._submissions[submission_id]))

@@ -12,7 +12,7 @@ visible through the fork points below it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pi_durable_tui.storage.errors import InvalidCursor
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -52,6 +52,13 @@ def read_cursor(cursor: JsonObject | None, scan: str, order: str = "asc") -> int
     if not isinstance(after, int) or isinstance(after, bool) or after < 0:
         raise InvalidCursor(f"Invalid cursor: position {after!r} is not an ID")
     return after
+
+
+def status_filter(status: str | Sequence[str] | None) -> set[str] | None:
+    """Return a scan's status filter as a set (``None``: no filter; a string: one status)."""
+    if status is None:
+        return None
+    return {status} if isinstance(status, str) else set(status)
 
 
 def check_limit(limit: int) -> int:

@@ -106,15 +106,10 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
+from pi_durable_tui.storage.scans import status_filter
 from pi_durable_tui.storage.writes import Write
 
 __all__ = ["CheckpointPolicy", "JsonlStorage"]
-
-
-def _statuses(status: str | Sequence[str] | None) -> set[str] | None:
-    if status is None:
-        return None
-    return {status} if isinstance(status, str) else set(status)
 
 
 class JsonlStorage:
@@ -349,7 +344,7 @@ class JsonlStorage:
     ) -> Page[TaskRecord]:
         """Scan tasks in ID order; every given filter must match."""
         self._check_usable()
-        statuses = _statuses(status)
+        statuses = status_filter(status)
         return jsonl_queries.scan_tasks(
             self._index, conversation_id, kind, statuses, abort_requested, background, limit, cursor
         )
@@ -364,7 +359,7 @@ class JsonlStorage:
     ) -> Page[SubmissionRecord]:
         """Scan submissions in ID order; every given filter must match."""
         self._check_usable()
-        statuses = _statuses(status)
+        statuses = status_filter(status)
         return jsonl_queries.scan_submissions(self._index, conversation_id, statuses, limit, cursor)
 
     async def scan_documents(

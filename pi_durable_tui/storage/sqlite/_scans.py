@@ -31,7 +31,13 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
+from pi_durable_tui.storage.scans import (
+    check_limit,
+    make_cursor,
+    read_cursor,
+    status_filter,
+    visible_chain,
+)
 from pi_durable_tui.storage.sqlite._tables import Tables, fits, stored_entry
 
 T = TypeVar("T")
@@ -39,10 +45,9 @@ T = TypeVar("T")
 _ENTRY_COLUMNS = "id, seq, record"
 
 
-def _statuses(status: str | Sequence[str] | None) -> list[str] | None:
-    if status is None:
-        return None
-    return [status] if isinstance(status, str) else sorted(set(status))
+def _sorted_statuses(status: str | Sequence[str] | None) -> list[str] | None:
+    statuses = status_filter(status)
+    return None if statuses is None else sorted(statuses)
 
 
 class Queries(Tables):
@@ -103,7 +108,7 @@ class Queries(Tables):
         where = _Where()
         where.add_if("conversation_id = ?", conversation_id)
         where.add_if("kind = ?", kind)
-        where.add_in("status", _statuses(status))
+        where.add_in("status", _sorted_statuses(status))
         where.add_if(
             "abort_requested = ?", None if abort_requested is None else bool(abort_requested)
         )
@@ -120,7 +125,7 @@ class Queries(Tables):
         """Scan submissions in ID order; every given filter must match."""
         where = _Where()
         where.add_if("conversation_id = ?", conversation_id)
-        where.add_in("status", _statuses(status))
+        where.add_in("status", _sorted_statuses(status))
         return self._scan(
             "submissions", "submissions", where, limit, cursor, SubmissionRecord.from_json
         )
