@@ -261,11 +261,12 @@ def test_r113_a_summary_cut_older_than_the_range_start_is_stale() -> None:
 
 
 class RecordingReader:
-    """A real Storage whose entry reads are recorded."""
+    """A real Storage whose entry reads are recorded; ``between`` runs after the first read."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, between: Any = None) -> None:
         self.storage = storage
         self.scans: list[dict[str, Any]] = []
+        self.between = between
 
     async def find_latest_head_marker(self, conversation_id: int, at_or_before: Any = None) -> Any:
         return await self.storage.find_latest_head_marker(conversation_id, at_or_before)
@@ -273,6 +274,9 @@ class RecordingReader:
     async def scan_entries(self, conversation_id: int, **options: Any) -> Any:
         page = await self.storage.scan_entries(conversation_id, **options)
         self.scans.append({**options, "items": [s.entry.id for s in page.items]})
+        if self.between is not None:
+            between, self.between = self.between, None
+            await between()
         return page
 
 
@@ -305,6 +309,19 @@ async def test_load_context_reads_only_the_active_range_from_storage(storage: St
     range_scans = [scan for scan in reader.scans if scan.get("order") == "asc"]
     assert all(scan["min_entry_id"] == 30 for scan in range_scans)
     assert min(i for scan in reader.scans for i in scan["items"]) == 30
+
+
+async def test_load_context_reads_one_snapshot_when_a_commit_lands_between_its_reads(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), user_entry(2, "a"), assistant_entry(3, "b"))
+
+    async def compact_meanwhile() -> None:
+        await put(storage, entry(4, "pi.compaction", user("summary"), head=3), user_entry(5, "c"))
+
+    view = await load_context(RecordingReader(storage, compact_meanwhile), 1)
+
+    assert [e.id for e in view.entries] == [2, 3]
 
 
 async def test_load_context_pages_through_a_long_range_in_order(storage: Storage) -> None:
