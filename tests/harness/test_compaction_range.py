@@ -16,8 +16,6 @@ from pi_durable_tui.harness._compaction_range import (
     serialize_conversation,
     summary_message_text,
 )
-from pi_durable_tui.harness._context import ContextView, active_range, derive_context
-from pi_durable_tui.storage import EntryRecord
 from tests.harness.transcript import (
     assistant,
     assistant_entry,
@@ -29,11 +27,8 @@ from tests.harness.transcript import (
     tool,
     user,
     user_entry,
+    view_of,
 )
-
-
-def view_of(*entries: EntryRecord) -> ContextView:
-    return derive_context(active_range(entries))
 
 
 def words(count: int) -> str:

@@ -35,12 +35,8 @@ from tests.harness.transcript import (
     texts,
     user,
     user_entry,
+    view_of,
 )
-
-
-def derive(*entries: EntryRecord) -> Any:
-    return derive_context(active_range(entries))
-
 
 # --- R71: the active range -------------------------------------------------------------
 
@@ -64,7 +60,7 @@ def test_r71_a_reset_marker_heading_itself_starts_a_fresh_range() -> None:
     reset = entry(4, "pi.reset", user("handoff"), head=4)
     visible = [user_entry(2, "a"), assistant_entry(3, "b"), reset, user_entry(5, "c")]
 
-    view = derive(*visible)
+    view = view_of(*visible)
 
     assert view.head == reset
     assert [e.id for e in view.entries] == [4, 5]
@@ -80,7 +76,7 @@ def test_r71_entries_out_of_order_are_refused_with_the_offending_ids() -> None:
 
 
 def test_r72_omit_removes_and_replace_substitutes_an_entrys_messages() -> None:
-    view = derive(
+    view = view_of(
         user_entry(2, "a"),
         assistant_entry(3, "b"),
         user_entry(4, "c"),
@@ -107,7 +103,7 @@ def test_r72_the_newest_edit_of_a_target_wins_even_when_the_marker_carries_it() 
         9, "pi.compaction", user("summary"), head=5, edits=[{"target": 5, "action": "omit"}]
     )
     replace = {"target": 5, "action": "replace", "messages": [user("replaced")]}
-    view = derive(user_entry(5, "a"), system_entry(7, edits=[replace]), marker)
+    view = view_of(user_entry(5, "a"), system_entry(7, edits=[replace]), marker)
 
     assert view.contributions[5] == []
 
@@ -115,14 +111,14 @@ def test_r72_the_newest_edit_of_a_target_wins_even_when_the_marker_carries_it() 
 def test_r72_edits_located_before_the_range_no_longer_apply() -> None:
     omit = {"target": 6, "action": "omit"}
     marker = entry(7, "pi.compaction", user("summary"), head=6)
-    view = derive(system_entry(5, edits=[omit]), user_entry(6, "kept"), marker)
+    view = view_of(system_entry(5, edits=[omit]), user_entry(6, "kept"), marker)
 
     assert texts(view.messages) == ["user:summary", "user:kept"]
 
 
 def test_r72_a_malformed_edit_is_refused_naming_the_entry() -> None:
     with pytest.raises(ValueError, match="Entry 3 has a malformed context edit"):
-        derive(user_entry(2, "a"), system_entry(3, edits=[{"target": 2, "action": "hide"}]))
+        view_of(user_entry(2, "a"), system_entry(3, edits=[{"target": 2, "action": "hide"}]))
 
 
 # --- R73: what contributes -----------------------------------------------------------------
@@ -132,7 +128,7 @@ def test_r72_a_malformed_edit_is_refused_naming_the_entry() -> None:
 def test_r73_aborted_failed_and_deferred_answers_leave_the_context_but_stay_entries(
     stop_reason: str,
 ) -> None:
-    view = derive(
+    view = view_of(
         user_entry(2, "a"),
         assistant_entry(3, "partial", stop_reason=stop_reason),
         user_entry(4, "b"),
@@ -144,7 +140,7 @@ def test_r73_aborted_failed_and_deferred_answers_leave_the_context_but_stay_entr
 
 
 def test_r73_entries_without_model_messages_contribute_nothing() -> None:
-    view = derive(user_entry(2, "a"), entry(3, "app.note"))
+    view = view_of(user_entry(2, "a"), entry(3, "app.note"))
 
     assert view.contributions == {2: [user("a")], 3: []}
 
@@ -153,7 +149,7 @@ def test_r73_entries_without_model_messages_contribute_nothing() -> None:
 
 
 def test_r74_results_move_right_after_their_assistant_in_call_order() -> None:
-    view = derive(
+    view = view_of(
         user_entry(2, "go"),
         assistant_entry(3, calls=[("c1", "read"), ("c2", "bash")]),
         user_entry(4, "steer"),
@@ -175,7 +171,7 @@ def test_r74_results_move_right_after_their_assistant_in_call_order() -> None:
 
 
 def test_r74_a_call_without_a_result_gets_a_synthesized_error_result() -> None:
-    view = derive(user_entry(2, "go"), assistant_entry(3, calls=[("c1", "bash")], timestamp=42))
+    view = view_of(user_entry(2, "go"), assistant_entry(3, calls=[("c1", "bash")], timestamp=42))
 
     missing = view.messages[-1]
     assert missing == {
@@ -190,7 +186,7 @@ def test_r74_a_call_without_a_result_gets_a_synthesized_error_result() -> None:
 
 
 def test_r74_results_after_the_next_assistant_or_without_a_call_are_dropped() -> None:
-    view = derive(
+    view = view_of(
         user_entry(2, "go"),
         result_entry(3, "orphan"),
         assistant_entry(4, calls=[("c1", "read")]),
@@ -206,14 +202,14 @@ def test_r74_results_after_the_next_assistant_or_without_a_call_are_dropped() ->
 
 
 def test_r75_a_system_message_preceded_only_by_user_messages_moves_to_the_front() -> None:
-    view = derive(user_entry(2, "a"), user_entry(3, "b"), system_entry(4, {"s": "x"}))
+    view = view_of(user_entry(2, "a"), user_entry(3, "b"), system_entry(4, {"s": "x"}))
 
     assert texts(view.messages) == ["system:s", "user:a", "user:b"]
     assert [e.id for e in view.entries] == [2, 3, 4]
 
 
 def test_r75_a_system_message_after_an_answer_stays_in_place() -> None:
-    view = derive(
+    view = view_of(
         user_entry(2, "a"),
         system_entry(3, {"s": "x"}),
         assistant_entry(4, "b"),
@@ -229,7 +225,7 @@ def test_r75_a_system_message_after_an_answer_stays_in_place() -> None:
 
 def test_r76_the_view_holds_raw_entries_marker_first_and_contributions_per_entry() -> None:
     marker = entry(6, "pi.compaction", user("summary"), head=4)
-    view = derive(user_entry(2, "a"), assistant_entry(3, "b"), user_entry(4, "c"), marker)
+    view = view_of(user_entry(2, "a"), assistant_entry(3, "b"), user_entry(4, "c"), marker)
 
     assert view.head == marker
     assert [e.id for e in view.entries] == [6, 4]
@@ -249,8 +245,8 @@ def test_r76_only_the_first_entry_of_a_range_may_be_a_marker() -> None:
 def test_r113_a_summary_cut_older_than_the_range_start_is_stale() -> None:
     # Background B chose its cut at 70; blocking A cut at 150 and appended first.
     history = [user_entry(i, f"u{i}") for i in range(60, 200, 10)]
-    before = derive(*history)
-    after_a = derive(*history, entry(200, "pi.compaction", user("A"), head=150))
+    before = view_of(*history)
+    after_a = view_of(*history, entry(200, "pi.compaction", user("A"), head=150))
 
     assert not is_stale_head(before, 70)
     assert is_stale_head(after_a, 70)

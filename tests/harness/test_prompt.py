@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.harness._context import ContextView, active_range, derive_context
+from pi_durable_tui.harness._context import ContextView
 from pi_durable_tui.harness._prompt import (
     SystemEntryDraft,
     plan_system_entries,
@@ -21,11 +21,8 @@ from tests.harness.transcript import (
     tool,
     user,
     user_entry,
+    view_of,
 )
-
-
-def view_of(*entries: EntryRecord) -> ContextView:
-    return derive_context(active_range(entries))
 
 
 def shown(*entries: EntryRecord) -> ContextView:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pi_durable_tui.ai import AssistantMessage, ToolResultMessage, ToolSpec, UserMessage
-from pi_durable_tui.harness._context import ContextView, active_range, derive_context
 from pi_durable_tui.harness._request import build_request, offered_tools
-from pi_durable_tui.storage import EntryRecord, JsonObject
+from pi_durable_tui.storage import JsonObject
 from tests.harness.transcript import (
     assistant_entry,
     entry,
@@ -16,12 +15,8 @@ from tests.harness.transcript import (
     tool,
     user,
     user_entry,
+    view_of,
 )
-
-
-def view_of(*entries: EntryRecord) -> ContextView:
-    return derive_context(active_range(entries))
-
 
 FIRST = (
     user_entry(2, "fix the test"),

@@ -19,6 +19,7 @@ from pi_durable_tui.ai import (
     Usage,
     UserMessage,
 )
+from pi_durable_tui.harness._context import ContextView, active_range, derive_context
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
 
@@ -134,3 +135,8 @@ def texts(messages: list[JsonObject]) -> list[str]:
             parts = [b.get("text") or b.get("id") for b in blocks if b["type"] != "thinking"]
             rendered.append(f"{role}:{'+'.join(parts)}")
     return rendered
+
+
+def view_of(*entries: EntryRecord) -> ContextView:
+    """The context of a visible history, entries ascending (R71-R76)."""
+    return derive_context(active_range(entries))
