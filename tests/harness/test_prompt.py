@@ -25,10 +25,10 @@ from tests.harness.transcript import (
 )
 
 
-def shown(*entries: EntryRecord) -> ContextView:
+def shown() -> ContextView:
     """A context whose prompt shows sections a, b, c and tools read, bash."""
     base = system_entry(3, {"a": "A", "b": "B", "c": "C"}, tools_added=[tool("read"), tool("bash")])
-    return view_of(user_entry(2, "hi"), base, assistant_entry(4, "hello"), *entries)
+    return view_of(user_entry(2, "hi"), base, assistant_entry(4, "hello"))
 
 
 def messages(drafts: list[SystemEntryDraft]) -> list[JsonObject]:
