@@ -32,7 +32,7 @@ from typing import Any
 
 from pi_durable_tui.tools._edit_diff import display_diff, unified_patch
 from pi_durable_tui.tools._edit_engine import EditSpec, apply_edits
-from pi_durable_tui.tools._read_window import select_lines_from_chunks
+from pi_durable_tui.tools._read_window import RawChunks, select_lines
 
 CHUNK = 64 * 1024
 
@@ -108,7 +108,7 @@ def measure(lines: int, megabytes: int, repeat: int) -> dict[str, dict[str, Any]
         "diff_rewrite": _row(ours_diff(rewritten), lambda: _difflib_patch(old, rewritten), repeat),
         "edit_few_edits": _row(lambda: apply_edits("bench.py", old, edits), replace_all, repeat),
         "read_big_file": _row(
-            lambda: select_lines_from_chunks(chunks(), display_path="big.txt"),
+            lambda: select_lines(RawChunks(chunks()), display_path="big.txt"),
             lambda: sum(chunk.count(b"\n") for chunk in chunks()),
             repeat,
         ),

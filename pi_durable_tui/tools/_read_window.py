@@ -19,8 +19,7 @@ its source in one pass and keeps only what it shows. The source is one of:
 
 - ``str``: the whole text, already in memory (tests, small files);
 - an iterable of ``str``: lines without their ``\n``, produced lazily;
-- an iterable of ``bytes`` chunks, through ``select_lines_from_chunks``: the
-  raw file in any chunking. Lines before ``offset`` are only counted (no
+- ``RawChunks``: the raw file in any chunking. Lines before ``offset`` are only counted (no
   decoding), an over-long line keeps at most ``max_bytes`` of its bytes, and
   lines past the shown head are counted with ``bytes.count``, so memory stays
   about ``max_bytes`` whatever the file or line size.
@@ -239,8 +238,23 @@ class _ChunkLines:
         return newlines + 1
 
 
+@dataclass(frozen=True, slots=True)
+class RawChunks:
+    """A file's raw bytes in any chunking, for ``select_lines`` to scan lazily.
+
+    Lines before the window are counted without decoding, an over-long line
+    keeps only ``max_bytes`` of its bytes, and the shown lines are decoded as
+    UTF-8 (invalid bytes become U+FFFD; sizes count the file's bytes).
+
+    Attributes:
+        chunks: The bytes, read once, in order.
+    """
+
+    chunks: Iterable[bytes]
+
+
 def select_lines(
-    text_or_lines: str | Iterable[str],
+    source: str | Iterable[str] | RawChunks,
     offset: int | None = None,
     limit: int | None = None,
     *,
@@ -249,10 +263,11 @@ def select_lines(
     max_lines: int = DEFAULT_MAX_LINES,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> ReadWindow:
-    r"""Select the window ``read`` shows from a text or a lazy line iterator.
+    r"""Select the window ``read`` shows, reading the source once and lazily.
 
     Args:
-        text_or_lines: The whole text, or its lines without ``\n`` (lazily).
+        source: The whole text, its lines without ``\n`` (lazily), or the
+            file's raw bytes (``RawChunks``).
         offset: The 1-based first line; None (or below 1) starts at line 1.
         limit: How many lines to select from ``offset``; None selects to the end.
         display_path: The path as the model gave it, quoted in the messages.
@@ -266,63 +281,17 @@ def select_lines(
 
     Raises:
         ReadError: When ``offset`` is past the last line, or ``limit`` is negative.
+        ValueError: When ``max_lines`` or ``max_bytes`` is not positive.
     """
-    return _select(
-        _TextLines(text_or_lines), offset, limit, display_path, total_lines, max_lines, max_bytes
+    lines: _LineSource = (
+        _ChunkLines(source.chunks) if isinstance(source, RawChunks) else _TextLines(source)
     )
-
-
-def select_lines_from_chunks(
-    chunks: Iterable[bytes],
-    offset: int | None = None,
-    limit: int | None = None,
-    *,
-    display_path: str,
-    total_lines: int | None = None,
-    max_lines: int = DEFAULT_MAX_LINES,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-) -> ReadWindow:
-    """Select the window ``read`` shows from a file's raw bytes, in one lazy pass.
-
-    Same result as ``select_lines`` on the text decoded as UTF-8 (invalid
-    bytes become U+FFFD in the shown lines; sizes count the file's bytes).
-
-    Args:
-        chunks: The file's bytes in any chunking, read lazily.
-        offset: The 1-based first line; None (or below 1) starts at line 1.
-        limit: How many lines to select from ``offset``; None selects to the end.
-        display_path: The path as the model gave it, quoted in the messages.
-        total_lines: The file's line count when the caller knows it; then the
-            chunks are not read past the shown head.
-        max_lines: Most lines shown.
-        max_bytes: Most bytes shown.
-
-    Returns:
-        The shown window, its diagnostics and truncation details.
-
-    Raises:
-        ReadError: When ``offset`` is past the last line, or ``limit`` is negative.
-    """
-    return _select(
-        _ChunkLines(chunks), offset, limit, display_path, total_lines, max_lines, max_bytes
-    )
-
-
-def _select(
-    source: _LineSource,
-    offset: int | None,
-    limit: int | None,
-    display_path: str,
-    known_total: int | None,
-    max_lines: int,
-    max_bytes: int,
-) -> ReadWindow:
     if max_lines < 1 or max_bytes < 1:
         raise ValueError(f"read limits must be positive, got {max_lines} lines, {max_bytes} bytes")
     if limit is not None and limit < 0:
         raise ReadError(f"Invalid limit {limit}: it must be a number of lines, 0 or more")
     start = max(offset or 1, 1) - 1
-    passed = source.skip(start)
+    passed = lines.skip(start)
     wanted = limit if limit is not None else -1  # -1: to the end
     shown: list[str] = []
     shown_bytes = 0
@@ -330,7 +299,7 @@ def _select(
     cut_line: tuple[str, int] | None = None
     at_end = False
     while wanted != 0:
-        line = source.take(max_bytes)
+        line = lines.take(max_bytes)
         if line is None:
             at_end = True
             break
@@ -351,12 +320,12 @@ def _select(
         shown_bytes += added
         wanted -= 1
 
-    if known_total is not None:
-        total = known_total
+    if total_lines is not None:
+        total = total_lines
     elif at_end:
         total = passed
     else:
-        total = passed + source.count_rest()
+        total = passed + lines.count_rest()
     if start >= total:
         raise ReadError(f"Offset {offset} is beyond end of file ({total} lines total)")
     first = start + 1

@@ -15,12 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pi_durable_tui.tools._read_window import (
+    RawChunks,
     ReadError,
     ReadWindow,
     Truncation,
     format_size,
     select_lines,
-    select_lines_from_chunks,
 )
 
 PATH = "src/data.txt"
@@ -295,7 +295,7 @@ def test_byte_chunks_give_the_window_of_the_decoded_text() -> None:
     text = "\u00e9t\u00e9\n" * 3000
     data = text.encode()
 
-    from_chunks = select_lines_from_chunks(_chunked(data, 7), offset=2, display_path=PATH)
+    from_chunks = select_lines(RawChunks(_chunked(data, 7)), offset=2, display_path=PATH)
 
     assert from_chunks == select_lines(text, offset=2, display_path=PATH)
 
@@ -305,7 +305,7 @@ def test_a_huge_single_line_from_chunks_keeps_only_the_shown_bytes() -> None:
         for _ in range(64):
             yield b"q" * (1 << 20)
 
-    window = select_lines_from_chunks(chunks(), display_path="one.line")
+    window = select_lines(RawChunks(chunks()), display_path="one.line")
 
     assert window.content == "q" * 51200
     assert window.diagnostics[0]["message"] == (
@@ -322,18 +322,18 @@ def test_chunks_with_a_known_total_are_not_read_past_the_shown_head() -> None:
             consumed.append(index)
             yield b"line\n" * 100
 
-    window = select_lines_from_chunks(chunks(), limit=150, total_lines=100_001, display_path=PATH)
+    window = select_lines(RawChunks(chunks()), limit=150, total_lines=100_001, display_path=PATH)
 
     assert window.shown_lines == 150
     assert len(consumed) == 2
 
 
 def test_no_chunks_at_all_is_an_empty_file() -> None:
-    assert select_lines_from_chunks([], display_path=PATH) == select_lines("", display_path=PATH)
+    assert select_lines(RawChunks([]), display_path=PATH) == select_lines("", display_path=PATH)
 
 
 def test_invalid_utf8_in_chunks_becomes_replacement_characters() -> None:
-    window = select_lines_from_chunks([b"ok\n\xff\xfe bad\n"], display_path=PATH)
+    window = select_lines(RawChunks([b"ok\n\xff\xfe bad\n"]), display_path=PATH)
 
     assert window.content == "ok\n\ufffd\ufffd bad\n"
 
@@ -362,15 +362,15 @@ def test_every_source_gives_the_same_window_as_the_whole_text(
     options = {"offset": offset, "limit": limit, "max_lines": max_lines, "max_bytes": max_bytes}
     total = text.count("\n") + 1 if known_total else None
 
-    def window(select: Any, source: Any) -> ReadWindow | str:
+    def window(source: Any) -> ReadWindow | str:
         try:
-            return select(source, display_path=PATH, total_lines=total, **options)
+            return select_lines(source, display_path=PATH, total_lines=total, **options)
         except ReadError as error:
             return str(error)
 
-    expected = window(select_lines, text)
-    assert window(select_lines, iter(text.split("\n"))) == expected
-    assert window(select_lines_from_chunks, _chunked(text.encode(), chunk)) == expected
+    expected = window(text)
+    assert window(iter(text.split("\n"))) == expected
+    assert window(RawChunks(_chunked(text.encode(), chunk))) == expected
     if isinstance(expected, ReadWindow):
         assert len(expected.content.encode()) <= max_bytes
         assert expected.content.count("\n") < max_lines
