@@ -143,31 +143,29 @@ class _Wording:
     path: str
     total: int
 
+    def _say(self, single: str, multiple: str) -> EditError:
+        return EditError(single if self.total == 1 else multiple)
+
     def empty(self, index: int) -> EditError:
-        if self.total == 1:
-            return EditError(f"oldText must not be empty in {self.path}.")
-        return EditError(f"edits[{index}].oldText must not be empty in {self.path}.")
+        return self._say(
+            f"oldText must not be empty in {self.path}.",
+            f"edits[{index}].oldText must not be empty in {self.path}.",
+        )
 
     def not_found(self, index: int) -> EditError:
-        if self.total == 1:
-            return EditError(
-                f"Could not find the exact text in {self.path}. The old text must match "
-                "exactly including all whitespace and newlines."
-            )
-        return EditError(
+        return self._say(
+            f"Could not find the exact text in {self.path}. The old text must match exactly "
+            "including all whitespace and newlines.",
             f"Could not find edits[{index}] in {self.path}. The oldText must match exactly "
-            "including all whitespace and newlines."
+            "including all whitespace and newlines.",
         )
 
     def duplicate(self, index: int, count: int) -> EditError:
-        if self.total == 1:
-            return EditError(
-                f"Found {count} occurrences of the text in {self.path}. The text must be "
-                "unique. Please provide more context to make it unique."
-            )
-        return EditError(
-            f"Found {count} occurrences of edits[{index}] in {self.path}. Each oldText must "
-            "be unique. Please provide more context to make it unique."
+        return self._say(
+            f"Found {count} occurrences of the text in {self.path}. The text must be unique. "
+            "Please provide more context to make it unique.",
+            f"Found {count} occurrences of edits[{index}] in {self.path}. Each oldText must be "
+            "unique. Please provide more context to make it unique.",
         )
 
     def overlap(self, first: int, second: int) -> EditError:
@@ -177,14 +175,11 @@ class _Wording:
         )
 
     def no_change(self) -> EditError:
-        if self.total == 1:
-            return EditError(
-                f"No changes made to {self.path}. The replacement produced identical content. "
-                "This might indicate an issue with special characters or the text not "
-                "existing as expected."
-            )
-        return EditError(
-            f"No changes made to {self.path}. The replacements produced identical content."
+        return self._say(
+            f"No changes made to {self.path}. The replacement produced identical content. This "
+            "might indicate an issue with special characters or the text not existing as "
+            "expected.",
+            f"No changes made to {self.path}. The replacements produced identical content.",
         )
 
 

@@ -19,10 +19,10 @@ its source in one pass and keeps only what it shows. The source is one of:
 
 - ``str``: the whole text, already in memory (tests, small files);
 - an iterable of ``str``: lines without their ``\n``, produced lazily;
-- ``RawChunks``: the raw file in any chunking. Lines before ``offset`` are only counted (no
-  decoding), an over-long line keeps at most ``max_bytes`` of its bytes, and
-  lines past the shown head are counted with ``bytes.count``, so memory stays
-  about ``max_bytes`` whatever the file or line size.
+- ``RawChunks``: the raw file in any chunking. Lines before ``offset`` are
+  only counted (no decoding), an over-long line keeps at most ``max_bytes`` of
+  its bytes, and lines past the shown head are counted with ``bytes.count``,
+  so memory stays about ``max_bytes`` whatever the file or line size.
 
 The messages name the file's total line count, which only a full pass can
 know. A caller that knows it already (from an index, or a previous read) passes
@@ -220,10 +220,9 @@ class _ChunkLines:
                 break
             end = self._buffer.find(b"\n", self._at)
             piece_end = len(self._buffer) if end == -1 else end
-            piece = self._buffer[self._at : piece_end]
             if len(kept) <= cap:  # keep one byte past cap to see where a character ends
-                kept += piece[: cap + 1 - len(kept)]
-            size += len(piece)
+                kept += self._buffer[self._at : min(piece_end, self._at + cap + 1 - len(kept))]
+            size += piece_end - self._at
             self._at = piece_end + (end != -1)
             if end != -1:
                 break
