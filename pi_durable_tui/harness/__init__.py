@@ -1,0 +1,1 @@
+"""Layer 3: the harness (conversations, submissions, built-in tasks)."""
