@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "storage": ("pi_durable_tui.bench.storage", "storage backends against raw sqlite3"),
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
+    "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
 }
 
 
