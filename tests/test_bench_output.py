@@ -30,6 +30,7 @@ def test_a_small_run_reports_baseline_head_and_tail_with_ratios_and_peaks(
         assert entry["peak_kib"] > 0
         assert 0 < entry["kept_bytes"] <= 51200
         assert entry["dropped_lines"] > 0
+        assert entry["progress_reads"] >= 1  # the first change commits at once
 
 
 def test_the_table_names_every_workload(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,15 +10,17 @@ pushes them, for each workload and in the same process:
 - ``baseline``: a loop that only adds up each chunk's length and newline count
   (the least any consumer of the stream does);
 - ``head`` and ``tail``: ``ToolOutputBuffer`` with the default limits (50 KiB,
-  2,000 lines) and that retention, reading ``changes_since`` every 40 chunks
-  as a progress committer would, then ``finish()`` and the final text.
+  2,000 lines) and that retention, reading ``changes_since`` whenever the R103
+  ``ProgressThrottle`` lets a progress commit start (the commit itself takes no
+  time here), then ``finish()`` and the final text.
 
 The chunks are generated once before timing (a pool of distinct chunks, cycled)
 and workloads are interleaved over ``--repeat`` runs; the best run counts.
 Reported per workload: ``seconds``, ``mib_per_s``, ``ratio`` (seconds divided
 by the baseline's) and, from one more run under ``tracemalloc``,
 ``peak_kib``: the most memory the buffer allocated at once (the chunks
-themselves are not counted: they exist before the run). A buffer whose counts
+themselves are not counted: they exist before the run); ``progress_reads``
+counts the throttled reads of the best run. A buffer whose counts
 disagree with the baseline's carries ``wrong``. ``--json`` prints one object
 keyed by workload. Figures are printed, never asserted (DESIGN.md section 6).
 """
@@ -37,10 +39,10 @@ from typing import Any
 
 from pi_durable_tui.harness._bounds import OutputLimits
 from pi_durable_tui.harness._output import ToolOutputBuffer
+from pi_durable_tui.harness._throttle import ProgressThrottle
 
 WORDS = ("compiling", "module", "ok", "tests/unit", "warning:", "passed", "🙂", "Größe", "--")
 POOL = 16
-READ_EVERY = 40
 
 
 def generate_chunks(chunk_size: int, count: int, seed: int = 7) -> list[bytes]:
@@ -83,16 +85,25 @@ def _baseline(pool: list[bytes], chunks: int) -> tuple[int, int]:
     return total, newlines + (not last.endswith(b"\n"))
 
 
-def _buffered(pool: list[bytes], chunks: int, limits: OutputLimits) -> ToolOutputBuffer:
+def _buffered(pool: list[bytes], chunks: int, limits: OutputLimits) -> tuple[ToolOutputBuffer, int]:
     buffer = ToolOutputBuffer(limits)
+    throttle = ProgressThrottle()
     committed = ""
-    for index, chunk in enumerate(_stream(pool, chunks)):
+    commits = 0
+    for chunk in _stream(pool, chunks):
         buffer.write(chunk)
-        if index % READ_EVERY == 0:
-            committed = buffer.changes_since(committed).window
+        now = time.perf_counter() * 1000.0
+        due = throttle.changed(now)
+        if due is not None and due <= now:
+            # An instant progress commit: what the committer reads and would write.
+            throttle.begin(now)
+            change = buffer.changes_since(committed)
+            committed = change.window
+            throttle.end(now, len(change.text.encode()))
+            commits += 1
     buffer.finish()
     _ = buffer.text
-    return buffer
+    return buffer, commits
 
 
 def _timed(run: Any) -> tuple[float, Any]:
@@ -118,13 +129,14 @@ def measure(mib: int, chunk_kib: int, repeat: int) -> dict[str, dict[str, Any]]:
     retentions = {"head": OutputLimits(), "tail": OutputLimits(retain="tail")}
     best = {"baseline": float("inf"), **{name: float("inf") for name in retentions}}
     counts: tuple[int, int] = (0, 0)
-    buffers: dict[str, ToolOutputBuffer] = {}
+    buffers: dict[str, tuple[ToolOutputBuffer, int]] = {}
     for _ in range(repeat):
         seconds, counts = _timed(lambda: _baseline(pool, chunks))
         best["baseline"] = min(best["baseline"], seconds)
         for name, limits in retentions.items():
-            seconds, buffers[name] = _timed(lambda limits=limits: _buffered(pool, chunks, limits))
-            best[name] = min(best[name], seconds)
+            seconds, result = _timed(lambda limits=limits: _buffered(pool, chunks, limits))
+            if seconds < best[name]:
+                best[name], buffers[name] = seconds, result
     total, lines = counts
     mebibytes = total / (1024 * 1024)
     report: dict[str, dict[str, Any]] = {
@@ -142,7 +154,7 @@ def measure(mib: int, chunk_kib: int, repeat: int) -> dict[str, dict[str, Any]]:
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        buffer = buffers[name]
+        buffer, reads = buffers[name]
         entry: dict[str, Any] = {
             "seconds": best[name],
             "mib_per_s": mebibytes / best[name],
@@ -150,6 +162,7 @@ def measure(mib: int, chunk_kib: int, repeat: int) -> dict[str, dict[str, Any]]:
             "peak_kib": peak / 1024,
             "kept_bytes": total - buffer.dropped_bytes,
             "dropped_lines": buffer.dropped_lines,
+            "progress_reads": reads,
         }
         if (buffer.total_bytes, buffer.total_lines) != (total, lines):
             entry["wrong"] = (

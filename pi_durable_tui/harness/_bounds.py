@@ -22,7 +22,8 @@ Dropped counts: bytes = total bytes - kept bytes; lines = total lines - kept
 lines, where a text's line count is its newline count plus one when it does not
 end with a newline (an unterminated final line counts; the empty text has none)
 and a partly kept line counts as kept. The kept bytes are decoded with
-``errors="replace"``.
+``errors="replace"``, so kept invalid bytes become U+FFFD (three bytes in UTF-8
+each): only then can the kept text's UTF-8 size pass ``max_bytes``.
 
 A *character boundary* is a byte position not inside a UTF-8 sequence: one
 whose byte is not a continuation byte, or a continuation byte that no lead byte

@@ -23,11 +23,13 @@ Sanitizing (R102): control characters other than tab and newline (so carriage
 return too), and U+FFF9..U+FFFB, are removed from the retained text only
 (``a\u0007b\r\n`` as text is kept as ``ab\n``); counts are not affected.
 
-Speed: a chunk costs one ``bytes.count`` and, while bytes are still kept, one
-slice of what is kept (head: until ``max_bytes + 1`` bytes are held; tail: the
-last ``max_bytes + 3`` bytes of a chunk at most). The window itself is computed
-only when ``text`` is read, which the progress committer does at most a few
-times a second (R103).
+Speed and memory: a chunk costs one ``bytes.count`` and, while bytes are still
+kept, one copy of what is kept. Head retention holds the first ``max_bytes + 1``
+bytes and then stops keeping; tail retention copies at most the last
+``max_bytes + 3`` bytes of a chunk and holds at most ``2 * (max_bytes + 3)``
+bytes (trimmed in one step when small chunks pile up). The window is computed,
+decoded and sanitized only when ``text`` is read, which the progress committer
+does at most a few times a second (R103); it is cached until the next change.
 """
 
 from __future__ import annotations
