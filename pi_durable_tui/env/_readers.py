@@ -49,8 +49,6 @@ class _LineSelection:
         self.kept_len = 0  # how much of it ``current`` holds
         self.first_line_bytes = 0
         self.stopped: Literal["end", "lines", "bytes"] | None = None
-        if max_lines == 0:
-            self.stopped = "lines"
 
     def _budget(self) -> int | None:
         # Bytes of the current line worth keeping: one more than can fit tells "too long",
@@ -71,6 +69,9 @@ class _LineSelection:
         self.kept_len += len(piece)
 
     def _finish_line(self, *, final: bool) -> None:
+        if self.max_lines == 0:  # a line exists to select, but none may be
+            self.stopped = "lines"
+            return
         line = b"".join(self.current)
         full = self.current_len
         self.current, self.current_len, self.kept_len = [], 0, 0
@@ -104,6 +105,8 @@ class _LineSelection:
             for _ in range(need):
                 pos = block.index(b"\n", pos) + 1
             self.line = self.start_line
+        if self.max_lines == 0:
+            self._finish_line(final=False)
         while self.stopped is None:
             newline = block.find(b"\n", pos)
             self._collect(block[pos : len(block) if newline < 0 else newline])

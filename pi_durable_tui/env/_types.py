@@ -106,7 +106,8 @@ class SkippedOutput:
     """Output that ``exec`` dropped under an ``OutputWindow`` just before a chunk.
 
     The skipped bytes follow the previously delivered chunk (of either stream)
-    immediately and end on a UTF-8 character boundary. A consumer that decodes
+    immediately; the chunk after them starts on a UTF-8 character boundary
+    (except when a pipe read had split that character). A consumer that decodes
     incrementally discards the partial character it may hold: its remaining bytes
     were skipped. ``line_count`` is the number of newlines in the skipped bytes.
     """

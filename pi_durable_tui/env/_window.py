@@ -10,9 +10,15 @@ the pipe reads, one newline count per byte and a few deliveries per second.
 A byte can be dropped when at least ``max_bytes`` bytes follow it (the kept
 tail is a suffix of at most ``max_bytes`` bytes), or when at least
 ``max_lines + 1`` newlines follow it (its line is then followed by ``max_lines``
-whole lines). Cuts never split a UTF-8 character. The dropped byte and newline
-counts go with the next delivered chunk as ``SkippedOutput``, so a consumer that
-adds them to its dropped totals ends with exactly the result of seeing every byte.
+whole lines). The window keeps one byte more than that: after a byte cut, the
+consumer holds more than ``max_bytes`` bytes from the cut line's visible part
+on, so it can never keep that partial line as if it were whole; it can only
+keep its final bytes, as it would from the complete line. A line cut falls
+just after a newline. Byte cuts move back to a UTF-8 character start within
+the chunk they fall in. The dropped byte and newline counts go with the next
+delivered chunk as ``SkippedOutput``, so a consumer that applies its usual tail
+rule (R102) to what it receives and adds the skipped counts to its dropped
+totals ends with exactly the result of seeing every byte.
 
 Timing follows R103's throttle: output arriving after a quiet period is
 delivered at once; each delivery of ``n`` bytes makes the next wait at least
@@ -38,25 +44,10 @@ class _Segment:
     newlines: int
 
 
-def _is_continuation(byte: int) -> bool:
-    return byte & 0xC0 == 0x80
-
-
 def _character_start(data: bytes, cut: int) -> int:
-    """Move ``cut`` (inside ``data``) to the start of a UTF-8 character.
-
-    Back first, which keeps a few more bytes than needed and is always safe.
-    When the character began in an earlier segment (a read split it), forward
-    past its continuation bytes instead: a kept tail never starts inside a
-    character, so those bytes could never be kept.
-    """
-    back = cut
-    while back > 0 and _is_continuation(data[back]):
-        back -= 1
-    if not _is_continuation(data[back]):
-        return back
-    while cut < len(data) and _is_continuation(data[cut]):
-        cut += 1
+    """Move ``cut`` back to the start of the UTF-8 character it falls in (within ``data``)."""
+    while cut > 0 and data[cut] & 0xC0 == 0x80:
+        cut -= 1
     return cut
 
 
@@ -129,9 +120,11 @@ class TailWindow:
         self._pending_newlines = sum(segment.newlines for segment in self._pending)
 
     def _trim(self) -> None:
-        max_bytes = self._window.max_bytes
-        if self._pending_bytes > max_bytes:
-            drop = self._pending_bytes - max_bytes
+        # REMINDER: keep max_bytes + 1 bytes, not max_bytes: the line a byte cut splits then
+        # never fits whole in a consumer's tail, which is what makes its result exact.
+        keep = self._window.max_bytes + 1
+        if self._pending_bytes > keep:
+            drop = self._pending_bytes - keep
             index = 0
             while drop >= len(self._pending[index].data):
                 drop -= len(self._pending[index].data)
