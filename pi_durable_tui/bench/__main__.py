@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "storage": ("pi_durable_tui.bench.storage", "storage backends against raw sqlite3"),
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
+    "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
 }
 
 
