@@ -58,6 +58,20 @@ def exit_code_of(si_code: int, si_status: int) -> int:
     return 128 + si_status
 
 
+_live: set[ProcessGroup] = set()
+
+
+def reap_finished_groups() -> None:
+    """Reap exited members of every group still known in this process, and forget empty ones.
+
+    Background processes of commands that returned (``sleep 9 &``) become
+    zombies of this process when they end; each new command collects them, so
+    they never pile up, whichever environment object started them.
+    """
+    for group in list(_live):
+        group.alive()
+
+
 class ProcessGroup:
     """One command's process group: its leader's exit status and its remaining members."""
 
@@ -65,6 +79,7 @@ class ProcessGroup:
         self.leader = leader
         self.exit_code: int | None = None
         self._killing: asyncio.Task[None] | None = None
+        _live.add(self)
 
     def reap(self) -> None:
         """Collect every exited child in the group (the leader's status is kept)."""
@@ -84,6 +99,7 @@ class ProcessGroup:
         try:
             os.killpg(self.leader, 0)
         except ProcessLookupError:
+            _live.discard(self)
             return False
         except PermissionError:
             return True

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pi_durable_tui.env._errors import FileError
-from pi_durable_tui.env._groups import ProcessGroup, become_subreaper
+from pi_durable_tui.env._groups import ProcessGroup, become_subreaper, reap_finished_groups
 from pi_durable_tui.env._spill import SpillFile
 from pi_durable_tui.env._types import (
     ExecResult,
@@ -110,6 +110,7 @@ class _Command:
     def start(self, argv: Sequence[str], cwd: str, environ: Mapping[str, str]) -> ProcessGroup:
         """Spawn the command; return its process group (to track for ``cleanup``)."""
         become_subreaper()
+        reap_finished_groups()
         out_read, out_write = _open_pipe()
         err_read, err_write = _open_pipe()
         try:

@@ -30,7 +30,24 @@ TextErrors = Literal["strict", "replace"]
 """How text reads treat bytes that are not UTF-8: fail with ``invalid``, or U+FFFD."""
 
 
-class BinaryReader(Protocol):
+class Closeable(Protocol):
+    """A handle to close when done, directly or with ``async with``."""
+
+    async def close(self) -> None:
+        """Release the handle; later use raises ``FileError("invalid")``. Idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...
+
+
+class BinaryReader(Closeable, Protocol):
     """Positional reads of one opened file; close it (or use ``async with``)."""
 
     @property
@@ -62,39 +79,13 @@ class BinaryReader(Protocol):
         """
         ...
 
-    async def close(self) -> None:
-        """Release the file; later reads raise ``FileError("invalid")``. Idempotent."""
-        ...
 
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None: ...
-
-
-class DirReader(Protocol):
+class DirReader(Closeable, Protocol):
     """Pages of one directory's entries, in no particular order."""
 
     async def read_page(self) -> list[DirEntry]:
         """The next page of entries; an empty list once every entry was returned."""
         ...
-
-    async def close(self) -> None:
-        """Release the directory handle. Idempotent."""
-        ...
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None: ...
 
 
 class ExecutionEnv(Protocol):

@@ -161,7 +161,26 @@ def scan_lines(
     )
 
 
-class LocalBinaryReader:
+class _ClosedOnExit:
+    """``async with`` support for handles with an async ``close``."""
+
+    async def close(self) -> None:
+        """Release the handle. Idempotent."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class LocalBinaryReader(_ClosedOnExit):
     """A ``BinaryReader`` over one open local file descriptor."""
 
     def __init__(self, fd: int, path: str) -> None:
@@ -235,23 +254,12 @@ class LocalBinaryReader:
         if fd is not None:
             os.close(fd)
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     def __del__(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
 
 
-class LocalDirReader:
+class LocalDirReader(_ClosedOnExit):
     """A ``DirReader`` over one ``os.scandir`` iterator."""
 
     def __init__(self, path: str, page_size: int) -> None:
@@ -294,14 +302,3 @@ class LocalDirReader:
         items, self._items = self._items, None
         if items is not None:
             items.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()

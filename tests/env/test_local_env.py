@@ -7,6 +7,7 @@ check the local choices documented in ``pi_durable_tui/env/_local.py``,
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import stat
@@ -34,6 +35,12 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def child_variable_names(env: LocalEnv) -> set[str]:
+    captured = Captured()
+    await env.exec(["env"], on_output=captured)
+    return {line.split("=", 1)[0] for line in captured.text().splitlines()}
 
 
 async def test_r119_tilde_is_the_users_home_unless_given(tmp_path: Path) -> None:
@@ -116,9 +123,7 @@ async def test_inherited_secrets_are_scrubbed_and_plain_variables_kept(
     monkeypatch.setenv("LOCAL_PLAIN", "visible")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp")
-    captured = Captured()
-    await env.exec(["env"], on_output=captured)
-    names = {line.split("=", 1)[0] for line in captured.text().splitlines()}
+    names = await child_variable_names(env)
     assert "LOCAL_PLAIN" in names
     assert "PATH" in names
     assert names.isdisjoint({"OPENAI_API_KEY", "GITHUB_TOKEN"})
@@ -131,9 +136,7 @@ async def test_allow_env_lets_named_and_globbed_secrets_through(
     monkeypatch.setenv("GITLAB_TOKEN", "glp")
     monkeypatch.setenv("NPM_TOKEN", "npm")
     env = LocalEnv(str(tmp_path), allow_env=["GITHUB_TOKEN", "GITLAB_*"])
-    captured = Captured()
-    await env.exec(["env"], on_output=captured)
-    names = {line.split("=", 1)[0] for line in captured.text().splitlines()}
+    names = await child_variable_names(env)
     assert {"GITHUB_TOKEN", "GITLAB_TOKEN"} <= names
     assert "NPM_TOKEN" not in names
 
@@ -142,3 +145,17 @@ async def test_an_explicit_environ_replaces_the_process_environment(tmp_path: Pa
     env = LocalEnv(str(tmp_path), environ={"ONLY": "1", "SOME_SECRET": "s", "PATH": "/bin"})
     assert env.child_environment({"EXTRA": "2"}) == {"ONLY": "1", "PATH": "/bin", "EXTRA": "2"}
     assert env.child_environment(inherit_env=False) == {}
+
+
+async def test_r120_a_finished_background_process_is_reaped_by_the_next_command(
+    tmp_path: Path,
+) -> None:
+    captured = Captured()
+    await LocalEnv(str(tmp_path)).exec("sleep 0.2 >/dev/null 2>&1 & echo $!", on_output=captured)
+    pid = int(captured.first_line())
+    while (
+        os.path.exists(f"/proc/{pid}") and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    ):
+        await asyncio.sleep(0.01)
+    await LocalEnv(str(tmp_path)).exec(["true"])
+    assert not alive(pid)
