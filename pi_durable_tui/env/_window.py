@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._types import (
     OutputCallback,
     OutputStream,
@@ -57,7 +58,7 @@ class TailWindow:
     def __init__(self, window: OutputWindow, deliver: OutputCallback) -> None:
         for name in ("max_bytes", "max_lines", "min_interval_ms", "bytes_per_second"):
             if getattr(window, name) < 0:
-                raise ValueError(f"OutputWindow.{name} must be at least 0")
+                raise FileError("invalid", f"OutputWindow.{name} must be at least 0")
         self._window = window
         self._deliver = deliver
         self._pending: list[_Segment] = []

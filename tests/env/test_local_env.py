@@ -14,10 +14,11 @@ import stat
 import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pi_durable_tui.env import FileError, LocalEnv
+from pi_durable_tui.env import FileError, LocalEnv, OutputWindow, SpillPolicy
 from pi_durable_tui.env._local import find_shell
 from pi_durable_tui.env.conformance import Captured
 
@@ -159,3 +160,21 @@ async def test_r120_a_finished_background_process_is_reaped_by_the_next_command(
         await asyncio.sleep(0.01)
     await LocalEnv(str(tmp_path)).exec(["true"])
     assert not alive(pid)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"window": OutputWindow(-1, 10)}, "OutputWindow.max_bytes must be at least 0"),
+        ({"spill": SpillPolicy(10, -1)}, "SpillPolicy thresholds must be at least 0"),
+        ({"command": []}, "Cannot run an empty argv"),
+    ],
+)
+async def test_r120_bad_exec_options_fail_before_anything_runs(
+    env: LocalEnv, tmp_path: Path, options: dict[str, Any], message: str
+) -> None:
+    command = options.pop("command", "echo ran > ran.txt")
+    with pytest.raises(FileError, match=message) as caught:
+        await env.exec(command, **options)
+    assert caught.value.code == "invalid"
+    assert not (tmp_path / "ran.txt").exists()
