@@ -31,6 +31,9 @@ _subreaper: bool | None = None
 KILL_POLL_SECONDS = 0.005
 """How often a dying group is checked; members die within a few milliseconds."""
 
+LOST_EXIT_CODE = 255
+"""The exit code reported when another part of the process reaped the command."""
+
 KILL_WAIT_SECONDS = 5.0
 """How long to wait after ``SIGKILL`` for members that cannot be reaped here."""
 
@@ -87,6 +90,10 @@ class ProcessGroup:
             try:
                 result = os.waitid(os.P_PGID, self.leader, os.WEXITED | os.WNOHANG)
             except ChildProcessError:
+                if self.exit_code is None:
+                    # The leader is no child of ours any more: something else reaped it
+                    # (SIGCHLD ignored, a stray waitpid(-1)). Its status is lost.
+                    self.exit_code = LOST_EXIT_CODE
                 return
             if result is None:
                 return
