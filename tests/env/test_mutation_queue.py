@@ -15,10 +15,18 @@ def queue() -> FileMutationQueue:
     return FileMutationQueue()
 
 
-async def holds_while_other_waits(
-    queue: FileMutationQueue, first: tuple[LocalEnv, str], second: tuple[LocalEnv, str]
+async def acquired_while_held(
+    queue: FileMutationQueue,
+    first: tuple[LocalEnv, str],
+    second: tuple[LocalEnv, str],
+    patience: float,
 ) -> bool:
-    """Hold ``first``; return whether a holder of ``second`` had to wait for it."""
+    """Hold ``first``; return whether ``second`` was acquired within ``patience`` seconds.
+
+    Tests expecting a wait use a short patience (a slow machine only makes the
+    wait look longer); tests expecting no wait use a long one, which ends as
+    soon as the second holder gets in.
+    """
     release = asyncio.Event()
     entered = asyncio.Event()
 
@@ -30,12 +38,12 @@ async def holds_while_other_waits(
     holder = asyncio.ensure_future(hold_first())
     await entered.wait()
     other = asyncio.ensure_future(queue.hold(*second).__aenter__())
-    await asyncio.sleep(0.02)
-    waited = not other.done()
+    await asyncio.wait({other}, timeout=patience)
+    acquired = other.done()
     release.set()
     await holder
     await other
-    return waited
+    return acquired
 
 
 async def test_r121_two_mutations_of_one_file_queue(
@@ -57,7 +65,7 @@ async def test_r121_two_mutations_of_one_file_queue(
 
 async def test_r121_other_files_never_wait(queue: FileMutationQueue, tmp_path: Path) -> None:
     env = LocalEnv(str(tmp_path))
-    assert not await holds_while_other_waits(queue, (env, "a.txt"), (env, "b.txt"))
+    assert await acquired_while_held(queue, (env, "a.txt"), (env, "b.txt"), patience=10)
 
 
 async def test_r121_spellings_of_one_file_share_a_slot(
@@ -67,19 +75,20 @@ async def test_r121_spellings_of_one_file_share_a_slot(
     (tmp_path / "real" / "f.txt").write_text("x")
     (tmp_path / "link").symlink_to("real")
     env = LocalEnv(str(tmp_path))
-    assert await holds_while_other_waits(
-        queue, (env, "link/f.txt"), (env, str(tmp_path / "real" / "f.txt"))
+    real = str(tmp_path / "real" / "f.txt")
+    assert not await acquired_while_held(queue, (env, "link/f.txt"), (env, real), patience=0.05)
+    assert not await acquired_while_held(
+        queue, (env, "link/new.txt"), (env, "real/new.txt"), patience=0.05
     )
-    assert await holds_while_other_waits(queue, (env, "link/new.txt"), (env, "real/new.txt"))
 
 
 async def test_r121_fresh_env_objects_with_equal_ids_share_a_queue(
     queue: FileMutationQueue, tmp_path: Path
 ) -> None:
     first, second = LocalEnv(str(tmp_path)), LocalEnv(str(tmp_path))
-    assert await holds_while_other_waits(queue, (first, "f.txt"), (second, "f.txt"))
+    assert not await acquired_while_held(queue, (first, "f.txt"), (second, "f.txt"), patience=0.05)
     sandbox = LocalEnv(str(tmp_path), id="sandbox")
-    assert not await holds_while_other_waits(queue, (first, "f.txt"), (sandbox, "f.txt"))
+    assert await acquired_while_held(queue, (first, "f.txt"), (sandbox, "f.txt"), patience=10)
 
 
 async def test_r121_a_cancelled_waiter_leaves_no_slot_behind(

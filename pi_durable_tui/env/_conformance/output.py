@@ -45,7 +45,7 @@ class SpillRules(EnvConformanceBase):
     ) -> None:
         captured = Captured()
         result = await env.exec(
-            "echo out; echo err >&2; sleep 0.05; echo out2",
+            "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2",
             spill=SpillPolicy(0, 0),
             on_output=captured,
         )
