@@ -109,11 +109,15 @@ class SkippedOutput:
     immediately; the chunk after them starts on a UTF-8 character boundary
     (except when a pipe read had split that character). A consumer that decodes
     incrementally discards the partial character it may hold: its remaining bytes
-    were skipped. ``line_count`` is the number of newlines in the skipped bytes.
+    were skipped. ``line_count`` is the number of newlines in the skipped bytes;
+    ``ends_line`` says whether the last skipped byte was a newline (a line cut) or
+    the skip stopped inside a line (a byte cut), which a consumer counting lines
+    needs to know.
     """
 
     byte_count: int
     line_count: int
+    ends_line: bool = True
 
 
 OutputCallback = Callable[[bytes, OutputStream, SkippedOutput | None], None]

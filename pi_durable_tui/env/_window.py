@@ -67,6 +67,7 @@ class TailWindow:
         self._skipped_bytes = 0
         self._skipped_lines = 0
         self._skipped_stream: OutputStream = "stdout"
+        self._skipped_ends_line = True
         self._next_due = float("-inf")
 
     @property
@@ -108,6 +109,8 @@ class TailWindow:
             self._skipped_bytes += len(segment.data)
             self._skipped_lines += segment.newlines
             self._skipped_stream = segment.stream
+            if segment.data:
+                self._skipped_ends_line = segment.data.endswith(b"\n")
         del self._pending[:index]
         if offset:
             segment = self._pending[0]
@@ -116,6 +119,7 @@ class TailWindow:
             self._skipped_bytes += offset
             self._skipped_lines += segment.newlines - kept_newlines
             self._skipped_stream = segment.stream
+            self._skipped_ends_line = segment.data[offset - 1] == 0x0A
             self._pending[0] = _Segment(segment.stream, kept, kept_newlines)
         self._pending_bytes = sum(len(segment.data) for segment in self._pending)
         self._pending_newlines = sum(segment.newlines for segment in self._pending)
@@ -155,7 +159,9 @@ class TailWindow:
             return
         skipped = None
         if self._skipped_bytes:
-            skipped = SkippedOutput(self._skipped_bytes, self._skipped_lines)
+            skipped = SkippedOutput(
+                self._skipped_bytes, self._skipped_lines, self._skipped_ends_line
+            )
         chunks: list[tuple[OutputStream, list[bytes]]] = []
         for segment in self._pending:
             if chunks and chunks[-1][0] == segment.stream:
