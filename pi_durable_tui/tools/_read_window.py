@@ -252,8 +252,65 @@ class RawChunks:
     chunks: Iterable[bytes]
 
 
+class ScannedLines:
+    """A selection an environment already scanned (``env.BinaryReader.scan_lines``).
+
+    The scan kept only the selected lines (raw, without newlines), knows the whole
+    file's line count and the full size of the first selected line, so
+    ``select_lines`` gives the same window and messages as over the whole file
+    without the file ever being read into memory.
+
+    Args:
+        lines: The selected lines, raw bytes.
+        start_line: The 0-based index of the first selected line.
+        total_lines: Lines in the whole file.
+        first_line_bytes: The full size of the first selected line.
+        more: Whether the scan stopped before the end of the file (a line or
+            byte limit), so lines follow the selection.
+    """
+
+    def __init__(
+        self,
+        lines: list[bytes],
+        start_line: int,
+        total_lines: int,
+        first_line_bytes: int,
+        more: bool,
+    ) -> None:
+        self.lines = lines
+        self.start_line = start_line
+        self.total_lines = total_lines
+        self.first_line_bytes = first_line_bytes
+        self.more = more
+
+
+class _ScanSource:
+    def __init__(self, scan: ScannedLines) -> None:
+        self._scan = scan
+        self._next = 0
+
+    def skip(self, count: int) -> int:
+        return min(count, self._scan.start_line, self._scan.total_lines)
+
+    def take(self, cap: int) -> tuple[str, int] | None:
+        scan = self._scan
+        if self._next < len(scan.lines):
+            raw = scan.lines[self._next]
+            size = scan.first_line_bytes if self._next == 0 else len(raw)
+            self._next += 1
+            return _cut_utf8(raw, cap), size
+        if scan.more:
+            # REMINDER: a line follows the selection but the scan did not keep it; a
+            # size past any limit makes the window report its truncation.
+            return "", cap + 1
+        return None
+
+    def count_rest(self) -> int:
+        return max(0, self._scan.total_lines - self._scan.start_line - self._next)
+
+
 def select_lines(
-    source: str | Iterable[str] | RawChunks,
+    source: str | Iterable[str] | RawChunks | ScannedLines,
     offset: int | None = None,
     limit: int | None = None,
     *,
@@ -265,8 +322,8 @@ def select_lines(
     r"""Select the window ``read`` shows, reading the source once and lazily.
 
     Args:
-        source: The whole text, its lines without ``\n`` (lazily), or the
-            file's raw bytes (``RawChunks``).
+        source: The whole text, its lines without ``\n`` (lazily), the file's raw
+            bytes (``RawChunks``), or an environment's scan (``ScannedLines``).
         offset: The 1-based first line; None (or below 1) starts at line 1.
         limit: How many lines to select from ``offset``; None selects to the end.
         display_path: The path as the model gave it, quoted in the messages.
@@ -282,9 +339,14 @@ def select_lines(
         ReadError: When ``offset`` is past the last line, or ``limit`` is negative.
         ValueError: When ``max_lines`` or ``max_bytes`` is not positive.
     """
-    lines: _LineSource = (
-        _ChunkLines(source.chunks) if isinstance(source, RawChunks) else _TextLines(source)
-    )
+    lines: _LineSource
+    if isinstance(source, ScannedLines):
+        lines = _ScanSource(source)
+        total_lines = source.total_lines
+    elif isinstance(source, RawChunks):
+        lines = _ChunkLines(source.chunks)
+    else:
+        lines = _TextLines(source)
     if max_lines < 1 or max_bytes < 1:
         raise ValueError(f"read limits must be positive, got {max_lines} lines, {max_bytes} bytes")
     if limit is not None and limit < 0:
