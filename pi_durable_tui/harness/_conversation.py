@@ -125,6 +125,27 @@ class Conversation:
         services.session.resume()
         return task_id
 
+    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
+        """Run a raw commit and return what ``fn`` returned (R1, R70).
+
+        A raw commit follows no admission rules: ``tx.create_submission`` writes a
+        record without a busy check or an inbox item, and ``tx.create_task`` or
+        ``tx.create_conversation`` work as in the kernel (a conversation created
+        here still gets the harness documents, R25). It does not start scheduling.
+
+        Args:
+            fn: ``fn(tx)``, sync or async; pass this conversation's ``id`` to
+                the ``Tx`` methods that take a conversation.
+
+        Returns:
+            What ``fn`` returned.
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
+        return await self._services.session.commit(fn)
+
     # -- configuration and structure --
 
     async def configure(self, change: AgentChange) -> None:

@@ -28,13 +28,14 @@ from pi_durable_tui.harness._agent import AgentChange
 from pi_durable_tui.harness._conversation import Conversation, Init, finish_creation
 from pi_durable_tui.harness._creation import ConversationCreated, CreationHook
 from pi_durable_tui.harness._docs import USAGE_DOC
-from pi_durable_tui.harness._errors import RegistryIncomplete
+from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
 from pi_durable_tui.harness._registry import BUILTIN_TASKS, Registry
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
 from pi_durable_tui.harness._session_hooks import HarnessHooks
 from pi_durable_tui.harness._settings import Settings, SettingsSource
 from pi_durable_tui.harness._submissions import Submission
+from pi_durable_tui.harness._task_def import HarnessTask
 from pi_durable_tui.harness._usage import total_usage
 from pi_durable_tui.kernel import (
     Clock,
@@ -42,6 +43,7 @@ from pi_durable_tui.kernel import (
     Ownerless,
     Report,
     Session,
+    TaskDefinition,
     TaskGraphState,
     TaskOwned,
     Tx,
@@ -130,8 +132,10 @@ class Harness:
         if future.cancelled():
             return
         reason = future.result()
-        if reason.error is not None:
-            self._services.submissions.fail_all(reason.error)
+        # REMINDER: a wait still pending when the harness ends would never settle.
+        self._services.submissions.fail_all(
+            reason.error if reason.error is not None else HarnessClosed()
+        )
 
     # -- state --
 
@@ -224,6 +228,20 @@ class Harness:
         return self.conversation(record.id)
 
     # -- submissions and tasks --
+
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
+        """Return the kernel definition installed for a harness task, for ``tx.create_task``.
+
+        Args:
+            task: A ``define_task`` definition, or its name.
+
+        Returns:
+            The definition the session runs for that task name now.
+
+        Raises:
+            KeyError: When no task of that name is installed.
+        """
+        return self._services.task_definition(task if isinstance(task, str) else task.name)
 
     async def submission(self, submission_id: int) -> Submission | None:
         """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68)."""

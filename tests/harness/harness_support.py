@@ -12,6 +12,7 @@
   at that ``Gate``, so a test can hold a generation mid-stream.
 - ``GatedTool``: a tool whose calls record their ``label`` and wait at a ``Gate``,
   so a test can hold a run inside a tool round.
+- ``write_note(conversation)`` appends an entry and returns its ID.
 - ``within(awaitable)`` awaits with a safety timeout so a bug fails fast;
   ``spin()`` lets ready callbacks run. Nothing here sleeps for real.
 """
@@ -34,6 +35,7 @@ from pi_durable_tui.harness import (
     LIVE_DOC,
     AgentChange,
     Conversation,
+    EntryDraft,
     Extension,
     Harness,
     Registry,
@@ -41,6 +43,7 @@ from pi_durable_tui.harness import (
     Tool,
     ToolApi,
     ToolResult,
+    Write,
     create_registry,
     define_extension,
     define_tool,
@@ -238,6 +241,14 @@ class HarnessKit:
         """The submission IDs queued in a conversation's inbox, in order."""
         inbox = await conversation.snapshot(INBOX_DOC) or {}
         return [item["id"] for item in inbox.get("items", [])]
+
+
+async def write_note(conversation: Conversation, data: JsonObject | None = None) -> int:
+    """Append an ``app.note`` entry to an idle conversation; return its ID."""
+    submission = await conversation.submit(Write(EntryDraft("app.note", data=data)))
+    entry = submission.record.entry
+    assert entry is not None, f"the note was not placed at once: {submission.record}"
+    return entry
 
 
 def entry_text(entry: EntryRecord) -> str:
