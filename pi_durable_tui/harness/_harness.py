@@ -29,6 +29,7 @@ from pi_durable_tui.harness._conversation import Conversation, Init, finish_crea
 from pi_durable_tui.harness._creation import ConversationCreated, CreationHook
 from pi_durable_tui.harness._docs import USAGE_DOC
 from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
+from pi_durable_tui.harness._inbox import withdraw
 from pi_durable_tui.harness._registry import BUILTIN_TASKS, Registry
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
@@ -247,6 +248,27 @@ class Harness:
         """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68)."""
         record = await self._services.session.storage.submission(submission_id)
         return None if record is None else Submission(self._services, record)
+
+    async def abort_submission(
+        self, submission_id: int, conversation_id: int | None = None
+    ) -> Literal["aborted", "already_placed", "settled", "not_found"]:
+        """Withdraw a submission if it is still queued (R66).
+
+        Args:
+            submission_id: The submission.
+            conversation_id: When given, a submission of another conversation
+                counts as unknown.
+
+        Returns:
+            ``aborted`` (withdrawn: settled ``unanswered``/``aborted`` and removed
+            from the inbox), ``already_placed``, ``settled``, or ``not_found``.
+        """
+        self._services.check_open()
+
+        async def abort(tx: Tx) -> Literal["aborted", "already_placed", "settled", "not_found"]:
+            return await withdraw(tx, submission_id, conversation_id)
+
+        return await self._services.session.commit(abort)
 
     async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
         """Abort one task (R46); explicit aborts reach background tasks too."""

@@ -79,7 +79,8 @@ async def admit(
             placed = await run_boundary(tx, services, conversation_id, "final")
             if placed.user_inputs:
                 start_run(tx, services, conversation_id, live, placed.user_inputs)
-        return record
+        # REMINDER: the boundary may have placed (or found stale) the new record.
+        return tx.submissions.get(record.id, record)
     if isinstance(submission, Write):
         return await _write_now(tx, services, conversation_id, submission)
     entry = append_user(
@@ -106,9 +107,8 @@ def _item(submission_id: int, submission: Input | Write) -> JsonObject:
 async def _write_now(
     tx: Tx, services: HarnessServices, conversation_id: int, write: Write
 ) -> SubmissionRecord:
-    range_start = await _range_start(services, conversation_id)
     await _done_with(tx, conversation_id, write.entry)
-    if _stale(write.entry, range_start):
+    if await _stale(tx, services, conversation_id, write.entry):
         return tx.create_submission(
             conversation_id,
             "write",
@@ -141,18 +141,30 @@ def _append_draft(tx: Tx, conversation_id: int, draft: EntryDraft) -> Any:
     )
 
 
-async def _range_start(services: HarnessServices, conversation_id: int) -> int | None:
-    """The start of the active range: the newest head marker's ``head`` (R63, R71)."""
+async def _range_start(tx: Tx, services: HarnessServices, conversation_id: int) -> int | None:
+    """The start of the active range: the newest head marker's ``head`` (R63, R71).
+
+    Head markers this commit appended count (a reset of a handoff, a summary or a
+    write placed earlier in the same boundary), then the committed ones.
+    """
+    for entry in reversed(tx.entries):
+        if entry.conversation_id == conversation_id and entry.head is not None:
+            return entry.head
     # REMINDER: read directly from storage: the line is held, so this is the
     # committed state, and it is not a table read of the Tx (which may have written).
     marker = await services.session.storage.find_latest_head_marker(conversation_id)
     return None if marker is None else marker.entry.head
 
 
-def _stale(draft: EntryDraft, range_start: int | None) -> bool:
+async def _stale(
+    tx: Tx, services: HarnessServices, conversation_id: int, draft: EntryDraft
+) -> bool:
     """A numeric head older than the active range start is stale; ``self`` never is (R63)."""
     head = draft.head
-    return isinstance(head, int) and range_start is not None and head < range_start
+    if not isinstance(head, int):
+        return False
+    range_start = await _range_start(tx, services, conversation_id)
+    return range_start is not None and head < range_start
 
 
 def start_run(
@@ -184,22 +196,17 @@ async def run_boundary(
         users += _select(items, "follow_up", settings.follow_up_mode)
     users.sort(key=lambda item: item["id"])
     boundary = Boundary(kind, [])
-    range_start = await _range_start(services, conversation_id) if writes else None
     taken: set[int] = set()
     for item in writes:
         taken.add(item["id"])
         draft = EntryDraft.from_json(item["entry"])
         await _done_with(tx, conversation_id, draft)
-        if _stale(draft, range_start):
+        if await _stale(tx, services, conversation_id, draft):
             await tx.settle_submission(item["id"], "unanswered", reason="stale")
             continue
         entry = _append_draft(tx, conversation_id, draft)
         await tx.place_submission(item["id"], entry.id)
-        if draft.head == "self":
-            boundary.reset = True
-            range_start = entry.id
-        elif isinstance(draft.head, int):
-            range_start = draft.head
+        boundary.reset = boundary.reset or draft.head == "self"
     now = services.session.clock.now()
     for item in users:
         taken.add(item["id"])
