@@ -207,6 +207,17 @@ class HarnessKit:
         await self.close()
         return await self.open(**options)
 
+    async def until(self, check: Callable[[], Awaitable[bool]]) -> None:
+        """Wait (with the safety timeout) until ``check()`` holds, re-checking after commits."""
+        committed = asyncio.Event()
+        unsubscribe = self.harness.session.subscribe(lambda _info: committed.set())
+        try:
+            while not await check():
+                await within(committed.wait())
+                committed.clear()
+        finally:
+            unsubscribe()
+
     def script(self, *steps: FauxResponse | AssistantMessage) -> None:
         """Queue faux responses (a request takes the first one that fits)."""
         self.faux.enqueue(*steps)

@@ -308,9 +308,7 @@ def _task(name: str) -> Any:
     return define_task(name, initial=lambda _: {"phase": "run"}, phases={"run": run}, abort=abort)
 
 
-def test_r32_task_names_are_unique_across_builtins_and_extensions_and_install_publishes_nothing_when_invalid() -> (  # noqa: E501
-    None
-):
+def test_r32_task_names_are_unique_and_an_invalid_install_publishes_nothing() -> None:
     registry = create_registry(define_extension("first", tasks=[_task("app.job")]))
     published: list[int] = []
     registry.subscribe(lambda: published.append(1))

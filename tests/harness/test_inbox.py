@@ -149,7 +149,7 @@ async def test_r59_a_request_id_resubmitted_after_a_reopen_creates_no_duplicate(
 # -- R59 (b), (c), (d), (e), R60: admission --
 
 
-async def test_r59_a_reject_input_to_a_busy_conversation_raises_conversation_busy_and_writes_nothing(  # noqa: E501
+async def test_r59_a_reject_input_while_busy_raises_conversation_busy_and_writes_nothing(
     kit: HarnessKit,
 ) -> None:
     root, _gated, first = await hold_busy(kit)
@@ -650,7 +650,7 @@ async def test_r69_reset_appends_a_self_head_marker_holding_the_handoff(kit: Har
     assert [m["content"] for m in view.messages] == ["carry on from here"]
 
 
-async def test_r61_r69_r64_a_reset_queued_while_busy_ends_the_run_unanswered_reset_as_a_final_boundary(  # noqa: E501
+async def test_r61_r64_r69_a_reset_queued_while_busy_is_a_final_boundary_ending_the_run(
     kit: HarnessKit,
 ) -> None:
     root, gated, first = await hold_busy(kit, faux_response("after reset"))

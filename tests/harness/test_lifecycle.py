@@ -318,7 +318,7 @@ async def test_r25_a_raw_tx_create_conversation_inside_a_commit_gets_the_builtin
     assert docs["pi.provider"] != await root.snapshot(PROVIDER_DOC)
 
 
-async def test_r25_a_task_owned_conversation_copies_the_owner_conversation_agent_leaving_unset_fields_unset(  # noqa: E501
+async def test_r25_a_task_owned_conversation_copies_the_owner_agent_leaving_unset_fields_unset(
     kit: HarnessKit,
 ) -> None:
     probe = Probe()  # never runs: nothing here starts scheduling
