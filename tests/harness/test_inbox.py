@@ -20,6 +20,7 @@ from pi_durable_tui.harness import (
     Conversation,
     ConversationBusy,
     EntryDraft,
+    HarnessRuntime,
     Input,
     Settings,
     Submission,
@@ -30,9 +31,18 @@ from pi_durable_tui.harness import (
     UnknownSubmission,
     Write,
     define_extension,
+    define_task,
     define_tool,
 )
-from pi_durable_tui.storage import SubmissionRecord
+from pi_durable_tui.kernel import (
+    Aborted,
+    Completed,
+    ConversationOwned,
+    TaskGateClosed,
+    TaskOwned,
+    Tx,
+)
+from pi_durable_tui.storage import SubmissionRecord, TaskRecord
 from tests.harness.harness_support import (
     Gate,
     GatedTool,
@@ -525,6 +535,22 @@ async def test_r59_a_write_to_an_idle_conversation_with_queued_items_is_placed_b
     assert (await dialogue(kit, root))[-3:] == ["app.note: ", "user: f1", "assistant: for f1"]
 
 
+async def test_r45_r64_a_faulted_generation_settles_its_inputs_unanswered_faulted(
+    kit: HarnessKit,
+) -> None:
+    def broken_script(*_args: Any) -> Any:
+        raise RuntimeError("script bug")
+
+    kit.faux.enqueue(broken_script)
+    root = await kit.root()
+
+    record = await within((await root.submit("hi")).wait())
+
+    assert (record.status, record.reason, record.detail) == ("unanswered", "faulted", "script bug")
+    assert await kit.live(root) == {}
+    await within(root.wait_for_idle())
+
+
 # -- R66: withdrawal of one submission --
 
 
@@ -597,6 +623,110 @@ async def test_r57_r67_abort_settles_the_run_withdraws_queued_inputs_and_keeps_q
     new = await root.submit("new")
     assert (await within(write.wait())).status == "done"
     assert (await within(new.wait())).status == "done"
+
+
+def background_job(gate: Gate) -> Any:
+    """A task kind that waits at ``gate``; its abort handler ends it ``Aborted``."""
+
+    async def run(task: TaskRecord, runtime: HarnessRuntime) -> None:
+        await gate.passage()
+        await runtime.commit(lambda tx: Completed(None))
+
+    async def abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+        await runtime.commit(lambda tx: Aborted("stopped"))
+
+    return define_task(
+        "app.background", initial=lambda _: {"phase": "run"}, phases={"run": run}, abort=abort
+    )
+
+
+async def test_r57_abort_leaves_background_work_running_unless_asked_to_cross_it(
+    kit: HarnessKit,
+) -> None:
+    gate = Gate()
+    job = background_job(gate)
+    kit.install(define_extension("jobs", tasks=[job]))
+    root = await kit.root()
+    definition = kit.harness.definition(job)
+
+    def start(tx: Tx) -> int:
+        task = tx.create_task(
+            definition,
+            None,
+            ownership=ConversationOwned(),
+            conversation_id=root.id,
+            background=True,
+        )
+        return task.id
+
+    task_id = await root.commit(start)
+    kit.harness.resume()
+    await gate.wait_reached()
+
+    await within(root.abort())
+    assert str(task_id) in kit.harness.task_graph()["tasks"]
+
+    await within(root.abort(background=True))
+    record = await within(kit.harness.wait_for_task(task_id))
+    assert record.state["outcome"] == {"status": "aborted", "reason": "stopped"}
+
+
+async def test_r48_an_abort_cascading_into_a_tool_owned_conversation_withdraws_its_queued_inputs(
+    kit: HarnessKit,
+) -> None:
+    gate = Gate()
+    children: list[tuple[int, int]] = []
+
+    async def spawn(args: NoArgs, api: ToolApi) -> ToolResult:
+        async def create(tx: Tx) -> None:
+            child = tx.create_conversation(TaskOwned(api.task_id))
+            queued = tx.create_submission(child.id, "input")
+            inbox = await tx.doc(INBOX_DOC, child.id)
+            inbox["items"].append({"id": queued.id, "mode": "follow_up", "content": "later"})
+            children.append((child.id, queued.id))
+
+        await api.commit(create)
+        await gate.passage()
+        return ToolResult(content="spawned")
+
+    spawner = define_tool("spawn", description="s", parameters=NoArgs, execute=spawn)
+    kit.install(define_extension("spawner", tools=[spawner]))
+    kit.script(faux_response(faux_tool_call("spawn")))
+    root = await kit.root()
+    await root.submit("go")
+    await gate.wait_reached()
+    [(child_id, queued_id)] = children
+
+    await within(root.abort())
+
+    handle = await kit.harness.submission(queued_id)
+    assert handle is not None
+    record = await handle.status()
+    assert (record.status, record.reason) == ("unanswered", "aborted")
+    assert await kit.inbox_ids(kit.harness.conversation(child_id)) == []
+
+
+async def test_r42_r107_a_task_conversation_handle_takes_only_inputs_and_dies_with_its_invocation(
+    kit: HarnessKit,
+) -> None:
+    kept: list[Any] = []
+
+    async def grab(args: NoArgs, api: ToolApi) -> ToolResult:
+        handle = api.conversation(api.conversation_id)
+        with pytest.raises(TypeError, match="accepts only Input submissions"):
+            await handle.submit(Write(EntryDraft("app.note")))  # type: ignore[arg-type]
+        kept.append(handle)
+        return ToolResult(content="grabbed")
+
+    grabber = define_tool("grab", description="g", parameters=NoArgs, execute=grab)
+    kit.install(define_extension("grabber", tools=[grabber]))
+    kit.script(faux_response(faux_tool_call("grab")), faux_response("done"))
+    root = await kit.root()
+    await within((await root.submit("go")).wait())
+
+    [handle] = kept
+    with pytest.raises(TaskGateClosed):
+        await handle.submit(Input("too late"))
 
 
 # -- R68: waiting --
