@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from pi_durable_tui.ai import ImageContent, TextContent, Usage
 from pi_durable_tui.harness._bounds import OutputLimits
+from pi_durable_tui.harness._ports import Severity as Severity
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 Replay = Literal["safe", "unsafe"]
 ExecutionMode = Literal["parallel", "sequential"]
-Severity = Literal["info", "warn", "error"]
 P = TypeVar("P", bound=BaseModel)
 
 _SECTION_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -245,7 +245,12 @@ class Harness:
         return self._services.task_definition(task if isinstance(task, str) else task.name)
 
     async def submission(self, submission_id: int) -> Submission | None:
-        """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68)."""
+        """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         record = await self._services.session.storage.submission(submission_id)
         return None if record is None else Submission(self._services, record)
 
@@ -291,7 +296,12 @@ class Harness:
     # -- reads (never start scheduling) --
 
     async def inspect(self) -> JsonObject:
-        """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28)."""
+        """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         return await self._services.session.inspect()
 
     def task_graph(self) -> JsonObject:
@@ -303,7 +313,12 @@ class Harness:
         return self._services.session.watch_task_graph()
 
     async def usage(self) -> JsonObject:
-        """Sum the spend of every conversation (R116)."""
+        """Sum the spend of every conversation (R116).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         session = self._services.session
         ledgers: list[JsonObject] = []
         cursor = None

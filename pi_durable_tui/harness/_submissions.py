@@ -63,7 +63,9 @@ class Submission:
         Raises:
             UnknownSubmission: When the submission no longer exists (never happens
                 for a handle made by ``submit``).
+            HarnessClosed: After ``close()``.
         """
+        self._services.check_open()
         record = await self._services.session.storage.submission(self.id)
         if record is None:
             raise UnknownSubmission(self.id)

@@ -436,7 +436,7 @@ async def test_r26_fork_is_atomic_and_requires_a_visible_entry(kit: HarnessKit) 
 # -- R27 --
 
 
-async def test_r27_close_seals_admission_and_later_operations_raise_harness_closed(
+async def test_r27_close_seals_admission_and_later_operations_and_reads_raise_harness_closed(
     kit: HarnessKit,
 ) -> None:
     root = await kit.root()
@@ -450,6 +450,13 @@ async def test_r27_close_seals_admission_and_later_operations_raise_harness_clos
 
     assert (await within(handle.wait())).status == "done"  # already settled: still resolves
     for operation in (
+        lambda: kit.harness.inspect(),
+        lambda: kit.harness.usage(),
+        lambda: kit.harness.submission(settled.id),
+        lambda: handle.status(),
+        lambda: root.snapshot(LIVE_DOC),
+        lambda: root.entries(),
+        lambda: root.context(),
         lambda: root.submit("again"),
         lambda: root.abort(),
         lambda: root.configure(AgentChange(thinking_level="low")),
