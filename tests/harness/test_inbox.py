@@ -116,6 +116,15 @@ async def test_r59_a_known_request_id_returns_the_existing_submission_and_writes
     assert kit.faux.call_count == 1
 
 
+async def test_r59_the_request_id_check_comes_before_the_busy_check(kit: HarnessKit) -> None:
+    root, _gated, _first = await hold_busy(kit)
+    follow = await root.submit(Input("later", request_id="f"))
+
+    again = await root.submit(Input("later", request_id="f", when_busy="reject"))
+
+    assert again.id == follow.id
+
+
 async def test_r59_a_request_id_of_another_type_is_refused_naming_the_type(
     kit: HarnessKit,
 ) -> None:
@@ -483,6 +492,21 @@ async def test_r64_r86_a_model_error_settles_unanswered_with_the_error_text(
         "model_error",
         "bad request",
     )
+
+
+async def test_r64_an_input_settled_by_someone_else_stays_as_it_was_and_the_run_still_ends(
+    kit: HarnessKit,
+) -> None:
+    root, gated, first = await hold_busy(kit, faux_response("answer"))
+    await root.commit(lambda tx: tx.settle_submission(first.id, "unanswered", reason="app"))
+
+    gated.gate.open()
+    await within(root.wait_for_idle())
+
+    record = await first.status()
+    assert (record.status, record.reason, record.answer) == ("unanswered", "app", None)
+    assert (await dialogue(kit, root))[-1] == "assistant: answer"
+    assert await kit.live(root) == {}
 
 
 async def test_r64_queued_follow_ups_wait_across_a_failed_run_until_the_next_submission(

@@ -318,6 +318,23 @@ async def test_r25_a_raw_tx_create_conversation_inside_a_commit_gets_the_builtin
     assert docs["pi.provider"] != await root.snapshot(PROVIDER_DOC)
 
 
+async def test_r25_a_raw_tx_fork_conversation_gets_fresh_documents_and_the_as_of_agent(
+    kit: HarnessKit,
+) -> None:
+    root = await kit.root(instructions="kept")
+    note = await write_note(root)
+
+    record = await root.commit(lambda tx: tx.fork_conversation(root.id, note, Ownerless()))
+
+    docs = await _builtin_docs(kit.harness.conversation(record.id))
+    assert docs["pi.agent"] == await root.snapshot(AGENT_DOC)
+    assert docs["pi.live"] == {}
+    assert docs["pi.inbox"] == {"items": []}
+    assert docs["pi.usage"] == {"models": {}, "tools": {}}
+    assert _is_uuid7(docs["pi.provider"]["session_id"])
+    assert docs["pi.provider"] != await root.snapshot(PROVIDER_DOC)
+
+
 async def test_r25_a_task_owned_conversation_copies_the_owner_agent_leaving_unset_fields_unset(
     kit: HarnessKit,
 ) -> None:
