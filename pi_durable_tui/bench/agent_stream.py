@@ -74,7 +74,9 @@ async def _harness(directory: Path, text: str, rate: float) -> dict[str, Any]:
         stored = await kit.harness.session.storage.entry(record.answer or 0)
     finally:
         await kit.close()
-    message = stored.entry.model[0] if stored and stored.entry.model else {}
+    message: dict[str, Any] = {}
+    if stored is not None and stored.entry.model and isinstance(stored.entry.model[0], dict):
+        message = stored.entry.model[0]
     committed = "".join(
         b.get("text", "") for b in message.get("content", []) if b.get("type") == "text"
     )

@@ -20,13 +20,14 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.ai import Context, StreamOptions, faux_response, faux_tool_call
 from pi_durable_tui.bench._agent_kit import open_agent, percentile
 from pi_durable_tui.harness import Input
-from pi_durable_tui.kernel import Ownerless, Session
+from pi_durable_tui.kernel import Ownerless, Session, Tx
 from pi_durable_tui.storage import SqliteStorage
 
 
@@ -37,6 +38,10 @@ def _answer(context: Context, _options: StreamOptions, _index: int) -> Any:
     return faux_response(faux_tool_call("read", {"path": "small.txt"}))
 
 
+def _appender(conversation_id: int, index: int) -> Callable[[Tx], Any]:
+    return lambda tx: tx.append(conversation_id, "bench", data={"i": index})
+
+
 async def _floor(directory: Path, rounds: int) -> list[float]:
     storage = await SqliteStorage.open(directory / "floor.sqlite")
     session = await Session.open(storage)
@@ -45,9 +50,7 @@ async def _floor(directory: Path, rounds: int) -> list[float]:
         times: list[float] = []
         for index in range(rounds):
             started = time.perf_counter()
-            await session.commit(
-                lambda tx, i=index: tx.append(conversation.id, "bench", data={"i": i})
-            )
+            await session.commit(_appender(conversation.id, index))
             times.append((time.perf_counter() - started) * 1000)
         return times
     finally:
