@@ -30,6 +30,22 @@ def summary(events: Sequence[AssistantEvent]) -> list[tuple[str, int | None]]:
     return [(event.type, getattr(event, "content_index", None)) for event in events]
 
 
+def sequence(*steps: str) -> list[tuple[str, int | None]]:
+    """Expand ``"text_delta 0 x3"`` steps into what ``summary`` returns.
+
+    A step is an event type, then the content index for block events, then
+    ``xN`` to repeat it: ``sequence("start", "text_start 0", "text_delta 0 x2",
+    "text_end 0", "done")``.
+    """
+    expanded: list[tuple[str, int | None]] = []
+    for step in steps:
+        kind, *rest = step.split()
+        times = int(rest.pop()[1:]) if rest and rest[-1].startswith("x") else 1
+        index = int(rest[0]) if rest else None
+        expanded += [(kind, index)] * times
+    return expanded
+
+
 def final(events: Sequence[AssistantEvent]) -> AssistantMessage:
     """The message of the terminal event."""
     last = events[-1]

@@ -36,7 +36,7 @@ from pi_durable_tui.ai import (
 from pi_durable_tui.ai.faux._steps import serialize_context
 from tests.ai.contexts import continue_with_tool_result, user_context
 from tests.ai.faux.sleeps import RecordingSleep
-from tests.ai.streams import check_stream_order, collect, summary
+from tests.ai.streams import check_stream_order, collect, sequence, summary
 
 OPTIONS = StreamOptions()
 THINKING = "abcdefghijklmnopqrstuvwxyz"  # 26 characters
@@ -54,22 +54,19 @@ async def test_a_scripted_response_streams_the_exact_event_sequence_and_final_me
     faux = tool_turn()
     events = await collect(faux.stream(faux.get_model(), user_context("hi"), OPTIONS))
 
-    assert summary(events) == [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_end", 0),
-        ("text_start", 1),
-        ("text_delta", 1),
-        ("text_delta", 1),
-        ("text_end", 1),
-        ("toolcall_start", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_end", 2),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_delta 0 x2",
+        "thinking_end 0",
+        "text_start 1",
+        "text_delta 1 x2",
+        "text_end 1",
+        "toolcall_start 2",
+        "toolcall_delta 2 x2",
+        "toolcall_end 2",
+        "done",
+    )
     check_stream_order(events)
     done = events[-1]
     assert isinstance(done, DoneEvent)

@@ -301,7 +301,6 @@ async def test_repeat_last_in_a_script_replays_the_last_response_without_a_match
     assert len(context.messages) == 4
 
 
-
 TEXT_BLOCK = {"type": "text", "text": "x"}
 MALFORMED: list[tuple[str, Any, str, str]] = [
     ("invalid json", '{"responses": [}', "line 1, column 16", "invalid JSON"),

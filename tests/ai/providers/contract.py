@@ -55,7 +55,7 @@ from pi_durable_tui.ai import (
 )
 from pi_durable_tui.ai._types import AssistantContent
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
-from tests.ai.streams import check_stream_order, collect, final, summary
+from tests.ai.streams import check_stream_order, collect, final, sequence, summary
 
 HELLO = Context(system_prompt="You are terse.", messages=[UserMessage(content="Say hello")])
 """The smallest request every provider test sends."""
@@ -217,15 +217,9 @@ class ProviderContract:
 
         events = await self.wire.run(sse_server, http_client)
 
-        assert summary(events) == [
-            ("start", None),
-            ("text_start", 0),
-            ("text_delta", 0),
-            ("text_delta", 0),
-            ("text_delta", 0),
-            ("text_end", 0),
-            ("done", None),
-        ]
+        assert summary(events) == sequence(
+            "start", "text_start 0", "text_delta 0 x3", "text_end 0", "done"
+        )
         assert [getattr(e, "delta", None) for e in events[2:5]] == ["Hello", ", world", "!"]
         message = final(events)
         assert message.content == [
@@ -282,14 +276,9 @@ class ProviderContract:
 
         events = await self.wire.run(sse_server, http_client)
 
-        assert summary(events) == [
-            ("start", None),
-            ("text_start", 0),
-            ("text_delta", 0),
-            ("text_delta", 0),
-            ("text_end", 0),
-            ("done", None),
-        ]
+        assert summary(events) == sequence(
+            "start", "text_start 0", "text_delta 0 x2", "text_end 0", "done"
+        )
         assert final(events).text() == "line\u2028separator and para\u2029graph \U0001f642"
 
     async def test_an_abort_in_the_middle_of_a_tool_call_argument_keeps_the_partial_call(
@@ -398,13 +387,7 @@ class ProviderContract:
 
         events = await self.wire.run(sse_server, http_client)
 
-        assert summary(events) == [
-            ("start", None),
-            ("text_start", 0),
-            ("text_delta", 0),
-            ("text_delta", 0),
-            ("error", None),
-        ]
+        assert summary(events) == sequence("start", "text_start 0", "text_delta 0 x2", "error")
         message = final(events)
         assert (message.stop_reason, message.error_message) == ("error", self.truncated_error)
         assert message.text() == self.truncated_text
@@ -419,12 +402,7 @@ class ProviderContract:
 
         events = await self.wire.run(sse_server, http_client)
 
-        assert summary(events) == [
-            ("start", None),
-            ("text_start", 0),
-            ("text_delta", 0),
-            ("error", None),
-        ]
+        assert summary(events) == sequence("start", "text_start 0", "text_delta 0", "error")
         message = final(events)
         assert message.stop_reason == "error"
         assert (message.error_message or "").startswith("Connection dropped mid-stream")

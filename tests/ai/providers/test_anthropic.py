@@ -16,7 +16,7 @@ from pi_durable_tui.ai._types import AssistantContent
 from pi_durable_tui.ai.providers import AnthropicProvider
 from tests.ai.providers.contract import ProviderContract, WireApi
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
-from tests.ai.streams import final, summary
+from tests.ai.streams import final, sequence, summary
 
 ANTHROPIC = WireApi("anthropic-messages", AnthropicProvider, key="sk-ant-test-key")
 
@@ -28,24 +28,19 @@ class TestAnthropicMessagesContract(ProviderContract):
     text_response_id = "msg_01TEXT"
     text_signature = None
     # Each block ends at its content_block_stop, before the next one starts.
-    tool_round: ClassVar[list[tuple[str, int | None]]] = [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("text_end", 0),
-        ("toolcall_start", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_end", 1),
-        ("toolcall_start", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_end", 2),
-        ("done", None),
-    ]
+    tool_round: ClassVar[list[tuple[str, int | None]]] = sequence(
+        "start",
+        "text_start 0",
+        "text_delta 0",
+        "text_end 0",
+        "toolcall_start 1",
+        "toolcall_delta 1 x4",
+        "toolcall_end 1",
+        "toolcall_start 2",
+        "toolcall_delta 2 x3",
+        "toolcall_end 2",
+        "done",
+    )
     tool_round_lead: ClassVar[AssistantContent] = TextContent(text="Reading both files.")
     tool_call_ids = ("toolu_01A", "toolu_01B")
     truncated_error = "The stream ended before message_stop: the response is incomplete"
@@ -63,19 +58,18 @@ async def test_thinking_blocks_keep_their_signature_and_redacted_thinking_keeps_
 
     events = await ANTHROPIC.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_end", 0),
-        ("thinking_start", 1),
-        ("thinking_end", 1),
-        ("text_start", 2),
-        ("text_delta", 2),
-        ("text_end", 2),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_delta 0 x2",
+        "thinking_end 0",
+        "thinking_start 1",
+        "thinking_end 1",
+        "text_start 2",
+        "text_delta 2",
+        "text_end 2",
+        "done",
+    )
     message = final(events)
     assert message.content == [
         ThinkingContent(
@@ -113,12 +107,7 @@ async def test_an_overloaded_error_event_after_http_200_ends_with_a_retryable_52
 
     events = await ANTHROPIC.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("error", None),
-    ]
+    assert summary(events) == sequence("start", "text_start 0", "text_delta 0", "error")
     message = final(events)
     assert message.error_message == "overloaded_error: Overloaded"
     assert message.error_status == 529

@@ -18,7 +18,7 @@ from pi_durable_tui.ai._types import AssistantContent
 from pi_durable_tui.ai.providers import OpenAICompletionsProvider
 from tests.ai.providers.contract import ProviderContract, WireApi
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
-from tests.ai.streams import final, summary
+from tests.ai.streams import final, sequence, summary
 
 COMPLETIONS = WireApi("openai-completions", OpenAICompletionsProvider, key="sk-openai-test-key")
 
@@ -39,24 +39,19 @@ class TestOpenAICompletionsContract(ProviderContract):
     text_response_id = "chatcmpl-01"
     text_signature = None
     # Calls stay open until the choice finishes, so both end together.
-    tool_round: ClassVar[list[tuple[str, int | None]]] = [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("text_end", 0),
-        ("toolcall_start", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_start", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_end", 1),
-        ("toolcall_end", 2),
-        ("done", None),
-    ]
+    tool_round: ClassVar[list[tuple[str, int | None]]] = sequence(
+        "start",
+        "text_start 0",
+        "text_delta 0",
+        "text_end 0",
+        "toolcall_start 1",
+        "toolcall_delta 1 x4",
+        "toolcall_start 2",
+        "toolcall_delta 2 x3",
+        "toolcall_end 1",
+        "toolcall_end 2",
+        "done",
+    )
     tool_round_lead: ClassVar[AssistantContent] = TextContent(text="Reading both files.")
     tool_call_ids = ("call_A1", "call_B2")
     truncated_error = "The stream ended before a finish_reason: the response is incomplete"
@@ -74,18 +69,16 @@ async def test_reasoning_content_becomes_a_thinking_block_before_the_text(
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_end", 0),
-        ("text_start", 1),
-        ("text_delta", 1),
-        ("text_delta", 1),
-        ("text_end", 1),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_delta 0 x2",
+        "thinking_end 0",
+        "text_start 1",
+        "text_delta 1 x2",
+        "text_end 1",
+        "done",
+    )
     message = final(events)
     assert message.content == [
         ThinkingContent(thinking="Two plus two is four."),
@@ -104,16 +97,16 @@ async def test_reasoning_is_also_read_from_the_other_field_names(
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_delta", 0),
-        ("thinking_end", 0),
-        ("text_start", 1),
-        ("text_delta", 1),
-        ("text_end", 1),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_delta 0",
+        "thinking_end 0",
+        "text_start 1",
+        "text_delta 1",
+        "text_end 1",
+        "done",
+    )
     assert final(events).content == [ThinkingContent(thinking="hmm"), TextContent(text="ok")]
 
 
@@ -124,13 +117,9 @@ async def test_a_whole_tool_call_in_one_chunk_without_usage_or_done_still_comple
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("toolcall_start", 0),
-        ("toolcall_delta", 0),
-        ("toolcall_end", 0),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start", "toolcall_start 0", "toolcall_delta 0", "toolcall_end 0", "done"
+    )
     message = final(events)
     assert message.content == [ToolCall(id="call_x1", name="bash", arguments={"command": "ls -la"})]
     assert message.stop_reason == "toolUse"
@@ -150,16 +139,16 @@ async def test_a_server_reusing_index_zero_for_new_ids_gets_separate_calls(
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("toolcall_start", 0),
-        ("toolcall_delta", 0),
-        ("toolcall_start", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_end", 0),
-        ("toolcall_end", 1),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "toolcall_start 0",
+        "toolcall_delta 0",
+        "toolcall_start 1",
+        "toolcall_delta 1",
+        "toolcall_end 0",
+        "toolcall_end 1",
+        "done",
+    )
     assert final(events).content == [
         ToolCall(id="a", name="read", arguments={"path": "1"}),
         ToolCall(id="b", name="read", arguments={"path": "2"}),
@@ -179,13 +168,9 @@ async def test_cache_write_tokens_are_taken_out_of_the_cached_count_and_the_inpu
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("text_end", 0),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start", "text_start 0", "text_delta 0", "text_end 0", "done"
+    )
     got = final(events).usage
     assert (got.input, got.output, got.cache_read, got.cache_write) == (2000, 10, 2000, 1000)
     assert got.total_tokens == 5010
@@ -200,20 +185,17 @@ async def test_a_dropped_connection_ends_the_stream_with_an_error_keeping_the_pa
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("text_end", 0),
-        ("toolcall_start", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_start", 2),
-        ("toolcall_delta", 2),
-        ("error", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "text_start 0",
+        "text_delta 0",
+        "text_end 0",
+        "toolcall_start 1",
+        "toolcall_delta 1 x4",
+        "toolcall_start 2",
+        "toolcall_delta 2",
+        "error",
+    )
     message = final(events)
     assert message.error_message is not None
     assert message.error_message.startswith("Connection dropped mid-stream")
@@ -232,13 +214,9 @@ async def test_a_content_filter_finish_ends_with_an_error_naming_it(
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("text_end", 0),
-        ("error", None),
-    ]
+    assert summary(events) == sequence(
+        "start", "text_start 0", "text_delta 0", "text_end 0", "error"
+    )
     message = final(events)
     assert (
         message.error_message == "The provider stopped the response: finish_reason content_filter"
@@ -255,12 +233,7 @@ async def test_an_error_object_inside_the_stream_ends_with_an_error(
 
     events = await COMPLETIONS.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("error", None),
-    ]
+    assert summary(events) == sequence("start", "text_start 0", "text_delta 0", "error")
     message = final(events)
     assert message.error_message == "Error from the server: upstream died"
     assert message.error_status == 502

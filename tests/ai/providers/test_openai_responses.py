@@ -17,7 +17,7 @@ from pi_durable_tui.ai._types import AssistantContent
 from pi_durable_tui.ai.providers import OpenAIResponsesProvider
 from tests.ai.providers.contract import ProviderContract, WireApi
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer
-from tests.ai.streams import final, summary
+from tests.ai.streams import final, sequence, summary
 
 RESPONSES = WireApi("openai-responses", OpenAIResponsesProvider, key="sk-openai-test-key")
 OFFICIAL_SWITCHES = {
@@ -39,23 +39,18 @@ class TestOpenAIResponsesContract(ProviderContract):
     text_response_id = "resp_01"
     text_signature = "msg_01"
     # The reasoning item comes first; each item ends at its output_item.done.
-    tool_round: ClassVar[list[tuple[str, int | None]]] = [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_end", 0),
-        ("toolcall_start", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_delta", 1),
-        ("toolcall_end", 1),
-        ("toolcall_start", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_delta", 2),
-        ("toolcall_end", 2),
-        ("done", None),
-    ]
+    tool_round: ClassVar[list[tuple[str, int | None]]] = sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_end 0",
+        "toolcall_start 1",
+        "toolcall_delta 1 x4",
+        "toolcall_end 1",
+        "toolcall_start 2",
+        "toolcall_delta 2 x3",
+        "toolcall_end 2",
+        "done",
+    )
     tool_round_lead: ClassVar[AssistantContent] = ThinkingContent(
         thinking="",
         thinking_signature=json.dumps(
@@ -80,19 +75,16 @@ async def test_reasoning_summaries_become_thinking_signed_with_the_reasoning_ite
 
     events = await RESPONSES.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("thinking_start", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_delta", 0),
-        ("thinking_end", 0),
-        ("text_start", 1),
-        ("text_delta", 1),
-        ("text_end", 1),
-        ("done", None),
-    ]
+    assert summary(events) == sequence(
+        "start",
+        "thinking_start 0",
+        "thinking_delta 0 x4",
+        "thinking_end 0",
+        "text_start 1",
+        "text_delta 1",
+        "text_end 1",
+        "done",
+    )
     message = final(events)
     thinking, text = message.content
     assert isinstance(thinking, ThinkingContent)
@@ -118,12 +110,7 @@ async def test_an_error_event_in_the_stream_ends_with_its_code_and_message(
 
     events = await RESPONSES.run(sse_server, http_client)
 
-    assert summary(events) == [
-        ("start", None),
-        ("text_start", 0),
-        ("text_delta", 0),
-        ("error", None),
-    ]
+    assert summary(events) == sequence("start", "text_start 0", "text_delta 0", "error")
     message = final(events)
     assert message.error_message == (
         "server_is_overloaded: The server is overloaded. Please try again later."
