@@ -1,12 +1,13 @@
 """Assembling a streamed response: the message, its events, and the run loop.
 
 Owns ``MessageAssembly`` (builds one ``AssistantMessage`` block by block and
-emits the matching stream events), the ``WireParser``
-protocol every HTTP provider's event parser implements, and
-``run_sse_provider``, the loop that connects an SSE request to a parser and
-guarantees the event contract of model-layer.md 1.3 and 1.4: one ``start``,
-block events with content indexes, exactly one terminal ``done``/``error``,
-and failures or aborts that end the stream instead of raising.
+emits the matching stream events), the ``WireParser`` protocol every HTTP
+provider's event parser implements, ``run_sse_provider``, the loop that
+connects an SSE request to a parser and guarantees the event contract of
+model-layer.md 1.3 and 1.4 (one ``start``, block events with content indexes,
+exactly one terminal ``done``/``error``, failures and aborts that end the
+stream instead of raising), and ``SseProvider``, the base class of the three
+wire APIs (each supplies ``prepare`` and ``parser``).
 
 REMINDER: every event's ``partial`` is the message being assembled, shared
 and mutated in place as the stream advances (copying it per delta would make a

@@ -1,11 +1,11 @@
 """The provider contract: what every HTTP provider shows, written once, run per wire API.
 
 Each wire API's test module subclasses ``ProviderContract`` in a ``Test...``
-class, names its ``WireApi`` and states what its recordings say in its own
-words (usage counts, ids, the first block of the tool round, the error texts);
-the tests here then check the same behaviours against each API over the real
-127.0.0.1 server of ``tests.ai.sse_server``, the way the storage conformance
-suite runs against each backend:
+class, names its ``WireApi`` (``tests.ai.providers.wire``) and states what its
+recordings say in its own words (usage counts, ids, the first block of the
+tool round, the error texts); the tests here then check the same behaviours
+against each API over the real 127.0.0.1 server of ``tests.ai.sse_server``,
+the way the storage conformance suite runs against each backend:
 
 - streaming order (model-layer.md 1.3): one ``start``, blocks opened in order
   with deltas of their own kind, exactly one terminal event (every test reads
@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -35,37 +33,21 @@ import pytest
 
 from pi_durable_tui.ai import (
     AssistantEvent,
-    AssistantStream,
-    Context,
     DoneEvent,
     ErrorEvent,
-    KeyResolver,
-    Model,
-    ModelCost,
-    Provider,
     StreamOptions,
     TextContent,
     ToolCall,
     ToolCallDeltaEvent,
-    ToolSpec,
-    UserMessage,
     is_context_overflow,
     is_retryable_error,
     retry_after_ms,
 )
 from pi_durable_tui.ai._types import AssistantContent
+from tests.ai.providers.wire import HELLO, PRICES, WireApi, priced_model
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
 from tests.ai.streams import check_stream_order, collect, final, sequence, summary
 
-HELLO = Context(system_prompt="You are terse.", messages=[UserMessage(content="Say hello")])
-"""The smallest request every provider test sends."""
-READ_TOOL = ToolSpec(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-)
-"""A tool offered in tool-call tests."""
-PRICES = ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
 HEADER_CANARY = "tok-canary-0d9e8f7a6b5c"
 LIVE_ARGUMENTS = [
     (1, {"path": "src/"}),
@@ -77,73 +59,6 @@ LIVE_ARGUMENTS = [
     (2, {"path": "README.md"}),
 ]
 """The live arguments of the two calls of every ``tool_calls`` recording, fragment by fragment."""
-
-ProviderType = Callable[[KeyResolver, httpx.AsyncClient], Provider]
-
-
-def priced_model(api: str, base_url: str, **fields: Any) -> Model:
-    """A model of ``api`` served at ``base_url`` with round prices; ``fields`` override."""
-    values: dict[str, Any] = {
-        "id": "test-model",
-        "api": api,
-        "provider": "anthropic" if api.startswith("anthropic") else "openai",
-        "base_url": base_url,
-        "cost": PRICES,
-        "context_window": 200_000,
-        "max_tokens": 64_000,
-    }
-    values.update(fields)
-    return Model(**values)
-
-
-@dataclass(frozen=True)
-class WireApi:
-    """One wire API under test: its provider, its key, and how a test calls it."""
-
-    api: str
-    provider_type: ProviderType
-    key: str
-
-    def provider(self, client: httpx.AsyncClient, key: str | None = None) -> Provider:
-        """The provider, resolving every provider name to ``key`` (this API's by default)."""
-        wanted = self.key if key is None else key
-        return self.provider_type(lambda name: wanted or None, client)
-
-    def model(self, server: SseServer, **fields: Any) -> Model:
-        """A priced model of this API served by ``server``."""
-        api, base_url = fields.pop("api", self.api), fields.pop("base_url", server.url)
-        return priced_model(api, base_url, **fields)
-
-    def stream(
-        self,
-        server: SseServer,
-        client: httpx.AsyncClient,
-        context: Context = HELLO,
-        options: StreamOptions | None = None,
-        *,
-        abort: asyncio.Event | None = None,
-        **fields: Any,
-    ) -> AssistantStream:
-        """Start one request to ``server``; model fields override ``priced_model``'s."""
-        model = self.model(server, **fields)
-        return self.provider(client).stream(model, context, options or StreamOptions(), abort=abort)
-
-    async def run(
-        self,
-        server: SseServer,
-        client: httpx.AsyncClient,
-        context: Context = HELLO,
-        options: StreamOptions | None = None,
-        *,
-        abort: asyncio.Event | None = None,
-        on_event: Callable[[AssistantEvent], None] | None = None,
-        **fields: Any,
-    ) -> list[AssistantEvent]:
-        """Read one whole response, checking the event order of model-layer.md 1.3."""
-        stream = self.stream(server, client, context, options, abort=abort, **fields)
-        events = await collect(stream, on_event)
-        check_stream_order(events)
-        return events
 
 
 class LiveArguments:

@@ -14,7 +14,8 @@ from pi_durable_tui.ai import (
 )
 from pi_durable_tui.ai._types import AssistantContent
 from pi_durable_tui.ai.providers import AnthropicProvider
-from tests.ai.providers.contract import ProviderContract, WireApi
+from tests.ai.providers.contract import ProviderContract
+from tests.ai.providers.wire import WireApi
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
 from tests.ai.streams import final, sequence, summary
 

@@ -19,8 +19,8 @@ from pi_durable_tui.ai import (
     UserMessage,
 )
 from pi_durable_tui.ai.providers import AnthropicProvider
-from tests.ai.providers.contract import HELLO, READ_TOOL
 from tests.ai.providers.test_anthropic import ANTHROPIC
+from tests.ai.providers.wire import HELLO, READ_TOOL
 from tests.ai.sse_server import SseServer
 from tests.ai.streams import collect, final, summary
 

@@ -15,8 +15,8 @@ from pi_durable_tui.ai import (
     ToolResultMessage,
     UserMessage,
 )
-from tests.ai.providers.contract import READ_TOOL
 from tests.ai.providers.test_openai_completions import COMPLETIONS
+from tests.ai.providers.wire import READ_TOOL
 from tests.ai.sse_server import SseServer
 from tests.ai.streams import collect
 

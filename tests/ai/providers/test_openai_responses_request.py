@@ -17,8 +17,8 @@ from pi_durable_tui.ai import (
     UserMessage,
 )
 from pi_durable_tui.ai._handoff import normalize_tool_call_id
-from tests.ai.providers.contract import READ_TOOL
 from tests.ai.providers.test_openai_responses import OFFICIAL_SWITCHES, RESPONSES
+from tests.ai.providers.wire import READ_TOOL
 from tests.ai.sse_server import SseServer
 
 
