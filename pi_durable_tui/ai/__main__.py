@@ -82,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-url",
         metavar="URL",
         help="a server to send the request to (llama.cpp, Ollama, vLLM, LM Studio...): a "
-        "known PROVIDER/ID keeps its api and prices, an unknown one is served through "
-        "openai-completions at this URL with zero cost",
+        "known PROVIDER/ID keeps its api and prices; an unknown ID costs nothing and speaks "
+        "its provider's api, or openai-completions for an unknown PROVIDER",
     )
     parser.add_argument(
         "--faux-script", metavar="FILE", help="serve provider 'faux' from this JSON script"

@@ -15,8 +15,10 @@ Which api and URL serve ``provider/id``, in order:
    URL, the declared prices (zero unless given);
 2. a packaged catalog row, possibly overridden field by field by a user row;
 3. ``use_base_url(ref, url)`` (``--base-url``): a known model keeps its api and
-   prices and moves to ``url``; an unknown id becomes an ``openai-completions``
-   model at ``url`` with zero cost (the protocol every local server speaks).
+   prices and moves to ``url``; an unknown id gets zero cost and the api of its
+   provider when the provider is known (a proxy for Anthropic speaks
+   ``anthropic-messages``), else ``openai-completions`` (the protocol every
+   local server speaks).
 
 Keys are looked up by provider name at request time (``KeyResolver``), never
 stored in a ``Model`` or ``StreamOptions``.
@@ -50,7 +52,8 @@ from pi_durable_tui.ai.faux import FauxProvider
 from pi_durable_tui.ai.providers import ProviderDeclaration, create_providers, env_keys
 
 BASE_URL_API = "openai-completions"
-"""The api of an unknown model served from ``--base-url``: every local server speaks it."""
+"""The api of an unknown provider's model served from ``--base-url``: every local server
+speaks it."""
 
 _MODEL_FIELDS = frozenset(Model.model_fields)
 
@@ -172,8 +175,9 @@ class Models:
 
         A known model keeps its api, limits and prices and moves to ``base_url``
         (a proxy or a compatible server standing in for it). An unknown id
-        becomes an ``openai-completions`` model at ``base_url`` with zero cost,
-        no context window (unknown) and no key unless its provider has one.
+        becomes a model at ``base_url`` with zero cost and no context window
+        (unknown), speaking its provider's api when the provider is known and
+        ``openai-completions`` otherwise.
 
         Args:
             ref: The model, as a ``ModelRef`` or ``provider/id`` text.
@@ -197,10 +201,11 @@ class Models:
         if known is not None:
             model = known.model_copy(update={"base_url": base_url.rstrip("/")})
         else:
+            info = self._provider_info.get(ref.provider)
             model = Model(
                 id=ref.model_id,
                 name=ref.model_id,
-                api=BASE_URL_API,
+                api=info.api if info is not None else BASE_URL_API,
                 provider=ref.provider,
                 base_url=base_url.rstrip("/"),
                 cost=ModelCost(),

@@ -352,6 +352,15 @@ def test_base_url_serves_an_unknown_id_through_openai_completions_at_zero_cost()
     assert models.resolve("ollama/qwen3") == local  # the harness resolves it by reference later
 
 
+def test_base_url_serves_an_unknown_id_of_a_known_provider_through_that_providers_api() -> None:
+    models = Models()
+
+    proxied = models.use_base_url("anthropic/claude-next", "http://127.0.0.1:8080")
+
+    assert (proxied.api, proxied.cost) == ("anthropic-messages", ModelCost())
+    assert models.missing_key(proxied) is None  # not Anthropic's own URL: no key required
+
+
 def test_base_url_moves_a_known_model_keeping_its_api_and_prices() -> None:
     models = Models()
     catalog_row = models.resolve("openai/gpt-5")
