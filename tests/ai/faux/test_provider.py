@@ -458,3 +458,31 @@ async def test_a_model_of_another_api_gets_an_error_event_not_an_exception() -> 
 
     assert final.stop_reason == "error"
     assert "openai-completions" in (final.error_message or "")
+
+
+async def test_chosen_by_position_a_provider_built_in_code_uses_nothing_up() -> None:
+    faux = FauxProvider(
+        [faux_response(faux_tool_call("read", ARGS)), faux_response("done")],
+        choose_by="position",
+    )
+    model = faux.get_model()
+    context = user_context("hi")
+
+    first = await faux.stream(model, context, OPTIONS).result()
+    again = await faux.stream(model, context, OPTIONS).result()
+    second = await faux.stream(
+        model, continue_with_tool_result(context, first, "ok"), OPTIONS
+    ).result()
+
+    assert (
+        first.tool_calls()
+        == again.tool_calls()
+        == [ToolCall(id="call_0_0", name="read", arguments=ARGS)]
+    )
+    assert second.text() == "done"
+    assert faux.pending_count == 2
+
+
+def test_an_unknown_way_of_choosing_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match="choose_by must be queue or position, got 'random'"):
+        FauxProvider(choose_by="random")  # type: ignore[arg-type]

@@ -269,7 +269,7 @@ async def test_match_rules_walk_a_subagent_through_its_own_responses_by_position
     assert reaction.text() == "the tool failed"  # a tool_result rule fits at any position
 
 
-async def test_a_scripted_error_answers_every_retry_of_its_position(tmp_path: Path) -> None:
+async def test_r73_a_scripted_error_answers_every_retry_of_its_position(tmp_path: Path) -> None:
     # Failed responses never enter a context (R73), so a retry asks the same position.
     path = write(tmp_path, {"responses": [{"error": {"message": "Overloaded", "status": 529}}]})
     faux = load_faux_script(path).provider()
