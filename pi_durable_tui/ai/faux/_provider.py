@@ -72,6 +72,7 @@ from pi_durable_tui.ai.faux._selection import (
     WHEN_EXHAUSTED,
     Request,
     StepQueue,
+    Steps,
     StepsByPosition,
     WhenExhausted,
     conversation_position,
@@ -158,7 +159,7 @@ class FauxProvider:
         self._api = api
         self._provider = provider
         chooser = StepQueue if choose_by == "queue" else StepsByPosition
-        self._steps = chooser(responses, when_exhausted, factory)
+        self._steps: Steps = chooser(responses, when_exhausted, factory)
         self._tokens_per_second = tokens_per_second
         self._chunk_tokens = (low, high)
         self._seed = seed

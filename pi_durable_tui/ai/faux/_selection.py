@@ -1,8 +1,8 @@
 """Which scripted step answers a request: by queue (in-code tests) or by position (scripts).
 
 Owns ``conversation_position`` (the number of assistant messages in a request's
-context), the two ways of choosing a step, ``StepQueue`` and ``StepsByPosition``,
-and the policy for a request nothing answers (``WhenExhausted``). Implements the
+context), the two ways of choosing a step, ``StepQueue`` and ``StepsByPosition``
+(both ``Steps``), and the policy for a request nothing answers (``WhenExhausted``). Implements the
 scripting of model-layer.md 1.6 and the restart rule of issue 7.
 
 Why two ways. A test that builds a ``FauxProvider`` in code queues steps and
@@ -81,13 +81,14 @@ class Request:
     """Requests this provider received before this one (factories get it)."""
 
 
-class StepQueue:
-    """Steps taken in queue order: the first that fits a request is removed and used.
+class Steps:
+    """The steps of a faux provider, and what a request gets when none answers it.
 
     Args:
-        steps: The initial queue.
-        when_exhausted: What a request gets when no queued step fits.
-        factory: Builds a response for a request no queued step fits.
+        steps: The steps, in order.
+        when_exhausted: What a request gets when no step answers it.
+        factory: Builds a response for a request no step answers (before
+            ``when_exhausted`` applies).
     """
 
     def __init__(
@@ -99,26 +100,49 @@ class StepQueue:
         self.steps = list(steps)
         self._when_exhausted = when_exhausted
         self._factory = factory
-        self._last_served: FauxStep | None = None
 
     @property
     def pending(self) -> int:
-        """Queued steps not used yet."""
+        """Steps not used up (choosing by position never uses one up)."""
         return len(self.steps)
 
     def choose(self, request: Request) -> FauxStep | str:
-        """Take the step answering ``request``, or return why there is none."""
+        """Return the step answering ``request``, or why there is none."""
+        raise NotImplementedError
+
+    def _fallback(self, request: Request, last: FauxStep | None) -> FauxStep | None:
+        """The factory, else ``when_exhausted`` applied (``last`` is what to repeat)."""
+        if self._factory is not None:
+            return self._factory
+        if self._when_exhausted == "repeat_last" and last is not None:
+            return last
+        if self._when_exhausted == "echo":
+            return echo(request.context)
+        return None
+
+
+class StepQueue(Steps):
+    """Steps taken in queue order: the first that fits a request is removed and used."""
+
+    def __init__(
+        self,
+        steps: Iterable[FauxStep],
+        when_exhausted: WhenExhausted,
+        factory: FauxFactory | None,
+    ) -> None:
+        super().__init__(steps, when_exhausted, factory)
+        self._last_served: FauxStep | None = None
+
+    def choose(self, request: Request) -> FauxStep | str:
+        """Take the first queued step that fits ``request``, or return why there is none."""
         for index, step in enumerate(self.steps):
             rule = rule_of(step)
             if rule is None or rule.fits(request.context):
                 self._last_served = self.steps.pop(index)
                 return self._last_served
-        if self._factory is not None:
-            return self._factory
-        if self._when_exhausted == "repeat_last" and self._last_served is not None:
-            return self._last_served
-        if self._when_exhausted == "echo":
-            return echo(request.context)
+        fallback = self._fallback(request, self._last_served)
+        if fallback is not None:
+            return fallback
         if self.steps:
             return (
                 f"No queued faux response matches request {request.call_index + 1} "
@@ -131,29 +155,8 @@ class StepQueue:
         )
 
 
-class StepsByPosition:
-    """Steps chosen by the request's position in its conversation; none is consumed.
-
-    Args:
-        steps: The script's steps, in file order.
-        when_exhausted: What a request past the last position gets.
-        factory: Builds a response for a request past the last position.
-    """
-
-    def __init__(
-        self,
-        steps: Iterable[FauxStep],
-        when_exhausted: WhenExhausted,
-        factory: FauxFactory | None,
-    ) -> None:
-        self.steps = list(steps)
-        self._when_exhausted = when_exhausted
-        self._factory = factory
-
-    @property
-    def pending(self) -> int:
-        """All steps: choosing by position never uses one up."""
-        return len(self.steps)
+class StepsByPosition(Steps):
+    """Steps chosen by the request's position in its conversation; none is used up."""
 
     def choose(self, request: Request) -> FauxStep | str:
         """Return the step at the request's position, or why there is none."""
@@ -164,12 +167,9 @@ class StepsByPosition:
         plain = [step for step in self.steps if rule_of(step) is None]
         if position < len(plain):
             return plain[position]
-        if self._factory is not None:
-            return self._factory
-        if self._when_exhausted == "repeat_last" and plain:
-            return plain[-1]
-        if self._when_exhausted == "echo":
-            return echo(request.context)
+        fallback = self._fallback(request, plain[-1] if plain else None)
+        if fallback is not None:
+            return fallback
         return _past_the_end(position, plain)
 
 
