@@ -8,6 +8,9 @@ import sys
 BENCHMARKS = {
     "storage": ("pi_durable_tui.bench.storage", "storage backends against raw sqlite3"),
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
+    "tool-engines": ("pi_durable_tui.bench.tool_engines", "edit, diff and read engines vs stdlib"),
+    "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
+    "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
 }
 
 

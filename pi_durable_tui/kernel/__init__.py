@@ -20,6 +20,7 @@ from pi_durable_tui.kernel.errors import (
     WaitRejected,
 )
 from pi_durable_tui.kernel.hooks import Report, SessionHooks
+from pi_durable_tui.kernel.inspection import TaskGraphState
 from pi_durable_tui.kernel.observation import DocumentState, DocumentWatch, WatchFrame
 from pi_durable_tui.kernel.publication import CommitInfo
 from pi_durable_tui.kernel.registry import TaskRegistry
@@ -66,6 +67,7 @@ __all__ = [
     "SystemClock",
     "TaskDefinition",
     "TaskGateClosed",
+    "TaskGraphState",
     "TaskNotFound",
     "TaskOwned",
     "TaskRegistry",

@@ -51,6 +51,7 @@ from pi_durable_tui.kernel.tx_documents import TxDocuments
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.protocol import EntryOrder
 from pi_durable_tui.storage.records import (
+    ROOT_CONVERSATION_ID,
     ConversationOwner,
     ConversationRecord,
     DocAddress,
@@ -305,6 +306,16 @@ class Tx:
         """Create a conversation, ownerless or owned by a live task (R11, R-1.3)."""
         self._write_table()
         record = ConversationRecord(self._storage.mint_id(), owner=self._owner_pair(ownership))
+        self.conversations[record.id] = record
+        return record
+
+    def create_root_conversation(self) -> ConversationRecord:
+        """Create the root conversation, ID 1, ownerless (R-1.2, R24).
+
+        Storage rejects the commit when conversation 1 exists already.
+        """
+        self._write_table()
+        record = ConversationRecord(ROOT_CONVERSATION_ID)
         self.conversations[record.id] = record
         return record
 

@@ -1,0 +1,190 @@
+"""Benchmark: command output through ``LocalEnv.exec`` against ``cat FILE > /dev/null``.
+
+``python -m pi_durable_tui.bench exec [--mib N] [--repeat N] [--json] [--dir PATH]``
+
+It writes a text file of ``--mib`` MiB (default 256; 80-byte lines) under
+``--dir`` (default: the system temp directory) and measures, in the same run:
+
+- ``baseline.cat_devnull``: ``bash -c 'cat FILE > /dev/null'`` started from this
+  process (the floor: the file read with no pipe at all);
+- ``exec.plain``: ``bash -c 'cat FILE'`` through ``LocalEnv.exec`` with an
+  ``on_output`` that counts bytes (what a head-retaining tool receives: every byte);
+- ``exec.tail``: the same with a tail ``OutputWindow`` of 50 KiB / 2,000 lines,
+  as the ``bash`` tool gets (R105): most output is skipped, not delivered;
+- ``exec.tail_spill``: the tail window plus the ``bash`` tool's spill policy
+  (51,200 bytes / 2,000 lines), so the complete output is also written to a file.
+
+Each exec workload runs in a child process of its own (``--child``), so its
+``peak_rss_mib`` (``ru_maxrss``) is its own; a child imports only the
+environment package. Per workload: ``wall_ms`` (best of ``--repeat`` runs),
+``mib_per_s``, ``ratio`` (wall over the baseline's), ``peak_rss_mib`` (largest
+over the runs), ``callbacks`` (``on_output`` calls) and ``wrong`` when the byte
+or line totals seen by the consumer differ from the file. ``--json`` prints one
+object keyed by workload. Figures are printed, never asserted (DESIGN.md 6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from pi_durable_tui.env import LocalEnv, OutputStream, OutputWindow, SkippedOutput, SpillPolicy
+
+LINE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-output-line-#####\n"
+WORKLOADS = ("plain", "tail", "tail_spill")
+TAIL = OutputWindow(max_bytes=51200, max_lines=2000)
+SPILL = SpillPolicy(after_bytes=51200, after_lines=2000)
+
+
+def write_file(path: str, mib: int) -> tuple[int, int]:
+    """Write ``mib`` MiB of 80-byte lines to ``path``; return (bytes, lines)."""
+    block = LINE * ((1 << 20) // len(LINE))
+    with open(path, "wb") as stream:
+        for _ in range(mib):
+            stream.write(block)
+        stream.flush()
+        os.fsync(stream.fileno())  # so its writeback does not compete with the runs
+    return mib * len(block), mib * block.count(b"\n")
+
+
+async def _run_child(workload: str, path: str) -> dict[str, Any]:
+    totals = {"bytes": 0, "lines": 0, "callbacks": 0}
+
+    def consume(chunk: bytes, stream: OutputStream, skipped: SkippedOutput | None) -> None:
+        totals["callbacks"] += 1
+        totals["bytes"] += len(chunk)
+        if workload != "plain":  # a tail tool counts lines; a head tool stops looking early
+            totals["lines"] += chunk.count(b"\n")
+        if skipped is not None:
+            totals["bytes"] += skipped.byte_count
+            totals["lines"] += skipped.line_count
+
+    env = LocalEnv(os.path.dirname(path))
+    started = time.perf_counter()
+    result = await env.exec(
+        f"cat {shlex.quote(path)}",
+        on_output=consume,
+        window=None if workload == "plain" else TAIL,
+        spill=SPILL if workload == "tail_spill" else None,
+    )
+    wall = time.perf_counter() - started
+    if result.spill_path is not None:
+        os.unlink(result.spill_path)
+    return {
+        "wall_s": wall,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "exit_code": result.exit_code,
+        "spilled": result.spill_path is not None,
+        **totals,
+    }
+
+
+def run_child(workload: str, path: str) -> dict[str, Any]:
+    """Run one exec workload in a fresh interpreter and return what it measured."""
+    output = subprocess.run(
+        [sys.executable, "-m", "pi_durable_tui.bench.exec_output", "--child", workload, path],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(output)
+    return result
+
+
+def baseline(path: str) -> float:
+    """Seconds of ``bash -c 'cat FILE > /dev/null'``."""
+    started = time.perf_counter()
+    subprocess.run(["bash", "-c", f"cat {shlex.quote(path)} > /dev/null"], check=True)
+    return time.perf_counter() - started
+
+
+def measure(path: str, size: int, lines: int, repeat: int) -> dict[str, dict[str, Any]]:
+    """Run the baseline and every workload ``repeat`` times, interleaved."""
+    baseline(path)  # warm the page cache
+    floors: list[float] = []
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in WORKLOADS}
+    for _ in range(repeat):
+        for name in WORKLOADS:
+            floors.append(baseline(path))
+            runs[name].append(run_child(name, path))
+            print(f"  {name}: {runs[name][-1]['wall_s'] * 1000:.0f} ms", file=sys.stderr)
+    floor = min(floors)
+    mib = size / (1 << 20)
+    report: dict[str, dict[str, Any]] = {
+        "baseline.cat_devnull": {"wall_ms": floor * 1000, "mib_per_s": mib / floor, "mib": mib}
+    }
+    for name, results in runs.items():
+        best = min(result["wall_s"] for result in results)
+        entry: dict[str, Any] = {
+            "wall_ms": best * 1000,
+            "mib_per_s": mib / best,
+            "ratio": best / floor,
+            "peak_rss_mib": max(result["peak_rss_mib"] for result in results),
+            "callbacks": results[0]["callbacks"],
+        }
+        last = results[-1]
+        expected_lines = 0 if name == "plain" else lines
+        if last["bytes"] != size or last["lines"] != expected_lines or last["exit_code"] != 0:
+            entry["wrong"] = (
+                f"saw {last['bytes']} bytes, {last['lines']} lines, exit {last['exit_code']}"
+            )
+        if (name == "tail_spill") != last["spilled"]:
+            entry["wrong"] = f"spill file {'missing' if not last['spilled'] else 'unexpected'}"
+        report[f"exec.{name}"] = entry
+    return report
+
+
+def render(report: dict[str, dict[str, Any]]) -> str:
+    """The report as a table."""
+    rows = [f"{'workload':<22}{'wall ms':>10}{'MiB/s':>10}{'ratio':>8}{'peak RSS':>10}{'calls':>8}"]
+    for key, entry in report.items():
+        ratio = f"{entry['ratio']:.2f}" if "ratio" in entry else "1"
+        rss = f"{entry['peak_rss_mib']:.1f}" if "peak_rss_mib" in entry else "-"
+        calls = str(entry.get("callbacks", "-"))
+        rows.append(
+            f"{key:<22}{entry['wall_ms']:>10.1f}{entry['mib_per_s']:>10.0f}{ratio:>8}"
+            f"{rss:>10}{calls:>8}" + (f"  WRONG: {entry['wrong']}" if "wrong" in entry else "")
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> int:
+    """Run the benchmark and print a table, or one JSON object with ``--json``.
+
+    Args:
+        argv: Command-line arguments without the program name.
+
+    Returns:
+        0, or 1 when a workload saw wrong totals.
+    """
+    parser = argparse.ArgumentParser(prog="python -m pi_durable_tui.bench exec")
+    parser.add_argument("--mib", type=int, default=256, help="size of the file (MiB)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per workload (best counts)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--dir", default=None, help="where to write the file")
+    parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "FILE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(asyncio.run(_run_child(*args.child))))
+        return 0
+    if args.mib < 1 or args.repeat < 1:
+        parser.error("--mib and --repeat must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="pi-bench-exec-", dir=args.dir) as directory:
+        path = os.path.join(directory, "output.txt")
+        size, lines = write_file(path, args.mib)
+        report = measure(path, size, lines, args.repeat)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 1 if any("wrong" in entry for entry in report.values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,70 @@
+"""The execution environment: files and processes as tools see them (layer 2, R118-R122).
+
+``ExecutionEnv`` is the protocol the harness hands to tools as ``api.env``;
+``LocalEnv`` implements it on this machine. Failures raise ``FileError`` with a
+``code``. ``exec`` runs a string through bash (an argv without a shell) in its
+own process group, tags output ``stdout``/``stderr``, kills the whole group on
+timeout, abort or cancellation, spills large output to a file
+(``SpillPolicy``) and skips output a tail-retaining tool cannot keep
+(``OutputWindow``, ``SkippedOutput``). Children never inherit variables that look
+like secrets (``is_secret_name``, ``scrub_environment``) unless allow-listed.
+``FileMutationQueue`` serializes ``edit``/``write`` of one file (R121); the
+conformance suite for any environment is ``pi_durable_tui.env.conformance``
+(R122).
+
+This package imports nothing from the rest of ``pi_durable_tui``.
+"""
+
+from __future__ import annotations
+
+from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCode
+from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
+from pi_durable_tui.env._mutation_queue import FileMutationQueue
+from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
+from pi_durable_tui.env._secrets import (
+    SECRET_NAME_PATTERNS,
+    SECRET_NAMES,
+    is_secret_name,
+    scrub_environment,
+)
+from pi_durable_tui.env._spill import SPILL_PREFIX
+from pi_durable_tui.env._types import (
+    DirEntry,
+    ExecResult,
+    FileInfo,
+    FileKind,
+    LineScan,
+    OutputCallback,
+    OutputStream,
+    OutputWindow,
+    SkippedOutput,
+    SpillPolicy,
+)
+
+__all__ = [
+    "FILE_ERROR_CODES",
+    "MAX_TIMEOUT_SECONDS",
+    "SECRET_NAMES",
+    "SECRET_NAME_PATTERNS",
+    "SPILL_PREFIX",
+    "BinaryReader",
+    "DirEntry",
+    "DirReader",
+    "ExecResult",
+    "ExecutionEnv",
+    "FileError",
+    "FileErrorCode",
+    "FileInfo",
+    "FileKind",
+    "FileMutationQueue",
+    "LineScan",
+    "LocalEnv",
+    "OutputCallback",
+    "OutputStream",
+    "OutputWindow",
+    "SkippedOutput",
+    "SpillPolicy",
+    "TextErrors",
+    "is_secret_name",
+    "scrub_environment",
+]

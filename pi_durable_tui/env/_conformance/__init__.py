@@ -1,0 +1,1 @@
+"""Groups of the environment conformance suite; the public face is ``env.conformance``."""

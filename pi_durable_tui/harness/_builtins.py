@@ -1,0 +1,24 @@
+"""``create_registry``: a registry holding the three built-in tasks (R21, R32)."""
+
+from __future__ import annotations
+
+from pi_durable_tui.harness._compaction import COMPACTION_TASK
+from pi_durable_tui.harness._define import Extension
+from pi_durable_tui.harness._generation import GENERATION_TASK
+from pi_durable_tui.harness._registry import Registry
+from pi_durable_tui.harness._tool_task import TOOL_TASK
+
+
+def create_registry(*extensions: Extension) -> Registry:
+    """Create a registry with ``pi.generation``, ``pi.tool`` and ``pi.compaction``.
+
+    Args:
+        *extensions: Extensions to install, in order.
+
+    Returns:
+        The registry.
+    """
+    registry = Registry((GENERATION_TASK, TOOL_TASK, COMPACTION_TASK))
+    if extensions:
+        registry.install(*extensions)
+    return registry

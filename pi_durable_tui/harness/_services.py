@@ -1,0 +1,148 @@
+"""What the harness's parts share: the session, models, registry, settings and environments.
+
+One ``HarnessServices`` belongs to one open Harness. The built-in tasks, the
+conversation handles and the session hooks reach everything through it, so none
+of them imports the ``Harness`` class (the parts run one way:
+services <- tasks and handles <- harness).
+
+- ``settings()`` reads the settings source again at every call (R34);
+- ``agent(conversation_id)`` resolves the conversation's stored agent against the
+  registry as it is now (R30, R33);
+- ``build_env(conversation_id, cwd)`` builds an environment at each use, never on
+  the line (R118);
+- ``task_definition(name)`` is the kernel definition the session runs for a task
+  name (the harness wraps its tasks once per definition object, R35);
+- ``submissions`` resolves ``Submission.wait()`` from commit publications.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from pi_durable_tui.ai import Models
+from pi_durable_tui.harness._agent import ResolvedAgent, resolve_agent
+from pi_durable_tui.harness._docs import AGENT_DOC
+from pi_durable_tui.harness._errors import HarnessClosed
+from pi_durable_tui.harness._registry import Registry
+from pi_durable_tui.harness._settings import Settings, SettingsSource, read_settings
+from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.records import SubmissionRecord
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env import ExecutionEnv
+
+
+@dataclass(frozen=True, slots=True)
+class EnvTarget:
+    """What an environment is built for: a conversation and its working directory."""
+
+    conversation_id: int
+    cwd: str | None
+
+
+EnvFactory = Callable[[EnvTarget], "ExecutionEnv | None"]
+"""Builds the execution environment of a conversation, at each use (R118)."""
+
+
+class TaskDefinitions(Protocol):
+    """The kernel definitions the harness installed, by task name."""
+
+    def definition(self, name: str) -> TaskDefinition:
+        """Return the kernel definition of a task (raises ``KeyError`` when unknown)."""
+        ...
+
+
+class SubmissionWaiters:
+    """Futures for ``Submission.wait()``, resolved by the commit that settles them (R68)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[int, list[asyncio.Future[SubmissionRecord]]] = {}
+
+    def register(self, submission_id: int) -> asyncio.Future[SubmissionRecord]:
+        """Return a future resolved when the submission settles."""
+        future: asyncio.Future[SubmissionRecord] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(submission_id, []).append(future)
+        return future
+
+    def discard(self, submission_id: int, future: asyncio.Future[SubmissionRecord]) -> None:
+        """Forget a future (its waiter was cancelled)."""
+        futures = self._waiters.get(submission_id)
+        if futures and future in futures:
+            futures.remove(future)
+            if not futures:
+                del self._waiters[submission_id]
+
+    def on_commit(self, info: CommitInfo) -> None:
+        """Resolve the waiters of every submission the commit settled."""
+        for record in info.submissions:
+            if record.status in ("done", "unanswered"):
+                for future in self._waiters.pop(record.id, []):
+                    if not future.done():
+                        future.set_result(record)
+
+    def fail_all(self, error: BaseException) -> None:
+        """Fail every pending waiter (the session failed, R8)."""
+        for futures in self._waiters.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(error)
+        self._waiters.clear()
+
+
+@dataclass(eq=False)
+class HarnessServices:
+    """Everything the harness's parts share; one per open Harness."""
+
+    session: Session
+    models: Models
+    registry: Registry
+    settings_source: SettingsSource
+    env_factory: EnvFactory | None
+    tasks: TaskDefinitions
+    on_report: Callable[[Report], None] | None = None
+    submissions: SubmissionWaiters = field(default_factory=SubmissionWaiters)
+    closing: bool = False
+    """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
+
+    def check_open(self) -> None:
+        """Raise ``HarnessClosed`` once ``close()`` started (R23, R27)."""
+        if self.closing or self.session.closing:
+            raise HarnessClosed()
+
+    def settings(self) -> Settings:
+        """Return the settings as they are now (R34)."""
+        return read_settings(self.settings_source)
+
+    def report(self, report: Report) -> None:
+        """Hand a problem to ``on_report``; never raises."""
+        if self.on_report is not None:
+            with contextlib.suppress(Exception):  # REMINDER: a reporter must not break callers.
+                self.on_report(report)
+
+    def task_definition(self, name: str) -> TaskDefinition:
+        """Return the kernel definition the session runs for ``name``."""
+        return self.tasks.definition(name)
+
+    def resolve(self, stored: JsonObject | None) -> ResolvedAgent:
+        """Resolve a stored ``pi.agent`` value against the registry as it is now (R30)."""
+        return resolve_agent(
+            stored,
+            self.registry.snapshot().extensions,
+            self.settings().extensions,
+            self.report,
+        )
+
+    async def agent(self, conversation_id: int) -> ResolvedAgent:
+        """Resolve a conversation's committed agent (R30, R33)."""
+        return self.resolve(await self.session.snapshot(AGENT_DOC, conversation_id))
+
+    def build_env(self, conversation_id: int, cwd: str | None) -> ExecutionEnv | None:
+        """Build the environment of a conversation now (R118); the factory may raise."""
+        if self.env_factory is None:
+            return None
+        return self.env_factory(EnvTarget(conversation_id, cwd))

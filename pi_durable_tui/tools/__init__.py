@@ -1,0 +1,59 @@
+"""Layer 4: the built-in coding tools ``read``, ``write``, ``edit``, ``bash`` (reference 3).
+
+``CodingTools`` is the extension named ``coding-tools`` holding all four, in that
+order; nothing installs it automatically. The factories build each tool with its
+options (``allow_outside_cwd`` for ``write`` and ``edit``, a command prefix and
+extra variables for ``bash``). Every tool uses only ``api.env``; without an
+environment a call fails with ``No execution environment is configured``.
+
+``read`` is replay-safe (after a crash it runs again); ``write``, ``edit`` and
+``bash`` are not, so a call cut by a crash reaches the model as ``interrupted``.
+"""
+
+from pi_durable_tui.harness import Extension, define_extension
+from pi_durable_tui.tools._bash import BashArgs, create_bash_tool
+from pi_durable_tui.tools._edit import EditArgs, EditItem, create_edit_tool
+from pi_durable_tui.tools._read import ReadArgs, create_read_tool
+from pi_durable_tui.tools._workspace import AllowOutside, OutsideWorkspace
+from pi_durable_tui.tools._write import WriteArgs, create_write_tool
+
+
+def coding_tools(*, allow_outside_cwd: AllowOutside = False) -> Extension:
+    """Build the ``coding-tools`` extension: ``read``, ``write``, ``edit``, ``bash``.
+
+    Args:
+        allow_outside_cwd: Whether ``write`` and ``edit`` may change files outside the
+            working directory (a callable is read at each call).
+
+    Returns:
+        The extension.
+    """
+    return define_extension(
+        "coding-tools",
+        tools=[
+            create_read_tool(),
+            create_write_tool(allow_outside_cwd=allow_outside_cwd),
+            create_edit_tool(allow_outside_cwd=allow_outside_cwd),
+            create_bash_tool(),
+        ],
+    )
+
+
+CodingTools: Extension = coding_tools()
+"""The ``coding-tools`` extension with default options."""
+
+__all__ = [
+    "AllowOutside",
+    "BashArgs",
+    "CodingTools",
+    "EditArgs",
+    "EditItem",
+    "OutsideWorkspace",
+    "ReadArgs",
+    "WriteArgs",
+    "coding_tools",
+    "create_bash_tool",
+    "create_edit_tool",
+    "create_read_tool",
+    "create_write_tool",
+]

@@ -1,0 +1,30 @@
+"""The exec benchmark runs end to end on a small file and reports every workload.
+
+Only the shape of the report is checked (keys, positive figures, no wrong
+totals): figures are never asserted (DESIGN.md section 6).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pi_durable_tui.bench import exec_output
+
+
+def test_a_small_run_reports_every_workload_with_exact_totals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exec_output.main(["--mib", "2", "--repeat", "1", "--json", "--dir", str(tmp_path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report) == ["baseline.cat_devnull", "exec.plain", "exec.tail", "exec.tail_spill"]
+    for key, entry in report.items():
+        assert "wrong" not in entry, (key, entry)
+        assert entry["wall_ms"] > 0
+        assert entry["mib_per_s"] > 0
+        if key.startswith("exec."):
+            assert entry["ratio"] > 0
+            assert entry["peak_rss_mib"] > 0
+    assert list(tmp_path.iterdir()) == []
