@@ -21,8 +21,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pi_durable_tui.kernel import Ownerless, Session, Tx
-from pi_durable_tui.kernel.documents import DocDefinition
+from pi_durable_tui.kernel import DocDefinition, Ownerless, Session, Tx
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import DocAddress, DocumentRead, ScopeRef

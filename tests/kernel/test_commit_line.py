@@ -22,12 +22,12 @@ from pi_durable_tui.kernel import (
     Session,
     SessionClosed,
     SessionFailed,
+    SessionHooks,
     TransactionClosed,
     Tx,
     define_doc,
     define_task,
 )
-from pi_durable_tui.kernel.hooks import SessionHooks
 from pi_durable_tui.storage import StorageClosed, StorageRejected
 from pi_durable_tui.storage.records import ConversationRecord
 from pi_durable_tui.storage.writes import PutEntry
@@ -457,7 +457,7 @@ async def test_r8_an_uncertain_storage_failure_poisons_the_session() -> None:
     watch = await session.watch_doc(NOTES, conversation)
     assert watch is not None
     published.clear()
-    waiting = asyncio.ensure_future(session.scheduler.wait_for_task(task.id))
+    waiting = asyncio.ensure_future(session.wait_for_task(task.id))  # JOB is not registered
     disk = OSError("disk vanished")
     storage.fail_next.append(disk)
     storage.hold_commits()

@@ -17,12 +17,12 @@ from pi_durable_tui.kernel import (
     ConversationOwned,
     DocumentAccessError,
     Ownerless,
+    SessionHooks,
     Tx,
     WatchFrame,
     define_doc,
     define_task,
 )
-from pi_durable_tui.kernel.hooks import SessionHooks
 from pi_durable_tui.storage.json_ops import JsonObject, Op
 from pi_durable_tui.storage.records import ConversationRecord
 from pi_durable_tui.storage.writes import ChangeDocument, RetireDocument

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.kernel.json_diff import diff_json
+from pi_durable_tui.kernel.docs import diff_json
 from pi_durable_tui.storage.json_ops import apply_ops, copy_json
 
 WHERE = 'docs["pi.live"]'

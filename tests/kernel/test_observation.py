@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pi_durable_tui.kernel import DocumentWatch, Report, Session, Tx, WatchFrame, define_doc
-from pi_durable_tui.kernel.observation import MAX_PENDING_FRAMES
+from pi_durable_tui.kernel.docs import MAX_PENDING_FRAMES
 from pi_durable_tui.storage.json_ops import JsonObject, Op, apply_ops, copy_json
 from tests.kernel.support import (
     ControlledStorage,

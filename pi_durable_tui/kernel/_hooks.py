@@ -27,7 +27,7 @@ from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
 
 if TYPE_CHECKING:
-    from pi_durable_tui.kernel.tx import Tx
+    from pi_durable_tui.kernel._tx import Tx
 
 
 @dataclass(frozen=True, slots=True)

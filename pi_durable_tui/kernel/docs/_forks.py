@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 
-from pi_durable_tui.kernel.errors import KernelError
+from pi_durable_tui.kernel._errors import KernelError
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
     ConversationRecord,

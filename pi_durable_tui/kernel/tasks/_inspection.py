@@ -2,7 +2,7 @@
 
 Neither writes anything, runs task code, or enables scheduling (R23).
 
-- ``inspect_session`` reads at one point of the line: the scheduling mode, every
+- ``inspect_tasks`` reads at one point of the line: the scheduling mode, every
   live task with its activity (``running``, ``completing``, ``waiting {on}``,
   ``ready {migrates}`` or ``blocked {reason, error?}``), and the queued and placed
   submissions in ID order (R28).
@@ -15,21 +15,21 @@ Neither writes anything, runs task code, or enables scheduling (R23).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pi_durable_tui.kernel.ownership import ordinary_owned_work
-from pi_durable_tui.kernel.publication import CommitInfo
-from pi_durable_tui.kernel.resolution import block_reason
+from pi_durable_tui.kernel._publication import CommitInfo
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._ownership import LiveIndex, ordinary_owned_work
+from pi_durable_tui.kernel.tasks._resolution import block_reason
+from pi_durable_tui.kernel.tasks._scheduler import Scheduler
 from pi_durable_tui.storage.json_ops import Json, JsonObject, copy_json
 from pi_durable_tui.storage.records import SubmissionRecord, TaskRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
 
 Scheduling = Literal["paused", "running", "closing"]
 
 
-def task_node(session: Session, record: TaskRecord) -> JsonObject:
+def task_node(live: LiveIndex, record: TaskRecord) -> JsonObject:
     """Return the task-graph node of a live task (R126)."""
     state = record.state
     status = state["status"]
@@ -55,26 +55,30 @@ def task_node(session: Session, record: TaskRecord) -> JsonObject:
         "background": record.background,
         "abort_requested": record.abort_requested,
         "state": node_state,
-        "conversations": list(session.live.owned_conversations(record.id)),
+        "conversations": list(live.owned_conversations(record.id)),
     }
     if record.owner is not None:
         node["owner"] = record.owner
     return node
 
 
-def task_graph(session: Session) -> JsonObject:
+def task_graph(live: LiveIndex) -> JsonObject:
     """Return ``{"tasks": {"<id>": node}}`` for every live task (R126)."""
-    return {"tasks": {str(r.id): task_node(session, r) for r in session.live.tasks()}}
+    return {"tasks": {str(r.id): task_node(live, r) for r in live.tasks()}}
 
 
 class TaskGraphState:
-    """The task graph, kept current by commit publications; read ``value`` or subscribe."""
+    """The task graph, kept current by commit publications; read ``value`` or subscribe.
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self._value = task_graph(session)
+    Args:
+        host: The Session whose commits it follows.
+    """
+
+    def __init__(self, host: TaskHost) -> None:
+        self._host = host
+        self._value = task_graph(host.live)
         self._listeners: list[Callable[[JsonObject], None]] = []
-        self._unsubscribe = session.subscribe(self._on_commit)
+        self._unsubscribe = host.subscribe(self._on_commit)
 
     @property
     def value(self) -> JsonObject:
@@ -98,9 +102,9 @@ class TaskGraphState:
     def _on_commit(self, info: CommitInfo) -> None:
         # REMINDER: like every watch, the graph ends at the seal of close() and keeps
         # its last value; commits that settle during close are not shown (R27).
-        if self._session.closing or (not info.tasks and not info.conversations):
+        if self._host.closing or (not info.tasks and not info.conversations):
             return
-        graph = task_graph(self._session)
+        graph = task_graph(self._host.live)
         if graph == self._value:
             return
         self._value = graph
@@ -108,9 +112,7 @@ class TaskGraphState:
             listener(copy_json(graph))  # type: ignore[arg-type]
 
 
-def _activity(session: Session, record: TaskRecord) -> JsonObject:
-    scheduler = session.scheduler
-    live = session.live
+def _activity(live: LiveIndex, scheduler: Scheduler, record: TaskRecord) -> JsonObject:
     if record.id in scheduler.invocations:
         return {"running": True}
     status = record.status
@@ -125,7 +127,7 @@ def _activity(session: Session, record: TaskRecord) -> JsonObject:
         pending: list[Json] = [i for i in on if live.task(i) is not None]
         if pending:
             return {"waiting": {"on": pending}}
-    definition = session.registry.get(record.kind)
+    definition = scheduler.resolution.registry.get(record.kind)
     blocked = block_reason(record, definition, scheduler.blocked.get(record.id))
     if blocked is not None:
         data: JsonObject = {"reason": blocked.reason}
@@ -136,27 +138,27 @@ def _activity(session: Session, record: TaskRecord) -> JsonObject:
     return {"ready": {"migrates": record.version < definition.version}}
 
 
-async def inspect_session(session: Session) -> JsonObject:
+async def inspect_tasks(host: TaskHost, scheduler: Scheduler) -> JsonObject:
     """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28).
 
     Writes nothing and runs no task code.
     """
     result: dict[str, Any] = {}
 
-    async def read(_tx: Any) -> None:
+    async def read(_staged: StagedCommit) -> None:
         scheduling: Scheduling = (
-            "closing" if session.closing else "running" if session.scheduler.enabled else "paused"
+            "closing" if host.closing else "running" if scheduler.enabled else "paused"
         )
         tasks = []
-        for record in session.live.tasks():
+        for record in host.live.tasks():
             item = record.to_json()
             item.pop("memos", None)
-            item["activity"] = _activity(session, record)
+            item["activity"] = _activity(host.live, scheduler, record)
             tasks.append(item)
         submissions: list[SubmissionRecord] = []
         cursor = None
         while True:
-            page = await session.storage.scan_submissions(
+            page = await host.storage.scan_submissions(
                 status=("queued", "placed"), limit=500, cursor=cursor
             )
             submissions.extend(page.items)
@@ -169,5 +171,5 @@ async def inspect_session(session: Session) -> JsonObject:
             submissions=[s.to_json() for s in submissions],
         )
 
-    await session.run_commit(read)
+    await host.run(read)
     return result

@@ -26,26 +26,23 @@ retires it, so the scheduler never waits for an invocation that is gone.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pi_durable_tui.kernel.errors import SessionClosed
-from pi_durable_tui.kernel.hooks import Report
-from pi_durable_tui.kernel.ownership import cascade_source
-from pi_durable_tui.kernel.runtime import InvocationMode, TaskRuntime
-from pi_durable_tui.kernel.tasks import (
-    PhaseHandler,
-    TaskDefinition,
-    checkpoint_of,
-    faulted_outcome,
-    phase_of,
-    with_state,
-)
+from pi_durable_tui.kernel._errors import SessionClosed
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel.tasks._backoff import WriteBackoff
+from pi_durable_tui.kernel.tasks._definitions import PhaseHandler, TaskDefinition
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._ownership import cascade_source
+from pi_durable_tui.kernel.tasks._records import checkpoint_of, phase_of, with_state
+from pi_durable_tui.kernel.tasks._resolution import Resolution
+from pi_durable_tui.kernel.tasks._runtime import InvocationMode, InvocationSignal, TaskRuntime
+from pi_durable_tui.kernel.tasks._states import faulted_outcome
+from pi_durable_tui.kernel.tasks._transitions import write_scheduler_outcome
+from pi_durable_tui.kernel.tasks._waits import Waits
 from pi_durable_tui.storage.records import TaskRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.scheduler import Scheduler
-    from pi_durable_tui.kernel.tx import Tx
 
 _FIRST: Any = object()
 """The "previous checkpoint" before an invocation's first phase: any checkpoint is new."""
@@ -59,6 +56,7 @@ class Invocation:
     mode: InvocationMode
     definition: TaskDefinition
     runtime: TaskRuntime
+    signal: InvocationSignal
     signalled: bool = False
     coroutine: asyncio.Task[None] | None = None
 
@@ -67,13 +65,26 @@ class Invocations:
     """The active invocations of a Session's tasks, by task ID (at most one each).
 
     Args:
-        scheduler: The scheduler that reserved the tasks; it writes scheduler
-            outcomes and is woken when an invocation ends.
+        host: The Session.
+        waits: Its waiters (a runtime's ``wait_for_task``).
+        resolution: Reports a hand-over the registry cannot make (R35).
+        backoff: Receives the step writes that failed (R45).
+        on_ended: Called when an invocation ends, whatever the way.
     """
 
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
-        self._session = scheduler.session
+    def __init__(
+        self,
+        host: TaskHost,
+        waits: Waits,
+        resolution: Resolution,
+        backoff: WriteBackoff,
+        on_ended: Callable[[], None],
+    ) -> None:
+        self._host = host
+        self._waits = waits
+        self._resolution = resolution
+        self._backoff = backoff
+        self._on_ended = on_ended
         self.active: dict[int, Invocation] = {}
 
     def __contains__(self, task_id: object) -> bool:
@@ -85,8 +96,9 @@ class Invocations:
 
     def start(self, task_id: int, definition: TaskDefinition, mode: InvocationMode) -> None:
         """Start an invocation of a task the scheduler has just reserved."""
-        runtime = TaskRuntime(self._session, task_id, definition, mode, asyncio.Event())
-        invocation = Invocation(task_id, mode, definition, runtime)
+        signal = InvocationSignal()
+        runtime = TaskRuntime(self._host, self._waits.wait_for_task, task_id, mode, signal)
+        invocation = Invocation(task_id, mode, definition, runtime, signal)
         self.active[task_id] = invocation
         invocation.coroutine = asyncio.ensure_future(self._invoke(invocation))
         # REMINDER: retire in a done-callback, not in a ``finally`` of ``_invoke``: a
@@ -98,7 +110,7 @@ class Invocations:
         if invocation.signalled:
             return
         invocation.signalled = True
-        invocation.runtime.aborted.set()  # REMINDER: set the event before cancelling.
+        invocation.signal.aborted.set()  # REMINDER: set the event before cancelling.
         if invocation.coroutine is not None and not invocation.coroutine.done():
             invocation.coroutine.cancel()
 
@@ -122,10 +134,10 @@ class Invocations:
             self.signal(invocation)
 
     def _ended(self, invocation: Invocation) -> None:
-        invocation.runtime.end()
+        invocation.signal.end()
         if self.active.get(invocation.task_id) is invocation:
             del self.active[invocation.task_id]
-        self._scheduler.invocation_ended()
+        self._on_ended()
 
     async def _invoke(self, invocation: Invocation) -> None:
         try:
@@ -135,11 +147,9 @@ class Invocations:
                 await self._run_abort(invocation)
         except (SessionClosed, asyncio.CancelledError):
             pass
-        except Exception as error:  # a rejected step write (R45): report; it runs again
-            if self._session.failed is None and not self._session.closing:
-                self._session.report(
-                    Report("invocation_error", _message(error), error, invocation.task_id)
-                )
+        except Exception as error:  # a rejected step write (R45): it runs again, later
+            if self._host.failed is None and not self._host.closing:
+                self._backoff.failed(invocation.task_id, error, "invocation_error")
 
     async def _run_phases(self, invocation: Invocation) -> None:
         previous: Any = _FIRST
@@ -154,7 +164,7 @@ class Invocations:
             try:
                 await handler(record, invocation.runtime)
             except asyncio.CancelledError:
-                if invocation.signalled or self._session.closing:
+                if invocation.signalled or self._host.closing:
                     return
                 error = RuntimeError(f"Task {record.kind} phase {phase_of(record)} was cancelled")
             except Exception as raised:
@@ -163,76 +173,75 @@ class Invocations:
     async def _step(
         self, invocation: Invocation, previous: Any, error: BaseException | None
     ) -> tuple[TaskRecord, PhaseHandler] | None:
-        session = self._session
+        host = self._host
         result: list[tuple[TaskRecord, PhaseHandler] | None] = [None]
 
-        async def step(tx: Tx) -> None:
-            record = tx.candidate_task(invocation.task_id)
+        async def step(staged: StagedCommit) -> None:
+            record = staged.candidate_task(invocation.task_id)
             if record is None or record.status != "running":
                 return  # (1) terminal, held, waiting, or handed over
-            if session.closing:
+            if host.closing:
                 return  # (2) checkpoint and marks stay for reopen
             if record.abort_requested:
                 return  # (3) the abort invocation starts later
-            if cascade_source(session.live, record) is not None:
+            if cascade_source(host.live, record) is not None:
                 return  # (3b) the next reconcile commit marks it
             if error is not None:
-                await self._scheduler.write_scheduler_outcome(
-                    tx, record, faulted_outcome(_message(error))
-                )
+                outcome = faulted_outcome(_message(error))
+                await write_scheduler_outcome(host, staged, record, outcome)
                 return  # (4)
             checkpoint = checkpoint_of(record)
             if previous is not _FIRST and checkpoint == previous:
                 message = (
                     f"Task {record.kind} phase {phase_of(record)} returned without durable progress"
                 )
-                await self._scheduler.write_scheduler_outcome(tx, record, faulted_outcome(message))
+                await write_scheduler_outcome(host, staged, record, faulted_outcome(message))
                 return  # (6)
-            current = session.registry.get(record.kind)  # (5) a fresh snapshot
+            current = self._resolution.registry.get(record.kind)  # (5) a fresh snapshot
             if current is not invocation.definition:
                 if current is not None and current.can_take(record.version):
-                    tx.put_task(with_state(record, {**record.state, "status": "pending"}))
+                    staged.put_task(with_state(record, {**record.state, "status": "pending"}))
                     return  # hand over at the phase boundary (R35)
-                self._scheduler.resolution.report_handover_refused(record, current)
+                self._resolution.report_handover_refused(record, current)
             handler = invocation.definition.phases.get(phase_of(record) or "")
             if handler is None:
                 message = f"Task {record.kind} has no phase {phase_of(record)!r}"
-                await self._scheduler.write_scheduler_outcome(tx, record, faulted_outcome(message))
+                await write_scheduler_outcome(host, staged, record, faulted_outcome(message))
                 return
             result[0] = (record, handler)
 
-        await session.run_commit(step)
+        await host.run(step)
         return result[0]
 
     async def _run_abort(self, invocation: Invocation) -> None:
-        session = self._session
-        record = session.live.task(invocation.task_id)
+        host = self._host
+        record = host.live.task(invocation.task_id)
         if record is None:
             return
         error: BaseException | None = None
         try:
             await invocation.definition.abort(record, invocation.runtime)
         except asyncio.CancelledError:
-            if invocation.signalled or session.closing:
+            if invocation.signalled or host.closing:
                 return
             error = RuntimeError(f"Abort handler of task {record.id} was cancelled")
         except Exception as raised:
             error = raised
-        if invocation.runtime.wait_refused is not None:
-            error = invocation.runtime.wait_refused
+        if invocation.signal.wait_refused is not None:
+            error = invocation.signal.wait_refused
 
-        async def step(tx: Tx) -> None:
-            current = tx.candidate_task(invocation.task_id)
-            if current is None or current.status != "running" or session.closing:
+        async def step(staged: StagedCommit) -> None:
+            current = staged.candidate_task(invocation.task_id)
+            if current is None or current.status != "running" or host.closing:
                 return  # rules 1 and 2
             message = (
                 _message(error)
                 if error is not None
                 else f"Abort handler of task {current.id} returned without a terminal outcome"
             )
-            await self._scheduler.write_scheduler_outcome(tx, current, faulted_outcome(message))
+            await write_scheduler_outcome(host, staged, current, faulted_outcome(message))
 
-        await session.run_commit(step)
+        await host.run(step)
 
 
 def _message(error: BaseException) -> str:

@@ -19,26 +19,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from pi_durable_tui.kernel.errors import TaskNotFound
-from pi_durable_tui.kernel.ownership import conversation_busy_tasks, owner_chain
-from pi_durable_tui.kernel.publication import CommitInfo
+from pi_durable_tui.kernel._errors import TaskNotFound
+from pi_durable_tui.kernel._publication import CommitInfo
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._ownership import conversation_busy_tasks, owner_chain
 from pi_durable_tui.storage.records import TaskRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
 
 
 class Waits:
     """The task and condition waiters of one Session.
 
     Args:
-        session: The Session whose committed state the conditions read.
+        host: The Session whose committed state the conditions read.
     """
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    def __init__(self, host: TaskHost) -> None:
+        self._host = host
         self._task_waiters: dict[int, list[asyncio.Future[TaskRecord]]] = {}
         self._conditions: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
 
@@ -70,12 +67,12 @@ class Waits:
             TaskNotFound: For an unknown task.
             SessionClosed: When the Session closes first (or is closed).
         """
-        record = await self._session.read_task(task_id)
+        record = await self._host.read_task(task_id)
         if record is None:
             raise TaskNotFound(task_id)
         if not record.is_live:
             return record
-        self._session.check_usable()
+        self._host.check_usable()
         future: asyncio.Future[TaskRecord] = asyncio.get_running_loop().create_future()
         waiters = self._task_waiters.setdefault(task_id, [])
         waiters.append(future)
@@ -100,7 +97,7 @@ class Waits:
         """
         if condition():
             return
-        self._session.check_usable()
+        self._host.check_usable()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (condition, waiter)
         self._conditions.append(entry)
@@ -112,7 +109,7 @@ class Waits:
 
     async def wait_for_idle(self, conversation_id: int | None = None) -> None:
         """Wait until a conversation (or every ownerless conversation) is idle (R58)."""
-        live = self._session.live
+        live = self._host.live
         if conversation_id is None:
             await self.wait_until(self.harness_idle)
         else:
@@ -125,7 +122,7 @@ class Waits:
         conversations) reaches an ownerless conversation through live,
         non-background tasks (R-1.7).
         """
-        live = self._session.live
+        live = self._host.live
         for record in live.tasks():
             if record.background:
                 continue

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.json_diff import checked_copy, diff_json
+from pi_durable_tui.kernel.docs._definitions import DocDefinition
+from pi_durable_tui.kernel.docs._diff import checked_copy, diff_json
 from pi_durable_tui.storage.json_ops import JsonObject, Op, copy_json
 from pi_durable_tui.storage.records import DocAddress, DocumentRecord
 from pi_durable_tui.storage.writes import ChangeDocument, CreateDocument, RetireDocument, Write

@@ -24,96 +24,132 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal, TypeVar, overload
 
-from pi_durable_tui.kernel.errors import SessionClosed, TaskGateClosed, TaskNotFound
-from pi_durable_tui.kernel.tasks import (
+from pi_durable_tui.kernel._errors import SessionClosed, TaskGateClosed, TaskNotFound
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel._tx import Tx
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._states import (
     Aborted,
     Completed,
     Failed,
     Running,
-    TaskDefinition,
     TaskState,
     Waiting,
 )
+from pi_durable_tui.kernel.tasks._transitions import apply_state
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.records import TaskRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
-    from pi_durable_tui.kernel.tx import Tx
 
 T = TypeVar("T")
 InvocationMode = Literal["run", "abort"]
 _MISSING: Any = object()
 
 
-class TaskRuntime:
-    """The runtime handed to a task's phases and abort handler.
+@dataclass(eq=False)
+class InvocationSignal:
+    """The kernel's side of one invocation's runtime: its signal and whether it ended."""
 
-    Args:
-        session: The Session.
-        task_id: The task.
-        definition: The definition this invocation runs (its snapshot, R35).
-        mode: ``run`` for phases, ``abort`` for the abort handler.
-        aborted: The invocation's signal.
-    """
-
-    def __init__(
-        self,
-        session: Session,
-        task_id: int,
-        definition: TaskDefinition,
-        mode: InvocationMode,
-        aborted: asyncio.Event,
-    ) -> None:
-        self.session = session
-        self.task_id = task_id
-        self.definition = definition
-        self.mode = mode
-        self.aborted = aborted
-        self.ended = False
-        self.wait_refused: TaskGateClosed | None = None
-        """Set when an abort handler tried to wait; the task faults with it (R43)."""
+    aborted: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the invocation is signalled or ends (R42)."""
+    ended: bool = False
+    wait_refused: TaskGateClosed | None = None
+    """Set when an abort handler tried to wait; the task faults with it (R43)."""
 
     def end(self) -> None:
         """Mark the invocation ended: every operation rejects, and the signal is set (R42)."""
         self.ended = True
         self.aborted.set()
 
-    def _ended_error(self) -> TaskGateClosed:
-        return TaskGateClosed(f"Task {self.task_id} invocation has ended")
+
+class TaskRuntime:
+    """The runtime handed to a task's phases and abort handler. Created by the scheduler.
+
+    Args:
+        host: The Session, as the tasks part sees it.
+        wait_for_task: Waits until a task is terminal and returns its record.
+        task_id: The task.
+        mode: ``run`` for phases, ``abort`` for the abort handler.
+        signal: The invocation's signal, kept by the scheduler.
+    """
+
+    _SURFACE: ClassVar[frozenset[str]] = frozenset(
+        {
+            "commit",
+            "transition",
+            "memo",
+            "sleep",
+            "outcomes",
+            "wait_for_task",
+            "aborted",
+            "task_id",
+            "conversation_id",
+            "mode",
+        }
+    )
+    """The public members: what phase and abort handlers may use (DESIGN.md 3.1)."""
+
+    def __init__(
+        self,
+        host: TaskHost,
+        wait_for_task: Callable[[int], Awaitable[TaskRecord]],
+        task_id: int,
+        mode: InvocationMode,
+        signal: InvocationSignal,
+    ) -> None:
+        self._host = host
+        self._wait_for_task = wait_for_task
+        self._task_id = task_id
+        self._mode: InvocationMode = mode
+        self._signal = signal
 
     @property
-    def record(self) -> TaskRecord | None:
-        """The task's newest committed record while it is live."""
-        return self.session.live.task(self.task_id)
+    def task_id(self) -> int:
+        """The task this runtime runs."""
+        return self._task_id
+
+    @property
+    def mode(self) -> InvocationMode:
+        """``run`` in a phase, ``abort`` in the abort handler."""
+        return self._mode
+
+    @property
+    def aborted(self) -> asyncio.Event:
+        """Set when the invocation is signalled (before it is cancelled) or ends (R42)."""
+        return self._signal.aborted
+
+    def _ended_error(self) -> TaskGateClosed:
+        return TaskGateClosed(f"Task {self._task_id} invocation has ended")
+
+    def _record(self) -> TaskRecord | None:
+        return self._host.live.task(self._task_id)
 
     @property
     def conversation_id(self) -> int:
-        """The task's conversation (it never changes, R12)."""
-        record = self.record
+        """The task's conversation (it never changes, R12).
+
+        Raises:
+            TaskGateClosed: When the task is terminal.
+        """
+        record = self._record()
         if record is None:
-            raise TaskGateClosed(f"Task {self.task_id} is terminal")
+            raise TaskGateClosed(f"Task {self._task_id} is terminal")
         return record.conversation_id
 
     def _gate(self, record: TaskRecord | None) -> TaskRecord:
-        if self.ended:
+        if self._signal.ended:
             raise self._ended_error()
-        if self.session.closing:
+        if self._host.closing:
             raise SessionClosed()
         if record is None or not record.is_live:
-            raise TaskGateClosed(f"Task {self.task_id} is terminal")
+            raise TaskGateClosed(f"Task {self._task_id} is terminal")
         if record.status != "running":
-            raise TaskGateClosed(f"Task {self.task_id} is {record.status}")
-        if self.mode == "run" and record.abort_requested:
-            raise TaskGateClosed(f"Task {self.task_id} has a durable abort mark")
+            raise TaskGateClosed(f"Task {self._task_id} is {record.status}")
+        if self._mode == "run" and record.abort_requested:
+            raise TaskGateClosed(f"Task {self._task_id} has a durable abort mark")
         return record
-
-    def check(self) -> None:
-        """Raise if an operation of this runtime would be rejected now."""
-        self._gate(self.record)
 
     @overload
     async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
@@ -134,25 +170,26 @@ class TaskRuntime:
         Raises:
             TaskGateClosed: When the gate is closed (see the module docstring), or an
                 abort handler returned ``Waiting`` (R43).
+            WaitRejected: ``fn`` returned an invalid wait (R51, R52).
         """
 
-        async def gated(tx: Tx) -> T:
-            self._gate(tx.candidate_task(self.task_id))
-            result = fn(tx)
+        async def gated(staged: StagedCommit) -> Any:
+            self._gate(staged.candidate_task(self._task_id))
+            result = fn(Tx(staged))
             if inspect.isawaitable(result):
                 result = await result
             if isinstance(result, (Running, Waiting, Completed, Failed, Aborted)):
-                if self.mode == "abort" and isinstance(result, Waiting):
+                if self._mode == "abort" and isinstance(result, Waiting):
                     # REMINDER: remembered, so the task faults with this message even
                     # when the handler catches the error and returns.
-                    self.wait_refused = TaskGateClosed(
-                        f"Abort handler of task {self.task_id} cannot wait"
+                    self._signal.wait_refused = TaskGateClosed(
+                        f"Abort handler of task {self._task_id} cannot wait"
                     )
-                    raise self.wait_refused
-                tx.request_state(self.task_id, result)
+                    raise self._signal.wait_refused
+                await apply_state(self._host, staged, self._task_id, result)
             return result
 
-        return await self.session.run_commit(gated, origin_task=self.task_id)
+        return await self._host.run(gated, origin_task=self._task_id)
 
     async def transition(self, state: TaskState) -> None:
         """Commit only a new state (a shorthand for ``commit(lambda tx: state)``)."""
@@ -169,20 +206,20 @@ class TaskRuntime:
             The committed value (``None`` when reading a memo that does not exist).
         """
         if candidate is _MISSING:
-            memos = self._gate(self.record).memos or {}
+            memos = self._gate(self._record()).memos or {}
             return copy_json(memos[name]) if name in memos else None
         check_json(candidate, f"memo {name!r}")
 
-        def write(tx: Tx) -> Json:
-            record = self._gate(tx.candidate_task(self.task_id))
+        def write(staged: StagedCommit) -> Json:
+            record = self._gate(staged.candidate_task(self._task_id))
             memos = dict(record.memos or {})
             if name in memos:
                 return copy_json(memos[name])
             memos[name] = copy_json(candidate)
-            tx.put_task(replace(record, memos=memos))
+            staged.put_task(replace(record, memos=memos))
             return copy_json(candidate)
 
-        return await self.session.run_commit(write, origin_task=self.task_id)
+        return await self._host.run(write, origin_task=self._task_id)
 
     async def sleep(self, until: float) -> None:
         """Sleep until the clock reaches ``until`` (ms); rejects once signalled (R41).
@@ -191,7 +228,7 @@ class TaskRuntime:
             TaskGateClosed: When the invocation is signalled or ends, before or
                 during the sleep.
         """
-        await self._until_signalled(self.session.clock.sleep_until(until))
+        await self._until_signalled(self._host.clock.sleep_until(until))
 
     async def outcomes(self, task_ids: Sequence[int]) -> list[JsonObject]:
         """Return the outcomes of terminal tasks, in order (R52).
@@ -200,10 +237,10 @@ class TaskRuntime:
             TaskGateClosed: ``Task <id> is not terminal`` for a live (or held) task.
             TaskNotFound: For an unknown task.
         """
-        self._gate(self.record)
+        self._gate(self._record())
         results: list[JsonObject] = []
         for task_id in task_ids:
-            record = await self.session.read_task(task_id)
+            record = await self._host.read_task(task_id)
             if record is None:
                 raise TaskNotFound(task_id)
             if record.is_live:
@@ -217,17 +254,17 @@ class TaskRuntime:
         Abort handlers use it for background tasks they created. It rejects like
         ``sleep`` once the invocation is signalled or ends.
         """
-        self._gate(self.record)
-        return await self._until_signalled(self.session.scheduler.wait_for_task(task_id))
+        self._gate(self._record())
+        return await self._until_signalled(self._wait_for_task(task_id))
 
     async def _until_signalled(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` unless the invocation's signal comes first (R41, R42)."""
-        if self.ended or self.aborted.is_set():
+        if self._signal.ended or self._signal.aborted.is_set():
             if inspect.iscoroutine(awaitable):
                 awaitable.close()  # never started; close it so it is not reported
             raise self._ended_error()
         work = asyncio.ensure_future(awaitable)
-        signal = asyncio.ensure_future(self.aborted.wait())
+        signal = asyncio.ensure_future(self._signal.aborted.wait())
         try:
             await asyncio.wait((work, signal), return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -9,8 +9,11 @@ crash cannot lose them:
   conversations the cascade reaches (through ``SessionHooks``);
 - ``fail_fast`` waits: once a member of ``on`` holds or ends with an outcome
   other than ``completed``, every other live member gets an abort mark (R52);
-- held (``completing``) tasks whose ordinary owned work drained become terminal;
-  a held scheduler-written outcome gets its cleanup now (R53, R54).
+- held (``completing``) tasks whose ordinary owned work drained become terminal
+  (R53). A held task-written outcome becomes final in the reconcile commit; a
+  held scheduler-written one (``faulted``, ``orphaned``) in a commit of its own
+  (``finish_scheduler_hold``), with the cleanup hook (R54), so a hook that fails
+  holds back only its own task (R45).
 
 Queued inputs are withdrawn once per conversation while a cascade reaches it:
 ``cancelled`` remembers the conversations already handed to the hook, and
@@ -20,33 +23,30 @@ conversation withdraws again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pi_durable_tui.kernel.ownership import (
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel._tx import Tx
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._ownership import (
+    LiveIndex,
     cascade_targets,
     ordinary_owned_work,
     traverse_conversation,
 )
-from pi_durable_tui.kernel.tasks import (
+from pi_durable_tui.kernel.tasks._records import (
     has_cancellation_intent,
     is_scheduler_outcome,
     with_state,
 )
 from pi_durable_tui.storage.records import TaskRecord
 
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
-    from pi_durable_tui.kernel.tx import Tx
 
-
-def _conversations_below(session: Session, record: TaskRecord) -> set[int]:
+def _conversations_below(live: LiveIndex, record: TaskRecord) -> set[int]:
     """Conversations a cascade from ``record`` reaches: strictly below it (R48).
 
     The walk follows owned tasks and owned conversations, and stops at background
     tasks (a boundary without intent of its own; one with intent is a cascade
     source itself).
     """
-    live = session.live
     found: set[int] = set()
     stack = [record.id]
     while stack:
@@ -62,7 +62,7 @@ def _conversations_below(session: Session, record: TaskRecord) -> set[int]:
     return found
 
 
-async def _fail_fast_marks(session: Session) -> list[TaskRecord]:
+async def _fail_fast_marks(host: TaskHost) -> list[TaskRecord]:
     """Live members of ``fail_fast`` waits to mark because another member failed (R52).
 
     The first member (in ``on`` order) that holds or ended with an outcome other
@@ -70,7 +70,7 @@ async def _fail_fast_marks(session: Session) -> list[TaskRecord]:
     mark, a held one included (its own owned work is then cancelled). The waiter
     itself is never marked.
     """
-    live = session.live
+    live = host.live
     marks: dict[int, TaskRecord] = {}
     for waiter in live.tasks():
         state = waiter.state
@@ -79,7 +79,7 @@ async def _fail_fast_marks(session: Session) -> list[TaskRecord]:
         on: list[int] = state["on"]
         failed: int | None = None
         for member in on:
-            record = live.task(member) or await session.storage.task(member)
+            record = live.task(member) or await host.storage.task(member)
             outcome = None if record is None else record.state.get("outcome")
             if isinstance(outcome, dict) and outcome.get("status") != "completed":
                 failed = member
@@ -93,11 +93,20 @@ async def _fail_fast_marks(session: Session) -> list[TaskRecord]:
     return list(marks.values())
 
 
-async def reconcile_once(session: Session, cancelled: set[int]) -> bool:
+def _drained_holds(live: LiveIndex) -> list[TaskRecord]:
+    """Held tasks whose ordinary owned work is no longer live (R53)."""
+    return [
+        record
+        for record in live.tasks()
+        if record.status == "completing" and not ordinary_owned_work(live, record.id)
+    ]
+
+
+async def reconcile_once(host: TaskHost, cancelled: set[int]) -> bool:
     """Commit every derived change due now; return whether task records changed.
 
     Args:
-        session: The Session.
+        host: The Session.
         cancelled: Conversations whose queued inputs were withdrawn while a
             cascade reaches them. Updated once the commit has landed: new ones
             are added, ones no cascade reaches any more are dropped.
@@ -105,37 +114,70 @@ async def reconcile_once(session: Session, cancelled: set[int]) -> bool:
     changed = [False]
     reached: set[int] = set()
 
-    async def apply(tx: Tx) -> None:
-        live = session.live
+    async def apply(staged: StagedCommit) -> None:
+        live = host.live
         marks = {r.id: r for r in cascade_targets(live)}
-        for record in await _fail_fast_marks(session):
+        for record in await _fail_fast_marks(host):
             marks.setdefault(record.id, record)
         for record in marks.values():
-            tx.put_task(with_state(record, record.state, abort_requested=True))
-        now = session.clock.now()
-        for record in live.tasks():
-            if record.status != "completing" or ordinary_owned_work(live, record.id):
-                continue
-            current = tx.candidate_task(record.id) or record
+            staged.put_task(with_state(record, record.state, abort_requested=True))
+        now = host.clock.now()
+        for record in _drained_holds(live):
+            current = staged.candidate_task(record.id) or record
             outcome = current.state["outcome"]
+            if is_scheduler_outcome(outcome):
+                continue  # final in a commit of its own, with its cleanup
             final = with_state(
                 current, {"status": "terminal", "outcome": outcome}, memos=None, ended_at=now
             )
-            tx.put_task(final)
-            if is_scheduler_outcome(outcome):
-                await session.hooks.scheduler_outcome(tx, final, outcome)
-        changed[0] = bool(tx.tasks)
+            staged.put_task(final)
+        changed[0] = bool(staged.tasks)
         reached.clear()
         for record in live.tasks():
-            candidate = tx.candidate_task(record.id) or record
+            candidate = staged.candidate_task(record.id) or record
             if has_cancellation_intent(candidate):
-                reached.update(_conversations_below(session, candidate))
+                reached.update(_conversations_below(live, candidate))
         fresh = sorted(reached - cancelled)
         if fresh:
-            await session.hooks.conversations_cancelled(tx, fresh)
+            await host.hooks.conversations_cancelled(Tx(staged), fresh)
 
-    await session.run_commit(apply)
+    await host.run(apply)
     # REMINDER: only after the commit landed; a failed commit withdrew nothing.
     cancelled.intersection_update(reached)
     cancelled.update(reached)
     return changed[0]
+
+
+def scheduler_holds(live: LiveIndex) -> list[int]:
+    """Held scheduler-written outcomes whose owned work drained: due to become final."""
+    return [r.id for r in _drained_holds(live) if is_scheduler_outcome(r.state["outcome"])]
+
+
+async def finish_scheduler_hold(host: TaskHost, task_id: int) -> bool:
+    """Make a held ``faulted`` or ``orphaned`` outcome final, with its cleanup (R45, R54).
+
+    Returns:
+        Whether the task became terminal (it may have changed meanwhile).
+
+    Raises:
+        Exception: Whatever the cleanup hook raised; nothing was written.
+    """
+
+    async def finish(staged: StagedCommit) -> bool:
+        record = staged.candidate_task(task_id)
+        if record is None or record.status != "completing":
+            return False
+        if ordinary_owned_work(host.live, task_id):
+            return False
+        outcome = record.state["outcome"]
+        final = with_state(
+            record,
+            {"status": "terminal", "outcome": outcome},
+            memos=None,
+            ended_at=host.clock.now(),
+        )
+        staged.put_task(final)
+        await host.hooks.scheduler_outcome(Tx(staged), final, outcome)
+        return True
+
+    return await host.run(finish)

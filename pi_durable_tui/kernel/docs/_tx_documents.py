@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import asyncio
 
-from pi_durable_tui.kernel.doc_store import DocumentStore
-from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.drafts import DocChange, Draft
-from pi_durable_tui.kernel.forks import ForkPlanner
+from pi_durable_tui.kernel.docs._definitions import DocDefinition
+from pi_durable_tui.kernel.docs._drafts import DocChange, Draft
+from pi_durable_tui.kernel.docs._forks import ForkPlanner
+from pi_durable_tui.kernel.docs._store import DocumentStore
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import DocAddress, DocumentRecord
 from pi_durable_tui.storage.writes import RetireDocument, Write

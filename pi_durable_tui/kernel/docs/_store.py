@@ -21,9 +21,9 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.drafts import DocChange, Draft
-from pi_durable_tui.kernel.errors import DocumentAccessError
+from pi_durable_tui.kernel._errors import DocumentAccessError
+from pi_durable_tui.kernel.docs._definitions import DocDefinition
+from pi_durable_tui.kernel.docs._drafts import DocChange, Draft
 from pi_durable_tui.storage.json_ops import Json, JsonObject, copy_json
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import DocAddress, DocumentRecord

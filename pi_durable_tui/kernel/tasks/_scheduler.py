@@ -1,75 +1,88 @@
-"""The task scheduler: the loop, its passes, and reservation (R22, R23, R36, R44, R49).
+"""The task scheduler: the loop, its passes, and reservation (R22, R23, R36, R44, R45, R49).
 
 The scheduler keeps no durable state of its own: everything it decides is a
 commit, and everything it knows comes from the Session's live index. Nothing runs
 until ``resume()`` (R23). Then its loop wakes on every publication, registry
-change and ended invocation, and runs a *pass*:
+change, ended invocation and backoff timer, and runs a *pass*:
 
-1. reconcile (``reconcile.reconcile_once``): derived abort marks, held tasks
-   whose owned work drained, in commits of their own (R48, R52, R53);
+1. reconcile (``_reconcile``): derived abort marks and held tasks whose owned
+   work drained, in commits of their own (R48, R52, R53, R54);
 2. one reservation commit decides, on the line, which live tasks can run and
    moves them to ``running`` (R36): a ``pending`` task, a ``waiting`` task whose
    ``on`` is all terminal, an abort-marked task whose ordinary owned work drained
    (R47). A task whose definition is newer is migrated in that same commit
    (R44); a held (``completing``) task is never reserved. Then an invocation
-   starts for each (``invocations``).
+   starts for each (``_invocations``).
 3. an abort-marked task no definition can take is orphaned instead, each in a
-   commit of its own (R49).
+   commit of its own (R49, ``_aborts``).
 
-The rest lives in modules of its own, reachable from here: running task code
-(``invocations``), aborts (``aborts``), waits (``waits``) and definition
-resolution (``resolution``).
+A task whose scheduler write failed (its cleanup hook raised, R45) sits out the
+passes until its backoff ends (``_backoff``); a timer on the Session's clock
+wakes the loop then.
+
+The parts it composes each live in a module of their own and know nothing of
+this one: running task code (``_invocations``), aborts and orphaning
+(``_aborts``), waits (``_waits``), definition resolution (``_resolution``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from pi_durable_tui.kernel import aborts
-from pi_durable_tui.kernel.errors import SessionClosed
-from pi_durable_tui.kernel.hooks import Report
-from pi_durable_tui.kernel.invocations import Invocations
-from pi_durable_tui.kernel.ownership import cascade_source, ordinary_owned_work
-from pi_durable_tui.kernel.publication import CommitInfo
-from pi_durable_tui.kernel.reconcile import reconcile_once
-from pi_durable_tui.kernel.resolution import Blocked, Resolution, migrate_task
-from pi_durable_tui.kernel.runtime import InvocationMode
-from pi_durable_tui.kernel.tasks import (
-    TaskDefinition,
-    checkpoint_of,
-    orphaned_outcome,
-    with_state,
+from pi_durable_tui.kernel._errors import SessionClosed
+from pi_durable_tui.kernel._hooks import Report
+from pi_durable_tui.kernel._publication import CommitInfo
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel.tasks._aborts import Aborts
+from pi_durable_tui.kernel.tasks._backoff import WriteBackoff
+from pi_durable_tui.kernel.tasks._definitions import TaskDefinition
+from pi_durable_tui.kernel.tasks._host import TaskHost
+from pi_durable_tui.kernel.tasks._invocations import Invocations
+from pi_durable_tui.kernel.tasks._ownership import (
+    cascade_source,
+    conversation_busy_tasks,
+    ordinary_owned_work,
 )
-from pi_durable_tui.kernel.transitions import finish_outcome, resolve_transitions
-from pi_durable_tui.kernel.waits import Waits
-from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.kernel.tasks._reconcile import (
+    finish_scheduler_hold,
+    reconcile_once,
+    scheduler_holds,
+)
+from pi_durable_tui.kernel.tasks._records import checkpoint_of, with_state
+from pi_durable_tui.kernel.tasks._registry import TaskRegistry
+from pi_durable_tui.kernel.tasks._resolution import Blocked, Resolution, migrate_task
+from pi_durable_tui.kernel.tasks._runtime import InvocationMode
+from pi_durable_tui.kernel.tasks._waits import Waits
 from pi_durable_tui.storage.records import TaskRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
-    from pi_durable_tui.kernel.tx import Tx
 
 Decision = tuple[InvocationMode, TaskDefinition] | Blocked | None
 """What a pass does with a live task: start it in a mode, note it blocked, or skip it."""
 
 
 class Scheduler:
-    """Runs a Session's durable tasks. Created by the Session."""
+    """Runs a Session's durable tasks. Created by the Session.
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    Args:
+        host: The Session, as the tasks part sees it.
+        registry: The definitions tasks run under; a publication wakes the loop.
+    """
+
+    def __init__(self, host: TaskHost, registry: TaskRegistry) -> None:
+        self._host = host
         self._enabled = False
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
-        self.invocations = Invocations(self)
-        self.resolution = Resolution(session)
-        self.waits = Waits(session)
-        self.cancelled_conversations: set[int] = set()
-        """Conversations whose queued inputs were withdrawn while a cascade reaches them."""
-        session.subscribe(self._on_commit)
-        session.registry.subscribe(self.wake)
+        self._timer: tuple[float, asyncio.Task[None]] | None = None
+        self.resolution = Resolution(registry, host.report)
+        self.waits = Waits(host)
+        self.backoff = WriteBackoff(host.clock, host.report)
+        self.invocations = Invocations(
+            host, self.waits, self.resolution, self.backoff, self._invocation_ended
+        )
+        self.aborts = Aborts(host, self.invocations, self.resolution, self.backoff)
+        host.subscribe(self._on_commit)
+        registry.subscribe(self.wake)
 
     # -- control (R23) --
 
@@ -90,7 +103,7 @@ class Scheduler:
             SessionClosed: After ``close()`` started.
             SessionFailed: After the Session failed.
         """
-        self.session.check_usable()
+        self._host.check_usable()
         if not self._enabled:
             self._enabled = True
             self._loop = asyncio.ensure_future(self._run())
@@ -100,16 +113,14 @@ class Scheduler:
         """Ask for a pass soon (a no-op until scheduling starts)."""
         self._wake.set()
 
-    def wake_if_enabled(self) -> None:
-        """Wake the loop if scheduling runs."""
+    def _wake_if_enabled(self) -> None:
         if self._enabled:
             self.wake()
 
-    def invocation_ended(self) -> None:
-        """Called when an invocation ends: waits may hold now, and the next pass may run."""
-        self.waits.check_conditions()
-        if not self.session.closing:
-            self.wake_if_enabled()
+    def _invocation_ended(self) -> None:
+        self.waits.check_conditions()  # waits may hold now, and the next pass may run
+        if not self._host.closing:
+            self._wake_if_enabled()
 
     async def _run(self) -> None:
         while not self._stopped():
@@ -122,16 +133,10 @@ class Scheduler:
             except Exception as error:  # a bug in a hook: report and keep scheduling
                 if self._stopped():
                     return
-                self.session.report(Report("scheduler_error", _message(error), error))
+                self._host.report(Report("scheduler_error", _message(error), error))
 
     def _stopped(self) -> bool:
-        return self.session.closing or self.session.failed is not None
-
-    # -- commits from the Session --
-
-    async def prepare(self, tx: Tx) -> None:
-        """Resolve task transitions of a commit before it goes to storage."""
-        await resolve_transitions(self.session, tx)
+        return self._host.closing or self._host.failed is not None
 
     def _on_commit(self, info: CommitInfo) -> None:
         for record in info.tasks:
@@ -146,8 +151,9 @@ class Scheduler:
                 self.invocations.signal(invocation)  # durable mark first, then the signal
             if not record.is_live:
                 self.resolution.forget(record.id)
+                self.backoff.forget(record.id)
         self.waits.on_commit(info)
-        self.wake_if_enabled()
+        self._wake_if_enabled()
 
     # -- the pass --
 
@@ -157,31 +163,38 @@ class Scheduler:
         Checkpoints, memos and abort marks are kept. Nothing is orphaned,
         migrated or dispatched here.
         """
-        running = [r for r in self.session.live.tasks() if r.status == "running"]
+        running = [r for r in self._host.live.tasks() if r.status == "running"]
         if running:
 
-            def reset(tx: Tx) -> None:
+            def reset(staged: StagedCommit) -> None:
                 for record in running:
-                    tx.put_task(with_state(record, {**record.state, "status": "pending"}))
+                    staged.put_task(with_state(record, {**record.state, "status": "pending"}))
 
-            await self.session.run_commit(reset)
+            await self._host.run(reset)
         await self._reconcile()
 
     async def _reconcile(self) -> None:
         for _ in range(64):  # each round may drain further holds; the bound only guards bugs
-            if not await reconcile_once(self.session, self.cancelled_conversations):
+            changed = await reconcile_once(self._host, self.aborts.cancelled_conversations)
+            for task_id in scheduler_holds(self._host.live):
+                if self.backoff.due(task_id):
+                    finished = finish_scheduler_hold(self._host, task_id)
+                    changed = bool(await self.backoff.guard(task_id, finished)) or changed
+            if not changed:
                 return
 
     def decide(self, record: TaskRecord) -> Decision:
-        """Decide on the line what a pass does with a live task (R36, R44, R47, R49).
+        """Decide on the line what a pass does with a live task (R36, R44, R45, R47, R49).
 
         Returns:
             ``(mode, definition)`` to reserve it, ``Blocked`` when it is due but no
             definition can take it, or ``None`` when it is not due.
         """
-        live = self.session.live
+        live = self._host.live
         if record.id in self.invocations or not record.is_live or record.status == "completing":
             return None
+        if not self.backoff.due(record.id):
+            return None  # its last scheduler write failed; the timer brings it back (R45)
         mode: InvocationMode = "abort" if record.abort_requested else "run"
         if mode == "abort":
             if ordinary_owned_work(live, record.id):
@@ -201,19 +214,19 @@ class Scheduler:
 
     async def _pass(self) -> None:
         await self._reconcile()
-        if self.session.closing:
+        if self._host.closing:
             return
-        now = self.session.clock.now()
+        now = self._host.clock.now()
         reserved: list[tuple[int, TaskDefinition, InvocationMode]] = []
         orphans: list[int] = []
 
-        def reserve(tx: Tx) -> None:
+        def reserve(staged: StagedCommit) -> None:
             reserved.clear()
             orphans.clear()
             # REMINDER: decide inside the reservation commit, on the line: work created
             # below an abort-marked task between a decision and its reservation would
             # otherwise start an abort handler before that work ended (R47).
-            for record in self.session.live.tasks():
+            for record in self._host.live.tasks():
                 decision = self.decide(record)
                 if decision is None:
                     continue
@@ -233,7 +246,7 @@ class Scheduler:
                 reserved.append((record.id, definition, mode))
                 if record.status == "running" and record.version == definition.version:
                     continue  # already reserved: its invocation ended early (R37 3b, R45)
-                tx.put_task(
+                staged.put_task(
                     with_state(
                         record,
                         {"status": "running", "checkpoint": checkpoint},
@@ -243,63 +256,55 @@ class Scheduler:
                     )
                 )
 
-        await self.session.run_commit(reserve)
+        await self._host.run(reserve)
         for task_id, definition, mode in reserved:
             self.resolution.unblocked(task_id)
             self.invocations.start(task_id, definition, mode)
         for task_id in orphans:
-            await self._orphan(task_id)
+            await self.aborts.orphan(task_id)
+        self._arm_retry()
 
-    async def _orphan(self, task_id: int) -> None:
-        async def orphan(tx: Tx) -> None:
-            current = tx.candidate_task(task_id)
-            if current is None or not current.abort_requested:
-                return
-            decision = self.decide(current)  # re-decided on the line
-            if isinstance(decision, Blocked):
-                await self.write_scheduler_outcome(tx, current, orphaned_outcome(decision.reason))
+    def _arm_retry(self) -> None:
+        """Wake the loop when the earliest backoff ends (R45)."""
+        deadline = self.backoff.next_retry()
+        if self._timer is not None:
+            armed, timer = self._timer
+            if not timer.done() and deadline is not None and armed <= deadline:
+                return  # a wake at or before that time is already set
+            timer.cancel()
+            self._timer = None
+        if deadline is not None:
+            self._timer = (deadline, asyncio.ensure_future(self._wake_at(deadline)))
 
-        await self.session.run_commit(orphan)
+    async def _wake_at(self, deadline: float) -> None:
+        await self._host.clock.sleep_until(deadline)
+        self._timer = None
+        self.wake()
 
-    async def write_scheduler_outcome(
-        self, tx: Tx, record: TaskRecord, outcome: JsonObject
-    ) -> None:
-        """Stage a ``faulted`` or ``orphaned`` outcome, with cleanup when it is final (R45, R54)."""
-        final = finish_outcome(self.session, tx, record, outcome)
-        if not final.is_live:
-            await self.session.hooks.scheduler_outcome(tx, final, outcome)
-
-    # -- aborts (R46, R57) and waits (R56, R58): see ``aborts`` and ``waits`` --
+    # -- aborts (R46, R57) and waits (R56, R58): see ``_aborts`` and ``_waits`` --
 
     async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
         """Mark a task for abort, signal and join its run invocation (R46)."""
-        return await aborts.abort_task(self, task_id)
+        result = await self.aborts.abort_task(task_id)
+        if result == "marked":
+            self._wake_if_enabled()
+        return result
 
-    async def abort_conversation(
-        self,
-        conversation_id: int,
-        *,
-        background: bool = False,
-        also: Callable[[Tx], Any] | None = None,
-    ) -> None:
-        """Mark a conversation's work for abort, then wait for it to stop (R57)."""
-        await aborts.abort_conversation(self, conversation_id, background=background, also=also)
+    async def abort_conversation(self, conversation_id: int, *, background: bool = False) -> None:
+        """Mark a conversation's work for abort, then wait for it to stop (R57).
 
-    async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Return a task's terminal record, waiting for it if it is live (R56)."""
-        return await self.waits.wait_for_task(task_id)
-
-    async def wait_until(self, condition: Callable[[], bool]) -> None:
-        """Wait until a condition over committed state holds (re-checked after each commit)."""
-        await self.waits.wait_until(condition)
-
-    async def wait_for_idle(self, conversation_id: int | None = None) -> None:
-        """Wait until a conversation (or every root conversation) has no ordinary work (R58)."""
-        await self.waits.wait_for_idle(conversation_id)
-
-    def harness_idle(self) -> bool:
-        """Whether no live non-background task is reachable from an ownerless conversation."""
-        return self.waits.harness_idle()
+        With ``background`` the traversal crosses background tasks, and the wait
+        also covers every task the commit marked.
+        """
+        marked = await self.aborts.mark_conversation(conversation_id, background=background)
+        self.resume()
+        live = self._host.live
+        await self.waits.wait_until(
+            lambda: (
+                not conversation_busy_tasks(live, conversation_id)
+                and (not background or all(live.task(i) is None for i in marked))
+            )
+        )
 
     # -- shutdown (R8, R27) --
 
@@ -307,13 +312,18 @@ class Scheduler:
         """Fail every waiter and stop invocations after the Session was poisoned (R8)."""
         self.waits.fail_all(error)
         self.invocations.signal_all()
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
         if self._loop is not None:
             self._loop.cancel()
+        if self._timer is not None:
+            self._timer[1].cancel()
+            self._timer = None
 
     async def close(self) -> None:
         """Stop scheduling, signal every invocation and join them all (R27)."""
-        if self._loop is not None:
-            self._loop.cancel()
+        self._stop_loop()
         await self.invocations.stop_all()
         if self._loop is not None:
             await asyncio.wait([self._loop])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pi_durable_tui.kernel.drafts import DocChange
+from pi_durable_tui.kernel.docs import DocChange
 from pi_durable_tui.storage.records import (
     ConversationRecord,
     EntryRecord,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
-from pi_durable_tui.kernel.tasks import TaskDefinition
+from pi_durable_tui.kernel.tasks._definitions import TaskDefinition
 
 
 class TaskRegistry:

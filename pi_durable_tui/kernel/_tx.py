@@ -1,9 +1,10 @@
 """``Tx``: what a commit callback may read and write (R1, R5-R11, R17-R18, R70).
 
 A transaction stages everything and writes nothing until its callback returns;
-then the Session prepares the commit (creation hooks, task transitions, document
-diffs in ``tx_documents``, fork copies in ``forks``) into one storage batch.
-Rules:
+then the Session prepares the commit (creation hooks, task rules, document diffs,
+fork copies) into one storage batch. A ``Tx`` is the author's handle on a
+``StagedCommit`` (``_staging``) and shows only the documented surface
+(``_SURFACE``). Rules:
 
 - Table reads (conversations, entries, tasks, submissions, scans) are async and
   allowed only before the first table write; afterwards they raise
@@ -12,49 +13,40 @@ Rules:
 - A refused write (a non-JSON value, a missing ownership) raises at once and
   leaves the transaction as it was: it does not count as a table write.
 - ``tx.doc`` acquires a document (creating a missing one from ``initial``, R9);
-  the first acquisition of an address in a commit is memoized (``tx_documents``).
+  the first acquisition of an address in a commit is memoized.
 - When the callback settles, the handle it received is revoked: every later use
-  raises ``TransactionClosed`` (R6), even while the commit still prepares. The
-  kernel's own preparation (creation hooks, task transitions) continues on the
-  successor handle ``hand_over`` returns, over the same staged commit.
+  raises ``TransactionClosed`` (R6), even while the commit still prepares. Hooks
+  the kernel calls during preparation get handles of their own.
 
-Task state transitions requested by a task's runtime commit, ownership checks
-(R11) and wait checks (R51) are judged on the candidate records this transaction
-stages (``candidate_task``); the rules live in ``transitions``.
+Whether new owned work has a live owner (R11) is judged on the commit's
+candidate records when it prepares (the tasks part of the kernel).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
-from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.drafts import DocChange, Draft
-from pi_durable_tui.kernel.errors import (
+from pi_durable_tui.kernel._errors import (
     KernelError,
     OwnershipRejected,
     ReadAfterWrite,
     TransactionClosed,
 )
-from pi_durable_tui.kernel.forks import ForkPlanner
-from pi_durable_tui.kernel.tasks import (
+from pi_durable_tui.kernel._owners import (
     ConversationOwned,
     ConversationOwnership,
-    TaskDefinition,
     TaskOwned,
     TaskOwnership,
-    TaskState,
-    check_checkpoint,
 )
-from pi_durable_tui.kernel.tx_documents import TxDocuments
+from pi_durable_tui.kernel._staging import StagedCommit
+from pi_durable_tui.kernel.docs import DocDefinition
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.protocol import EntryOrder
 from pi_durable_tui.storage.records import (
     ConversationOwner,
     ConversationRecord,
-    DocAddress,
-    DocumentRecord,
     EntryRecord,
     ForkPoint,
     Page,
@@ -65,99 +57,77 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
-from pi_durable_tui.storage.writes import (
-    PutConversation,
-    PutEntry,
-    PutSubmission,
-    PutTask,
-    Write,
-)
-
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
 
 SETTLED: tuple[SubmissionStatus, ...] = ("done", "unanswered")
 
 
+class TaskKind(Protocol):
+    """What ``Tx.create_task`` needs of a task definition (``define_task`` builds one)."""
+
+    @property
+    def name(self) -> str:
+        """The task kind, stored on the record."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """The definition's version, stored on the record."""
+        ...
+
+    def first_checkpoint(self, task_input: Json) -> JsonObject:
+        """Return the checkpoint a new task starts at, checked."""
+        ...
+
+
 class Tx:
-    """The transaction of one commit callback. Created by the Session, never directly."""
+    """The transaction of one commit callback. Created by the kernel, never directly.
 
-    def __init__(self, session: Session, origin_task: int | None = None) -> None:
-        self._session = session
-        self._storage = session.storage
-        self._origin_task = origin_task
-        self._active = True
-        self._wrote_table = False
-        self.conversations: dict[int, ConversationRecord] = {}
-        self.forks: list[ConversationRecord] = []
-        self.fork_planner = ForkPlanner(session.storage, self.forks)
-        self.documents = TxDocuments(session.documents, self.fork_planner)
-        self.entries: list[EntryRecord] = []
-        self.tasks: dict[int, TaskRecord] = {}
-        self.new_task_ids: list[int] = []
-        self.task_requests: dict[int, TaskState] = {}
-        self.submissions: dict[int, SubmissionRecord] = {}
-        self.loaded_conversations: list[ConversationRecord] = []
-        """Committed conversations the live index learns about with this commit."""
+    Args:
+        staged: The commit this handle stages into; the new handle revokes the
+            previous one.
+    """
 
-    # -- lifecycle --
+    _SURFACE: ClassVar[frozenset[str]] = frozenset(
+        {
+            "conversation",
+            "entry",
+            "task",
+            "submission",
+            "submission_by_request",
+            "scan_entries",
+            "scan_tasks",
+            "scan_conversations",
+            "scan_submissions",
+            "append",
+            "create_conversation",
+            "fork_conversation",
+            "create_task",
+            "create_submission",
+            "place_submission",
+            "settle_submission",
+            "doc",
+            "retire_doc",
+        }
+    )
+    """The public members: what authors may use (DESIGN.md 3.1)."""
 
-    @property
-    def origin_task(self) -> int | None:
-        """The task whose runtime commit this is, if any (entries get ``by_task_id``)."""
-        return self._origin_task
-
-    @property
-    def wrote_table(self) -> bool:
-        """Whether a table write has happened in this commit."""
-        return self._wrote_table
+    def __init__(self, staged: StagedCommit) -> None:
+        self._staged = staged
+        self._storage = staged.storage
+        staged.holder = self
 
     def _check_active(self) -> None:
-        if not self._active:
+        if self._staged.holder is not self:
             raise TransactionClosed()
 
     def _read_table(self, what: str) -> None:
         self._check_active()
-        if self._wrote_table:
+        if self._staged.wrote_table:
             raise ReadAfterWrite(what)
 
     def _write_table(self) -> None:
         self._check_active()
-        self._wrote_table = True
-
-    def close(self) -> None:
-        """Revoke the transaction: every later use raises ``TransactionClosed`` (R6)."""
-        self._active = False
-        self.documents.close()
-
-    def check_settled(self) -> None:
-        """Reject a commit whose callback returned while an acquisition was pending (R7).
-
-        Raises:
-            KernelError: When a document acquisition is still pending.
-        """
-        if self.documents.pending:
-            raise KernelError(
-                "A document acquisition was still pending when the commit callback settled"
-            )
-
-    def hand_over(self) -> Tx:
-        """Revoke this handle and return a new one over the same staged commit (R6).
-
-        The Session calls it when the callback has settled: whatever the callback
-        leaked (the handle, its drafts) no longer reaches the commit, while the
-        kernel's preparation goes on with the successor.
-
-        Raises:
-            ValueError: When a draft holds a cycle.
-        """
-        self._check_active()
-        self.documents.detach()
-        successor = Tx.__new__(Tx)
-        # REMINDER: the successor shares every staged container with this handle.
-        successor.__dict__.update(self.__dict__)
-        self._active = False
-        return successor
+        self._staged.wrote_table = True
 
     # -- table reads (R5) --
 
@@ -174,7 +144,7 @@ class Tx:
     async def task(self, task_id: int) -> TaskRecord | None:
         """Read a task."""
         self._read_table("task")
-        return await self._session.read_task(task_id)
+        return await self._staged.read_task(task_id)
 
     async def submission(self, submission_id: int) -> SubmissionRecord | None:
         """Read a submission."""
@@ -296,16 +266,16 @@ class Tx:
             data=copy_json(data),
             head=entry_id if head == "self" else head,
             edits=copy_json(edits),  # type: ignore[arg-type]
-            by_task_id=self._origin_task,
+            by_task_id=self._staged.origin_task,
         )
-        self.entries.append(record)
+        self._staged.entries.append(record)
         return record
 
     def create_conversation(self, ownership: ConversationOwnership) -> ConversationRecord:
         """Create a conversation, ownerless or owned by a live task (R11, R-1.3)."""
         self._write_table()
         record = ConversationRecord(self._storage.mint_id(), owner=self._owner_pair(ownership))
-        self.conversations[record.id] = record
+        self._staged.conversations[record.id] = record
         return record
 
     def fork_conversation(
@@ -322,21 +292,21 @@ class Tx:
             parent=ForkPoint(parent_id, at),
             owner=self._owner_pair(ownership),
         )
-        self.conversations[record.id] = record
-        self.forks.append(record)
+        self._staged.conversations[record.id] = record
+        self._staged.forks.append(record)
         return record
 
     def _owner_pair(self, ownership: ConversationOwnership) -> ConversationOwner | None:
         if isinstance(ownership, TaskOwned):
             # The owner's conversation is derived, never written by callers (R-1.3).
-            owner = self.candidate_task(ownership.task_id)
+            owner = self._staged.candidate_task(ownership.task_id)
             conversation_id = owner.conversation_id if owner is not None else 0
             return ConversationOwner(conversation_id, ownership.task_id)
         return None
 
     def create_task(
         self,
-        definition: TaskDefinition,
+        definition: TaskKind,
         input: Json = None,
         *,
         ownership: TaskOwnership,
@@ -346,7 +316,7 @@ class Tx:
         """Create a pending task (R11, R36).
 
         Args:
-            definition: The task kind.
+            definition: The task kind, a ``TaskDefinition`` from ``define_task``.
             input: The task's JSON input.
             ownership: ``ConversationOwned()`` or ``TaskOwned(task_id)``.
             conversation_id: Required for conversation-owned tasks; defaults to the
@@ -367,15 +337,13 @@ class Tx:
         check_json(input, "task.input")
         owner_id = ownership.task_id if isinstance(ownership, TaskOwned) else None
         if conversation_id is None and owner_id is not None:
-            owner = self.candidate_task(owner_id)
+            owner = self._staged.candidate_task(owner_id)
             # An owner that is not live is rejected with its status when the commit
             # prepares (R11); 0 names no conversation meanwhile.
             conversation_id = owner.conversation_id if owner is not None else 0
         if conversation_id is None:
             raise OwnershipRejected("A conversation-owned task needs a conversation_id")
-        checkpoint = check_checkpoint(
-            definition.initial(copy_json(input)), f"{definition.name} initial()"
-        )
+        checkpoint = definition.first_checkpoint(input)
         self._write_table()
         record = TaskRecord(
             id=self._storage.mint_id(),
@@ -388,30 +356,9 @@ class Tx:
             background=background,
             memos={},
         )
-        self.tasks[record.id] = record
-        self.new_task_ids.append(record.id)
+        self._staged.tasks[record.id] = record
+        self._staged.new_task_ids.append(record.id)
         return record
-
-    def candidate_task(self, task_id: int) -> TaskRecord | None:
-        """Return a task's newest record in this commit: staged, or live in the Session.
-
-        This is not a table read (R70): it sees only live tasks and this commit's writes.
-        """
-        self._check_active()
-        if task_id in self.tasks:
-            return self.tasks[task_id]
-        return self._session.live.task(task_id)
-
-    def put_task(self, record: TaskRecord) -> None:
-        """Stage a task's whole new record (kernel use: scheduler and runtimes)."""
-        self._write_table()
-        self.tasks[record.id] = record
-
-    def request_state(self, task_id: int, state: TaskState) -> None:
-        """Stage a state a task's phase returned; resolved when the commit prepares (R38)."""
-        self._check_active()
-        self._wrote_table = True
-        self.task_requests[task_id] = state
 
     # -- submissions (raw, R70) --
 
@@ -442,12 +389,12 @@ class Tx:
             reason=reason,
             detail=copy_json(detail),
         )
-        self.submissions[record.id] = record
+        self._staged.submissions[record.id] = record
         return record
 
     async def _candidate_submission(self, submission_id: int) -> SubmissionRecord:
         self._check_active()
-        record = self.submissions.get(submission_id)
+        record = self._staged.submissions.get(submission_id)
         if record is None:
             record = await self._storage.submission(submission_id)
         if record is None:
@@ -466,7 +413,7 @@ class Tx:
         self._write_table()
         status: SubmissionStatus = "placed" if record.type == "input" else "done"
         placed = replace(record, status=status, entry=entry)
-        self.submissions[submission_id] = placed
+        self._staged.submissions[submission_id] = placed
         return placed
 
     async def settle_submission(
@@ -498,7 +445,7 @@ class Tx:
             reason=reason if status == "unanswered" else None,
             detail=copy_json(detail) if status == "unanswered" else None,
         )
-        self.submissions[submission_id] = settled
+        self._staged.submissions[submission_id] = settled
         return settled
 
     # -- documents (R9) --
@@ -527,7 +474,8 @@ class Tx:
             DocumentAccessError: When the stored document does not fit the definition.
         """
         self._check_active()
-        draft = await self.documents.acquire(definition, definition.address(scope_id, key), seed)
+        address = definition.address(scope_id, key)
+        draft = await self._staged.documents.acquire(definition, address, seed)
         return draft.value
 
     async def retire_doc(
@@ -540,34 +488,4 @@ class Tx:
             in this commit creates a new incarnation.
         """
         self._check_active()
-        return await self.documents.retire(definition, definition.address(scope_id, key))
-
-    @property
-    def drafts(self) -> dict[DocAddress, Draft]:
-        """The commit's live drafts by address (kernel use)."""
-        return self.documents.drafts
-
-    @property
-    def doc_changes(self) -> list[DocChange]:
-        """What the commit does to documents; complete once the commit prepared."""
-        return self.documents.changes
-
-    def retire_draft(self, draft: Draft) -> None:
-        """Retire a document this commit acquired; its final content is persisted (R9)."""
-        self._check_active()
-        self.documents.retire_draft(draft)
-
-    def retire_record(self, record: DocumentRecord, value: JsonObject) -> None:
-        """Retire a stored incarnation (kernel use, R56); a drafted one retires its draft."""
-        self._check_active()
-        self.documents.retire_record(record, value)
-
-    # -- preparation --
-
-    def storage_writes(self) -> list[Write]:
-        """Return the table writes of this commit (documents come from ``documents``)."""
-        writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
-        writes.extend(PutEntry(r) for r in self.entries)
-        writes.extend(PutTask(r) for r in self.tasks.values())
-        writes.extend(PutSubmission(r) for r in self.submissions.values())
-        return writes
+        return await self._staged.documents.retire(definition, definition.address(scope_id, key))

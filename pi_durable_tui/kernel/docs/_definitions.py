@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from pi_durable_tui.kernel.errors import DocumentAccessError
+from pi_durable_tui.kernel._errors import DocumentAccessError
 from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, check_json, copy_json
 from pi_durable_tui.storage.records import (
     ConversationScope,

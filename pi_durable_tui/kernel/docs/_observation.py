@@ -38,23 +38,21 @@ import asyncio
 import inspect
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from pi_durable_tui.kernel.documents import DocDefinition
-from pi_durable_tui.kernel.hooks import Report
-from pi_durable_tui.kernel.publication import CommitInfo
+from pi_durable_tui.kernel.docs._definitions import DocDefinition
+from pi_durable_tui.kernel.docs._drafts import DocChange
 from pi_durable_tui.storage.json_ops import JsonObject, Op, copy_json
 from pi_durable_tui.storage.records import DocAddress, DocumentRecord
 
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.drafts import DocChange
-    from pi_durable_tui.kernel.session import Session
-
 MAX_PENDING_FRAMES = 100
+"""Undelivered frames a watch keeps before the backlog collapses into one root frame."""
 EndReason = Literal["stopped", "cancelled", "session_closed", "retired", "listener_error"]
 StateListener = Callable[[JsonObject | None, list[Op]], None]
+ObserverFailed = Callable[[BaseException, str], None]
+"""Receives an observer's exception and who raised it; the Session reports it."""
 _ROOT_NONE: Op = {"op": "set", "path": [], "value": None}
 
 
@@ -248,21 +246,24 @@ class DocumentWatch:
 
 
 class Observation:
-    """Registers states and watches and feeds them from commit publications."""
+    """Registers states and watches and feeds them from commit publications.
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    Args:
+        on_error: Receives the exception of an observer that raised, and who it was.
+    """
+
+    def __init__(self, on_error: ObserverFailed) -> None:
+        self._on_error = on_error
         self._states: dict[DocAddress, weakref.WeakSet[DocumentState]] = {}
         """Every state in use, by address; a state nobody references goes away."""
         self._pinned: set[DocumentState] = set()
         """States with subscribers, kept alive by their subscriptions."""
         self._watches: dict[int, set[DocumentWatch]] = {}
         self._ended: EndReason | None = None
-        session.subscribe(self._on_commit)
 
     def report(self, error: BaseException, who: str) -> None:
         """Report an observer's failure (it never fails a commit)."""
-        self._session.report(Report("listener_error", f"{who} raised: {error!r}", error))
+        self._on_error(error, who)
 
     def state(
         self, definition: DocDefinition, address: DocAddress, value: JsonObject | None
@@ -301,10 +302,11 @@ class Observation:
             if not watches:
                 del self._watches[watch.record.id]
 
-    def _on_commit(self, info: CommitInfo) -> None:
+    def publish(self, seq: int, changes: Iterable[DocChange]) -> None:
+        """Feed a published commit's document changes to the states and watches they concern."""
         if self._ended is not None:
             return  # states keep their last value; nothing after the seal (R27)
-        for change in info.documents:
+        for change in changes:
             states = self._states.get(change.address)
             if states is not None:
                 for state in list(states):
@@ -313,9 +315,9 @@ class Observation:
                     del self._states[change.address]
             for watch in list(self._watches.get(change.record.id, ())):
                 if change.ops:
-                    watch.push(WatchFrame(change.value, change.ops, info.seq))
+                    watch.push(WatchFrame(change.value, change.ops, seq))
                 if change.retired:
-                    watch.push(WatchFrame(None, [_ROOT_NONE], info.seq))
+                    watch.push(WatchFrame(None, [_ROOT_NONE], seq))
                     watch.end("retired")
 
     def session_ended(self, reason: EndReason) -> None:

@@ -18,16 +18,18 @@ reporting again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal
 
-from pi_durable_tui.kernel.hooks import Report
-from pi_durable_tui.kernel.tasks import BlockedReason, TaskDefinition, check_checkpoint
+from pi_durable_tui.kernel._hooks import Report
+from pi_durable_tui.kernel.tasks._definitions import TaskDefinition
+from pi_durable_tui.kernel.tasks._records import check_checkpoint
+from pi_durable_tui.kernel.tasks._registry import TaskRegistry
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.records import TaskRecord
 
-if TYPE_CHECKING:
-    from pi_durable_tui.kernel.session import Session
+BlockedReason = Literal["missing_task", "task_too_old", "migration_failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,26 +107,28 @@ class Resolution:
     """Blocked tasks of one Session, and the problems already reported.
 
     Args:
-        session: The Session whose ``report`` receives problems.
+        registry: The definitions tasks resolve against.
+        report: Receives the problems (the Session's ``on_report``).
     """
 
-    def __init__(self, session: Session) -> None:
-        self._session = session
+    def __init__(self, registry: TaskRegistry, report: Callable[[Report], None]) -> None:
+        self.registry = registry
+        self._report = report
         self.blocked: dict[int, Blocked] = {}
         """Live tasks no definition can take now, by task ID (derived, never stored)."""
         self._reported: dict[int, list[tuple[str, TaskDefinition | None]]] = {}
 
     def check(self, record: TaskRecord) -> tuple[TaskDefinition | None, Blocked | None]:
         """Return the definition the registry resolves for a task and what blocks it."""
-        definition = self._session.registry.get(record.kind)
+        definition = self.registry.get(record.kind)
         return definition, block_reason(record, definition, self.blocked.get(record.id))
 
     def note_blocked(self, record: TaskRecord, blocked: Blocked) -> None:
         """Remember that a task is blocked, and report it once per reason and definition."""
         self.blocked[record.id] = blocked
-        definition = blocked.definition or self._session.registry.get(record.kind)
+        definition = blocked.definition or self.registry.get(record.kind)
         if self._first_time(record.id, blocked.reason, definition):
-            self._session.report(Report(blocked.reason, blocked.message, blocked.error, record.id))
+            self._report(Report(blocked.reason, blocked.message, blocked.error, record.id))
 
     def note_migration_failed(
         self, record: TaskRecord, definition: TaskDefinition, error: BaseException
@@ -148,7 +152,7 @@ class Resolution:
                 f"the new definition of {record.kind} (version {current.version}) "
                 f"cannot take version {record.version}"
             )
-        self._session.report(
+        self._report(
             Report(
                 "handover_refused",
                 f"Task {record.id} keeps its running definition: {why}",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from pi_durable_tui.kernel.tasks import has_cancellation_intent
+from pi_durable_tui.kernel.tasks._records import has_cancellation_intent
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
 
 
