@@ -45,6 +45,7 @@ from pi_durable_tui.kernel.docs import DocDefinition
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
 from pi_durable_tui.storage.protocol import EntryOrder
 from pi_durable_tui.storage.records import (
+    ROOT_CONVERSATION_ID,
     ConversationOwner,
     ConversationRecord,
     EntryRecord,
@@ -100,6 +101,7 @@ class Tx:
             "scan_submissions",
             "append",
             "create_conversation",
+            "create_root_conversation",
             "fork_conversation",
             "create_task",
             "create_submission",
@@ -275,6 +277,16 @@ class Tx:
         """Create a conversation, ownerless or owned by a live task (R11, R-1.3)."""
         self._write_table()
         record = ConversationRecord(self._storage.mint_id(), owner=self._owner_pair(ownership))
+        self._staged.conversations[record.id] = record
+        return record
+
+    def create_root_conversation(self) -> ConversationRecord:
+        """Create the root conversation, ID 1, ownerless (R-1.2, R24).
+
+        Storage rejects the commit when conversation 1 exists already.
+        """
+        self._write_table()
+        record = ConversationRecord(ROOT_CONVERSATION_ID)
         self._staged.conversations[record.id] = record
         return record
 

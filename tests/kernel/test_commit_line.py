@@ -28,7 +28,7 @@ from pi_durable_tui.kernel import (
     define_doc,
     define_task,
 )
-from pi_durable_tui.storage import StorageClosed, StorageRejected
+from pi_durable_tui.storage import ROOT_CONVERSATION_ID, StorageClosed, StorageRejected
 from pi_durable_tui.storage.records import ConversationRecord
 from pi_durable_tui.storage.writes import PutEntry
 from tests.kernel.support import (
@@ -323,6 +323,16 @@ async def test_r5_creation_methods_return_the_records_they_create() -> None:
     assert made["submission"] == await storage.submission(made["submission"].id)
     ids = [made[k].id for k in ("conversation", "fork", "entry", "task", "submission")]
     assert len(set(ids)) == len(ids)
+
+
+async def test_r24_the_root_conversation_is_id_1_ownerless_and_created_once() -> None:
+    storage, session = await _controlled()
+    root = await session.commit(lambda tx: tx.create_root_conversation())
+    assert root == ConversationRecord(ROOT_CONVERSATION_ID)
+    assert await storage.conversation(ROOT_CONVERSATION_ID) == root
+    with pytest.raises(StorageRejected):
+        await session.commit(lambda tx: tx.create_root_conversation())
+    assert session.failed is None
 
 
 # -- R6, R7: the transaction's lifetime --
