@@ -300,37 +300,88 @@ class Session:
     # -- tasks (delegated) --
 
     def resume(self) -> None:
-        """Start scheduling (idempotent; R23)."""
+        """Start scheduling tasks; idempotent (R23). ``open`` dispatches nothing by itself.
+
+        Raises:
+            SessionClosed: After ``close()`` started.
+            SessionFailed: After the Session failed.
+        """
         self._scheduler.resume()
 
     async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
-        """Mark a task for abort and join its run invocation (R46); see ``Scheduler``."""
+        """Mark a task for abort, signal and join its run invocation (R46).
+
+        The mark is durable before the invocation is signalled; the abort handler
+        runs later, once the task's ordinary owned work has drained (R47). A task no
+        definition can take is settled ``orphaned`` at once (R49). This does not
+        wait for the outcome: ``wait_for_task`` does.
+
+        Returns:
+            ``"terminal"`` when the task had already ended, else ``"marked"``.
+
+        Raises:
+            TaskNotFound: For an unknown task.
+            SessionClosed: After ``close()`` started.
+        """
         return await self._scheduler.abort_task(task_id)
 
     async def abort_conversation(self, conversation_id: int, *, background: bool = False) -> None:
-        """Abort a conversation's work and wait until it is idle (R57); see ``Scheduler``."""
+        """Abort a conversation's work, then wait until it is idle (R57).
+
+        One commit marks every live task ordinary traversal reaches from the
+        conversation and lets the hooks withdraw queued inputs of the
+        conversations reached. With ``background``, the traversal crosses
+        background tasks and the wait also covers every task it marked. Starts
+        scheduling.
+
+        Raises:
+            SessionClosed: After ``close()`` started, or when it closes first.
+        """
         await self._scheduler.abort_conversation(conversation_id, background=background)
 
     async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Start scheduling and return the task's terminal record once it has one (R23, R56)."""
+        """Start scheduling and return the task's terminal record once it has one (R23, R56).
+
+        Cancelling the wait cancels only the wait, never the task.
+
+        Raises:
+            TaskNotFound: For an unknown task.
+            SessionClosed: When the Session closes first.
+            SessionFailed: When the Session fails first.
+        """
         self.resume()
         return await self._scheduler.waits.wait_for_task(task_id)
 
     async def wait_for_idle(self, conversation_id: int | None = None) -> None:
-        """Start scheduling and wait for idle (R23, R58)."""
+        """Start scheduling and wait until no ordinary work is live (R23, R58).
+
+        Args:
+            conversation_id: Wait for this conversation; ``None`` waits for every
+                ownerless conversation (work below a background task does not count).
+
+        Raises:
+            SessionClosed: When the Session closes first.
+            SessionFailed: When the Session fails first.
+        """
         self.resume()
         await self._scheduler.waits.wait_for_idle(conversation_id)
 
     async def inspect(self) -> JsonObject:
-        """Return ``{scheduling, tasks, submissions}`` without writing anything (R28)."""
+        """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28).
+
+        ``scheduling`` is ``paused``, ``running`` or ``closing``; each live task
+        comes with its ``activity`` (``running``, ``completing``, ``waiting {on}``,
+        ``ready {migrates}`` or ``blocked {reason}``); queued and placed
+        submissions follow in ID order. Writes nothing and starts nothing.
+        """
         return await inspect_tasks(self._line, self._scheduler)
 
     def task_graph(self) -> JsonObject:
-        """Return every live task as a graph node (R126); does not enable scheduling."""
+        """Return ``{"tasks": {"<id>": node}}`` for every live task (R126); starts nothing."""
         return task_graph(self._line.live)
 
     def watch_task_graph(self) -> TaskGraphState:
-        """Return the task graph kept current by publications (R126)."""
+        """Return the task graph, kept current by every commit until the Session closes (R126)."""
         return TaskGraphState(self._line)
 
     # -- close (R27) --

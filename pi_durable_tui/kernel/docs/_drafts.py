@@ -2,7 +2,7 @@
 
 ``tx.doc(definition, ...)`` hands the callback a mutable copy of the committed
 value (a plain dict). When the commit prepares, each draft is diffed against its
-base (``json_diff``), the definition's ``checkpoint_when`` picks base or delta
+base (``_diff``), the definition's ``checkpoint_when`` picks base or delta
 (R13), and the draft becomes storage writes plus a ``DocChange`` for publication.
 
 Where this differs from the reference, on purpose (DESIGN.md 3.1):

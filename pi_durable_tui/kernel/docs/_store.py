@@ -12,7 +12,7 @@ never mutated and never handed out without a copy (R10).
 Reads never create anything (R9). Typed access checks the stored incarnation
 against the definition (scope, history, fork, version) and migrates older
 versions in memory only (R15); the next ``tx.doc`` writes the current-version
-base (see ``drafts``).
+base (see ``_drafts``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
   incarnation with a new ID. Retiring an address that has no live incarnation
   (never had one, or this commit already retired it) does nothing.
 - ``finish`` turns every draft into storage writes and the ``DocChange``s to
-  publish (see ``drafts``).
+  publish (see ``_drafts``).
 """
 
 from __future__ import annotations
