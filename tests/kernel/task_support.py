@@ -322,6 +322,19 @@ def create_owned(definition: TaskDefinition, owner: int) -> Callable[[Tx], None]
     return create
 
 
+def crashing_parent(child: TaskDefinition) -> TaskDefinition:
+    """A ``parent`` task that creates an owned ``child``, then raises ``parent broke``.
+
+    The scheduler faults it while the child is live, so the fault holds (R53, R54).
+    """
+
+    async def crash(task: TaskRecord, runtime: TaskRuntime) -> None:
+        await runtime.commit(create_owned(child, task.id))
+        raise RuntimeError("parent broke")
+
+    return define("parent", {"crash": crash})
+
+
 def gated(gate: Gate, then: Phase) -> Phase:
     """A phase that waits at ``gate`` and then behaves like ``then``."""
 

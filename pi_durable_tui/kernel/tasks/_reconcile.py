@@ -33,6 +33,7 @@ from pi_durable_tui.kernel.tasks._ownership import (
     traverse_conversation,
 )
 from pi_durable_tui.kernel.tasks._records import (
+    ended,
     has_cancellation_intent,
     is_scheduler_outcome,
     with_state,
@@ -127,10 +128,7 @@ async def reconcile_once(host: TaskHost, cancelled: set[int]) -> bool:
             outcome = current.state["outcome"]
             if is_scheduler_outcome(outcome):
                 continue  # final in a commit of its own, with its cleanup
-            final = with_state(
-                current, {"status": "terminal", "outcome": outcome}, memos=None, ended_at=now
-            )
-            staged.put_task(final)
+            staged.put_task(ended(current, outcome, now))
         changed[0] = bool(staged.tasks)
         reached.clear()
         for record in live.tasks():
@@ -170,12 +168,7 @@ async def finish_scheduler_hold(host: TaskHost, task_id: int) -> bool:
         if ordinary_owned_work(host.live, task_id):
             return False
         outcome = record.state["outcome"]
-        final = with_state(
-            record,
-            {"status": "terminal", "outcome": outcome},
-            memos=None,
-            ended_at=host.clock.now(),
-        )
+        final = ended(record, outcome, host.clock.now())
         staged.put_task(final)
         await host.hooks.scheduler_outcome(Tx(staged), final, outcome)
         return True

@@ -8,7 +8,9 @@ a new one for every change. These helpers say what a record means:
 - ``has_cancellation_intent``: an abort mark, or a held outcome other than
   ``completed`` (R-1.7, R55);
 - ``is_scheduler_outcome``: ``faulted`` and ``orphaned`` get cleanup (R45);
-- ``with_state``: a record with a new state and other field changes.
+- ``with_state``: a record with a new state and other field changes;
+- ``held`` / ``ended``: the record of a task holding its outcome while owned work
+  drains, and its final record (R53, R56).
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ def phase_of(record: TaskRecord) -> str | None:
 def with_state(record: TaskRecord, state: JsonObject, **changes: Any) -> TaskRecord:
     """Return the record with a new state (and other field changes)."""
     return replace(record, state=state, **changes)
+
+
+def held(record: TaskRecord, outcome: JsonObject) -> TaskRecord:
+    """Return the record holding ``outcome`` while owned work drains; memos go (R40, R53)."""
+    return with_state(record, {"status": "completing", "outcome": outcome}, memos=None)
+
+
+def ended(record: TaskRecord, outcome: JsonObject, now: float) -> TaskRecord:
+    """Return the terminal record: checkpoint and memos dropped, ``ended_at`` set (R56)."""
+    return with_state(record, {"status": "terminal", "outcome": outcome}, memos=None, ended_at=now)
 
 
 def check_checkpoint(checkpoint: object, what: str) -> JsonObject:

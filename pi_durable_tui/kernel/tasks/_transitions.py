@@ -26,7 +26,7 @@ from pi_durable_tui.kernel._staging import StagedCommit
 from pi_durable_tui.kernel._tx import Tx
 from pi_durable_tui.kernel.tasks._host import TaskHost
 from pi_durable_tui.kernel.tasks._ownership import CandidateIndex, ordinary_owned_work
-from pi_durable_tui.kernel.tasks._records import check_checkpoint, with_state
+from pi_durable_tui.kernel.tasks._records import check_checkpoint, ended, held, with_state
 from pi_durable_tui.kernel.tasks._states import Running, TaskState, Waiting, outcome_json
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import DocumentRecord, ScopeRef, TaskRecord
@@ -45,17 +45,11 @@ def finish_outcome(
     A terminal record drops checkpoint and memos and gets ``ended_at`` (R53, R56).
     """
     if ordinary_owned_work(candidate_index(host, staged), record.id):
-        held = with_state(record, {"status": "completing", "outcome": outcome}, memos=None)
-        staged.put_task(held)
-        return held
-    final = with_state(
-        record,
-        {"status": "terminal", "outcome": outcome},
-        memos=None,
-        ended_at=host.clock.now(),
-    )
-    staged.put_task(final)
-    return final
+        record = held(record, outcome)
+    else:
+        record = ended(record, outcome, host.clock.now())
+    staged.put_task(record)
+    return record
 
 
 async def write_scheduler_outcome(

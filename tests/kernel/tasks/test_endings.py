@@ -31,8 +31,8 @@ from tests.kernel.task_support import (
     Kit,
     Kits,
     RecordingHooks,
-    abort_with,
     complete,
+    crashing_parent,
     create_owned,
     define,
     gated,
@@ -317,11 +317,7 @@ async def test_r45_r54_a_held_fault_whose_cleanup_raises_becomes_final_after_a_b
     gate = Gate()
     child = define("child", {"run": gated(gate, complete())})
 
-    async def crash(task: TaskRecord, runtime: TaskRuntime) -> None:
-        await runtime.commit(create_owned(child, task.id))
-        raise RuntimeError("parent broke")
-
-    parent = define("parent", {"crash": crash}, abort=abort_with())
+    parent = crashing_parent(child)
     hooks = BrokenCleanup()
     kit = await kits.open(parent, child, hooks=hooks)
     task = await kit.create(parent, conversation_id=await kit.conversation())

@@ -31,6 +31,7 @@ from tests.kernel.task_support import (
     Kit,
     Kits,
     complete,
+    crashing_parent,
     create_owned,
     define,
     gated,
@@ -403,11 +404,7 @@ async def test_r54_a_held_scheduler_fault_writes_only_the_record_and_cleans_up_l
     gate = Gate()
     child = define("child", {"run": gated(gate, complete())})
 
-    async def crash(task: TaskRecord, runtime: TaskRuntime) -> None:
-        await runtime.commit(create_owned(child, task.id))
-        raise RuntimeError("parent broke")
-
-    parent = define("parent", {"crash": crash})
+    parent = crashing_parent(child)
     kit = await kits.open(parent, child)
     task = await kit.create(parent, conversation_id=await kit.conversation())
     kit.session.resume()
