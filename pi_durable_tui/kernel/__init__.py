@@ -4,19 +4,22 @@ The kernel knows nothing of models, chats or terminals (DESIGN.md section 1). It
 builds on ``pi_durable_tui.storage`` only. This module is its one public face:
 every name below is imported from here, and from nowhere else.
 
-It has three parts, and its imports run one way, bottom to top:
+It has three parts: the commit line (private modules here), documents
+(``docs/``) and tasks (``tasks/``), each a set of private modules. They stack in
+six levels; each imports only the levels listed before it, so imports run one way:
 
-- the commit line's base (private modules here): ``_errors``, ``_clock``,
-  ``_owners`` (ownership arguments), ``_staging`` (what a commit has staged),
-  ``_tx`` (``Tx``, the author's handle on it), ``_hooks`` (``SessionHooks``,
-  ``Report``) and ``_publication`` (``CommitInfo``);
-- ``docs/``: document definitions, drafts, diffs, the document store, fork
-  copies, states and watches (imports only ``_errors``);
-- ``tasks/``: task definitions, the runtime, the scheduler and its parts
-  (imports the commit line's base, and knows the Session only as the narrow
-  ``TaskHost`` protocol);
-- the commit line's top: ``_line`` (``CommitLine``, the mutation line the parts
-  run on) and ``_session`` (``Session``, the public face over it).
+1. ``_errors``, ``_clock``: the error tree, and time;
+2. ``docs/``: document definitions, diffs, drafts, fork copies, the document
+   store, states and watches;
+3. the commit line's middle: ``_owners`` (ownership arguments), ``_staging``
+   (what a commit has staged), ``_tx`` (``Tx``, the author's handle on it),
+   ``_hooks`` (``SessionHooks``, ``Report``), ``_publication`` (``CommitInfo``);
+4. ``tasks/``: task definitions, the runtime, the scheduler and its parts; it
+   knows the Session only as the narrow ``TaskHost`` protocol it defines;
+5. the commit line's top: ``_line`` (``CommitLine``, the mutation line the parts
+   run on, which satisfies ``TaskHost``) and ``_session`` (``Session``, the
+   public face over it);
+6. this face.
 """
 
 from pi_durable_tui.kernel._clock import Clock, ManualClock, SystemClock

@@ -112,7 +112,7 @@ class DocumentState:
 
         return unsubscribe
 
-    def apply(self, change: DocChange) -> None:
+    def _apply(self, change: DocChange) -> None:
         """Adopt a committed change and notify subscribers."""
         if self.ended:
             return
@@ -167,7 +167,7 @@ class DocumentWatch:
         """Frames waiting to be delivered."""
         return len(self._pending)
 
-    def push(self, frame: WatchFrame) -> None:
+    def _push(self, frame: WatchFrame) -> None:
         """Queue a frame; past the bound, collapse the backlog into one root frame."""
         if self._reason is not None:
             return
@@ -178,7 +178,7 @@ class DocumentWatch:
         self._pending.append(frame)
         self._wake.set()
 
-    def end(self, reason: EndReason) -> None:
+    def _end(self, reason: EndReason) -> None:
         """End the watch: unregister it, and discard pending frames unless it was retired."""
         if self._reason is None:
             self._reason = reason
@@ -229,10 +229,10 @@ class DocumentWatch:
                         await result
                 except Exception as error:
                     self.error = error
-                    self.end("listener_error")
+                    self._end("listener_error")
                     return
         except asyncio.CancelledError:
-            self.end("cancelled")
+            self._end("cancelled")
             raise
 
     async def stop(self) -> EndReason:
@@ -241,7 +241,7 @@ class DocumentWatch:
         Unregisters at once and discards pending frames; a running listener call
         is not interrupted.
         """
-        self.end("stopped")
+        self._end("stopped")
         return await self.ended
 
 
@@ -289,7 +289,7 @@ class Observation:
         """Return a new watch of an incarnation, registered from the value current now."""
         watch = DocumentWatch(self, record, _copy(value))  # type: ignore[arg-type]
         if self._ended is not None:
-            watch.end(self._ended)
+            watch._end(self._ended)
         else:
             self._watches.setdefault(record.id, set()).add(watch)
         return watch
@@ -310,15 +310,15 @@ class Observation:
             states = self._states.get(change.address)
             if states is not None:
                 for state in list(states):
-                    state.apply(change)
+                    state._apply(change)
                 if not states:
                     del self._states[change.address]
             for watch in list(self._watches.get(change.record.id, ())):
                 if change.ops:
-                    watch.push(WatchFrame(change.value, change.ops, seq))
+                    watch._push(WatchFrame(change.value, change.ops, seq))
                 if change.retired:
-                    watch.push(WatchFrame(None, [_ROOT_NONE], seq))
-                    watch.end("retired")
+                    watch._push(WatchFrame(None, [_ROOT_NONE], seq))
+                    watch._end("retired")
 
     def session_ended(self, reason: EndReason) -> None:
         """End every watch and freeze every state: they keep their last value."""
@@ -327,7 +327,7 @@ class Observation:
         self._ended = reason
         for watches in list(self._watches.values()):
             for watch in list(watches):
-                watch.end(reason)
+                watch._end(reason)
         for states in self._states.values():
             for state in states:
                 state.ended = True

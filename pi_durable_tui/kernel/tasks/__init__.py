@@ -25,8 +25,9 @@ modules listed before it):
 - ``_scheduler``: the loop, its passes, reservation (R22, R23, R36);
 - ``_inspection``: ``inspect()`` and the task graph (R28, R126).
 
-This package imports the commit line's base (``kernel._errors``, ``_clock``,
-``_hooks``, ``_publication``, ``_staging``, ``_tx``, ``_owners``), never the Session.
+Outside itself, this package imports only the commit line's lower levels
+(``kernel._errors``, ``_clock``, ``_staging``, ``_tx``, ``_hooks``,
+``_publication``), never the Session.
 """
 
 from pi_durable_tui.kernel.tasks._backoff import BASE_DELAY_MS, MAX_DELAY_MS
