@@ -11,9 +11,10 @@ are adopted and published (R1-R3).
 2. The callback runs on a fresh ``StagedCommit``; when it settles, its handle is
    revoked and its drafts detached (R6, R7). A callback that raises persists and
    publishes nothing.
-3. Preparation: the creation hook for every new conversation (R25), the task
-   rules (``tasks.prepare_commit``: R11, R56), document diffs and fork copies
-   (R13, R17, R18), all into one storage batch.
+3. Preparation: the creation hook for every new conversation (R25), the state a
+   task's phase returned (``on_prepare``, R38), the task rules
+   (``tasks.prepare_commit``: R11, R56), document diffs and fork copies (R13,
+   R17, R18), all into one storage batch.
 4. Storage, shielded from the caller: a cancelled caller gets ``CancelledError``
    while the commit still lands and publishes, so cancelling never leaves an
    unknown outcome (DESIGN.md section 2; aiosqlite would commit anyway). An
@@ -235,6 +236,8 @@ class CommitLine:
     async def _prepare(self, staged: StagedCommit) -> list[Write]:
         for conversation in list(staged.conversations.values()):
             await self.hooks.conversation_created(Tx(staged), conversation)
+        for deferred in staged.on_prepare:
+            await deferred()
         await prepare_commit(self, staged)
         writes = staged.storage_writes()
         documents = staged.documents

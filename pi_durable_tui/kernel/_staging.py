@@ -17,11 +17,13 @@ steps and reconcile commits, a runtime's gate) work on it directly:
 
 When the callback has settled, ``settle`` rejects a commit whose document
 acquisition is still pending (R7) and detaches the drafts from the values the
-callback holds (R6); ``storage_writes`` then lists the table writes.
+callback holds (R6). Work the kernel defers to the commit's preparation waits in
+``on_prepare``; ``storage_writes`` then lists the table writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from pi_durable_tui.kernel._errors import KernelError
@@ -83,6 +85,9 @@ class StagedCommit:
         self.submissions: dict[int, SubmissionRecord] = {}
         self.loaded_conversations: list[ConversationRecord] = []
         """Committed conversations the live index learns about with this commit."""
+        self.on_prepare: list[Callable[[], Awaitable[None]]] = []
+        """Kernel work run when the commit prepares, after the creation hooks, so it
+        judges everything the commit stages (a phase's returned state, R38, R53)."""
 
     def candidate_task(self, task_id: int) -> TaskRecord | None:
         """Return a task's newest record in this commit: staged, or live in the Session."""

@@ -186,7 +186,12 @@ class TaskRuntime:
                         f"Abort handler of task {self._task_id} cannot wait"
                     )
                     raise self._signal.wait_refused
-                await apply_state(self._host, staged, self._task_id, result)
+                state: TaskState = result
+
+                async def apply() -> None:  # once the whole commit is staged (R53)
+                    await apply_state(self._host, staged, self._task_id, state)
+
+                staged.on_prepare.append(apply)
             return result
 
         return await self._host.run(gated, origin_task=self._task_id)

@@ -4,10 +4,10 @@ Everything here runs on the line, inside the commit it concerns, and judges the
 commit's *candidate* records (what is live once it lands), so work created in
 the very same commit counts (R11, R53):
 
-- ``apply_state``: the state a phase returned from a runtime commit. Running and
-  waiting states replace the task's state; a wait names existing tasks, closes no
-  cycle, and uses ``fail_fast`` only on tasks the waiter owns (R51, R52); an
-  outcome goes through ``finish_outcome``;
+- ``apply_state``: the state a phase returned from a runtime commit, applied when
+  the commit prepares. Running and waiting states replace the task's state; a
+  wait names existing tasks, closes no cycle, and uses ``fail_fast`` only on
+  tasks the waiter owns (R51, R52); an outcome goes through ``finish_outcome``;
 - ``finish_outcome``: an outcome becomes ``completing`` while the task has live
   ordinary owned work, else ``terminal`` with checkpoint and memos dropped (R53, R56);
 - ``write_scheduler_outcome``: a ``faulted`` or ``orphaned`` outcome, with the
