@@ -17,6 +17,10 @@ mark (``Task <id> has a durable abort mark``).
   it is also set when the invocation ends for any other reason (R42), and
   ``sleep`` and ``wait_for_task`` reject as soon as it is set, even when they run
   in a helper coroutine the phase started.
+
+A runtime shows authors only these (``_SURFACE``). The scheduler keeps its own
+side of the invocation (the signal, whether it ended, a refused wait) in an
+``InvocationSignal`` the runtime reads but does not expose.
 """
 
 from __future__ import annotations
