@@ -290,16 +290,6 @@ class Tx:
         self._staged.conversations[record.id] = record
         return record
 
-    def create_root_conversation(self) -> ConversationRecord:
-        """Create the root conversation, ID 1, ownerless (R-1.2, R24).
-
-        Storage rejects the commit when conversation 1 exists already.
-        """
-        self._write_table()
-        record = ConversationRecord(ROOT_CONVERSATION_ID)
-        self.conversations[record.id] = record
-        return record
-
     def fork_conversation(
         self, parent_id: int, at: int, ownership: ConversationOwnership
     ) -> ConversationRecord:
