@@ -57,14 +57,6 @@ AWAITING_DOCS: dict[str, set[str]] = {
         "Write",
     },
     "pi_durable_tui.ai": {"THINKING_LEVELS", "AssistantEvent", "Message"},
-    "pi_durable_tui.ai.faux": {
-        "ABORTED_MESSAGE",
-        "DEFAULT_FAUX_MODEL_ID",
-        "FAUX_API",
-        "FAUX_PROVIDER",
-        "Sleep",
-        "WHEN_EXHAUSTED",
-    },
     "pi_durable_tui.bench.storage": {"PROFILES"},
 }
 """Names exported before this test existed, whose packages still owe an attribute docstring.
