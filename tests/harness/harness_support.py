@@ -13,8 +13,9 @@
 - ``GatedTool``: a tool whose calls record their ``label`` and wait at a ``Gate``,
   so a test can hold a run inside a tool round.
 - ``write_note(conversation)`` appends an entry and returns its ID.
-- ``within(awaitable)`` awaits with a safety timeout so a bug fails fast;
-  ``spin()`` lets ready callbacks run. Nothing here sleeps for real.
+- ``Gate``, ``within(awaitable)`` (a safety timeout, so a bug fails fast) and
+  ``spin()`` (let ready callbacks run) are the kernel tests' own, re-exported.
+  Nothing here sleeps for real.
 """
 
 from __future__ import annotations
@@ -50,46 +51,12 @@ from pi_durable_tui.harness import (
 )
 from pi_durable_tui.kernel import ManualClock, Report
 from pi_durable_tui.storage import EntryRecord, JsonObject, MemoryStorage, SqliteStorage, Storage
-
-SAFETY = 5.0
-"""Seconds before a wait gives up (a bug fails fast instead of hanging)."""
+from tests.kernel.task_support import Gate as Gate
+from tests.kernel.task_support import spin as spin
+from tests.kernel.task_support import within as within
 
 FAUX_MODEL = ModelRef("faux", "faux-1")
 """The model every kit conversation uses unless a test says otherwise."""
-
-
-async def within(awaitable: Awaitable[Any], timeout: float = SAFETY) -> Any:
-    """Await ``awaitable`` with the safety timeout."""
-    return await asyncio.wait_for(awaitable, timeout)
-
-
-async def spin(rounds: int = 50) -> None:
-    """Let every ready coroutine run a few times (yields only; no time passes)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
-
-
-class Gate:
-    """A point code stops at until the test opens it."""
-
-    def __init__(self) -> None:
-        self.reached = asyncio.Event()
-        self._open = asyncio.Event()
-        self.passages = 0
-
-    def open(self) -> None:
-        """Let every current and future passage through."""
-        self._open.set()
-
-    async def passage(self) -> None:
-        """Signal that the gate was reached, then wait until it is open."""
-        self.passages += 1
-        self.reached.set()
-        await self._open.wait()
-
-    async def wait_reached(self) -> None:
-        """Wait (with the safety timeout) until something reached the gate."""
-        await within(self.reached.wait())
 
 
 class GateArgs(BaseModel):

@@ -82,6 +82,15 @@ class Probe:
         return task_id
 
 
+async def pending_probe(kit: HarnessKit) -> tuple[Probe, Conversation, int]:
+    """A probe task created (not started) in a second conversation, and the root."""
+    probe = Probe()
+    probe.install(kit)
+    root = await kit.root()
+    other = await kit.harness.create_conversation()
+    return probe, root, await probe.create(kit, other)
+
+
 async def _last_seq(kit: HarnessKit) -> int:
     seq: int = kit.harness.session.storage.last_seq
     return seq
@@ -109,11 +118,7 @@ async def test_r21_open_rejects_a_registry_without_the_builtin_tasks_and_says_ho
 async def test_r23_open_dispatches_nothing_and_reads_never_start_scheduling(
     kit: HarnessKit,
 ) -> None:
-    probe = Probe()
-    probe.install(kit)
-    root = await kit.root()
-    other = await kit.harness.create_conversation()
-    task_id = await probe.create(kit, other)
+    probe, root, task_id = await pending_probe(kit)
     queued = await root.commit(lambda tx: tx.create_submission(root.id, "input"))
     harness = kit.harness
 
@@ -190,11 +195,7 @@ async def _harness_idle(kit: HarnessKit, root: Conversation, task_id: int) -> No
 async def test_r23_every_progress_call_starts_scheduling(
     kit: HarnessKit, progress: Progress
 ) -> None:
-    probe = Probe()
-    probe.install(kit)
-    root = await kit.root()
-    other = await kit.harness.create_conversation()
-    task_id = await probe.create(kit, other)
+    probe, root, task_id = await pending_probe(kit)
 
     await within(progress(kit, root, task_id))
 
