@@ -71,6 +71,7 @@ from pi_durable_tui.harness._errors import (
     SubmissionRejected,
     UnknownSubmission,
 )
+from pi_durable_tui.harness._events import EventStream, watch_events
 from pi_durable_tui.harness._harness import Harness
 from pi_durable_tui.harness._ports import ToolApi, ToolConversation
 from pi_durable_tui.harness._registry import Registry, RegistrySnapshot
@@ -85,6 +86,8 @@ from pi_durable_tui.harness._settings import (
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy, Write
 from pi_durable_tui.harness._submissions import Submission
 from pi_durable_tui.harness._task_def import HarnessTask, define_task
+from pi_durable_tui.harness._view_mount import UnknownConversation
+from pi_durable_tui.harness._views import ViewState, ViewWatch
 
 __all__ = [
     "AGENT_DOC",
@@ -110,6 +113,7 @@ __all__ = [
     "EntryDraft",
     "EnvFactory",
     "EnvTarget",
+    "EventStream",
     "Extension",
     "ExtensionEdit",
     "Harness",
@@ -141,7 +145,10 @@ __all__ = [
     "ToolRemoval",
     "ToolResult",
     "ToolWrapper",
+    "UnknownConversation",
     "UnknownSubmission",
+    "ViewState",
+    "ViewWatch",
     "WhenBusy",
     "Write",
     "configure",
@@ -151,6 +158,7 @@ __all__ = [
     "define_tool",
     "hook",
     "section",
+    "watch_events",
     "wrap_section",
     "wrap_tool",
 ]
