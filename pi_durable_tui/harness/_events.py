@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from pi_durable_tui.harness._event_translation import snapshot_event, translate
-from pi_durable_tui.harness._frame_queue import EndReason, FrameQueue
+from pi_durable_tui.harness._frame_queue import QueuedWatch
 from pi_durable_tui.harness._view_mount import ViewMount, attach
 from pi_durable_tui.kernel import CommitInfo, Session
 from pi_durable_tui.storage.json_ops import JsonObject, Op
@@ -37,15 +37,14 @@ EventBatch = list[JsonObject]
 """The events of one commit, in R125 order."""
 
 
-class EventStream:
-    """One conversation's agent events, a batch per commit; iterate it once (R125)."""
+class EventStream(QueuedWatch[EventBatch]):
+    """One conversation's agent events, a batch per commit; one consumer iterates it (R125)."""
 
     def __init__(self, session: Session, mount: ViewMount) -> None:
+        super().__init__(mount, self._collapse)
         self._session = session
-        self._mount = mount
         self.snapshot: JsonObject = snapshot_event(mount.conversation_id, mount.value)
         """The ``snapshot`` event at attachment (also the first batch)."""
-        self._queue: FrameQueue[EventBatch] = FrameQueue(self._collapse)
         self._queue.push([self.snapshot])
 
     @property
@@ -53,31 +52,8 @@ class EventStream:
         """The conversation the events are about."""
         return self._mount.conversation_id
 
-    @property
-    def pending(self) -> int:
-        """Batches not yet handed out."""
-        return self._queue.pending
-
-    @property
-    def reason(self) -> EndReason | None:
-        """Why the stream ended, or ``None`` while it runs."""
-        return self._queue.reason
-
     def __aiter__(self) -> AsyncIterator[EventBatch]:
         return aiter(self._queue)
-
-    async def stop(self, *, drain: bool = False) -> EndReason:
-        """Stop following commits (idempotent) and return the end reason.
-
-        Args:
-            drain: Keep the batches already queued for the iterator instead of
-                discarding them, so a printer can finish what a run committed.
-        """
-        self._mount.detach()
-        self._queue.end("stopped", discard=not drain)
-        reason = self._queue.reason
-        assert reason is not None
-        return reason
 
     def _collapse(self, _newest: EventBatch) -> EventBatch:
         return [snapshot_event(self._mount.conversation_id, self._mount.value)]
@@ -88,19 +64,14 @@ class EventStream:
         self, before: JsonObject, after: JsonObject, ops: list[Op], info: CommitInfo
     ) -> None:
         """Translate a commit into its batch of events."""
-        events = translate(
-            self._mount.conversation_id, before, after, info, self._session.clock.now()
-        )
+        now = self._session.clock.now()
+        events = translate(self._mount.conversation_id, before, after, info, now)
         if events:
             self._queue.push(events)
 
     def resynced(self, before: JsonObject, after: JsonObject, seq: int) -> None:
         """A rebuilt view starts over with a snapshot."""
         self._queue.push([snapshot_event(self._mount.conversation_id, after)])
-
-    def ended(self) -> None:
-        """The harness closed: deliver what is queued, then end."""
-        self._queue.end("session_closed", discard=False)
 
 
 class HasSession(Protocol):

@@ -1,4 +1,4 @@
-"""The bounded delivery queue of one watch consumer (R124, R125).
+"""The bounded delivery queue of one watch consumer, and the watch built on it (R124, R125).
 
 Commits never wait for a consumer: a publication pushes a frame and returns. At
 most ``MAX_PENDING_FRAMES`` (100) undelivered frames are kept, not counting the
@@ -22,7 +22,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from pi_durable_tui.harness._view_mount import ViewMount
 
 MAX_PENDING_FRAMES = 100
 """Undelivered frames a consumer may fall behind by before its backlog collapses (R124)."""
@@ -44,7 +47,6 @@ class FrameQueue(Generic[T]):
         self._pending: deque[T] = deque()
         self._wake = asyncio.Event()
         self._reason: EndReason | None = None
-        self._iterating = False
 
     @property
     def pending(self) -> int:
@@ -75,9 +77,7 @@ class FrameQueue(Generic[T]):
         self._wake.set()
 
     def __aiter__(self) -> AsyncIterator[T]:
-        if self._iterating:
-            raise RuntimeError("A watch has one consumer; it is already being iterated")
-        self._iterating = True
+        # REMINDER: one consumer: two iterating at once would each get some frames.
         return self._frames()
 
     async def _frames(self) -> AsyncIterator[T]:
@@ -89,3 +89,44 @@ class FrameQueue(Generic[T]):
                 return
             self._wake.clear()
             await self._wake.wait()
+
+
+class QueuedWatch(Generic[T]):
+    """Frames of a mounted view waiting for one async iterator; the base of watches.
+
+    Args:
+        mount: The mount the frames come from (``stop()`` detaches it).
+        collapse: Builds the frame that replaces an overflowing backlog.
+    """
+
+    def __init__(self, mount: ViewMount, collapse: Callable[[T], T]) -> None:
+        self._mount = mount
+        self._queue: FrameQueue[T] = FrameQueue(collapse)
+
+    @property
+    def pending(self) -> int:
+        """Frames not yet handed out."""
+        return self._queue.pending
+
+    @property
+    def reason(self) -> EndReason | None:
+        """Why the watch ended, or ``None`` while it runs."""
+        return self._queue.reason
+
+    async def stop(self, *, drain: bool = False) -> EndReason:
+        """Stop following commits (idempotent) and return the end reason.
+
+        Args:
+            drain: Keep the frames already queued for the iterator instead of
+                discarding them (iteration ends after them), so a printer can
+                finish what a run committed.
+        """
+        self._mount.detach()
+        self._queue.end("stopped", discard=not drain)
+        reason = self._queue.reason
+        assert reason is not None
+        return reason
+
+    def ended(self) -> None:
+        """The harness closed: deliver what is queued, then end (``MountObserver``)."""
+        self._queue.end("session_closed", discard=False)

@@ -153,12 +153,14 @@ class ViewMount:
         found: list[JsonObject] = []
         cursor: JsonObject | None = None
         while limit is None or len(found) < limit:
+            # A tail reads about what it keeps: only head markers make it read more.
+            wanted = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - len(found))
             page = await self._session.storage.scan_entries(
                 self.conversation_id,
                 min_entry_id=start,
                 max_entry_id=None if before is None else before - 1,
                 order=order,
-                limit=PAGE_SIZE,
+                limit=wanted,
                 cursor=cursor,
             )
             found.extend(s.entry.to_json() for s in page.items if s.entry.head is None)

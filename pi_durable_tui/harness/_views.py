@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from pi_durable_tui.harness._frame_queue import EndReason, FrameQueue
+from pi_durable_tui.harness._frame_queue import QueuedWatch
 from pi_durable_tui.harness._view_mount import ViewMount, attach
 from pi_durable_tui.kernel import CommitInfo, Report, Session, WatchFrame
 from pi_durable_tui.storage.json_ops import JsonObject, Op
@@ -116,31 +116,20 @@ class ViewState:
                 )
 
 
-class ViewWatch:
+class ViewWatch(QueuedWatch[WatchFrame]):
     """The frames of one conversation's view as an async iterator, bounded (R124).
 
-    Get one with ``await conversation.watch(tail=None)``; iterate it once.
+    Get one with ``await conversation.watch(tail=None)``; one consumer iterates it.
     """
 
     def __init__(self, mount: ViewMount) -> None:
-        self._mount = mount
+        super().__init__(mount, _collapse)
         self._value = mount.value
-        self._queue: FrameQueue[WatchFrame] = FrameQueue(_collapse)
 
     @property
     def value(self) -> JsonObject:
         """The view as of the newest frame handed out (or the acquisition)."""
         return self._value
-
-    @property
-    def pending(self) -> int:
-        """Frames not yet handed out."""
-        return self._queue.pending
-
-    @property
-    def reason(self) -> EndReason | None:
-        """Why the watch ended, or ``None`` while it runs."""
-        return self._queue.reason
 
     def __aiter__(self) -> AsyncIterator[WatchFrame]:
         return self._frames()
@@ -155,19 +144,6 @@ class ViewWatch:
         """Page the active range backwards from entry ``before`` (see ``ViewMount.older``)."""
         return await self._mount.older(before, limit)
 
-    async def stop(self, *, drain: bool = False) -> EndReason:
-        """Stop following commits (idempotent) and return the end reason.
-
-        Args:
-            drain: Keep the frames already queued for the iterator instead of
-                discarding them (iteration ends after them).
-        """
-        self._mount.detach()
-        self._queue.end("stopped", discard=not drain)
-        reason = self._queue.reason
-        assert reason is not None
-        return reason
-
     # -- MountObserver --
 
     def advanced(
@@ -180,10 +156,6 @@ class ViewWatch:
     def resynced(self, before: JsonObject, after: JsonObject, seq: int) -> None:
         """Queue a root replacement after a rebuild."""
         self._queue.push(WatchFrame(after, root_replacement(after), seq))
-
-    def ended(self) -> None:
-        """The harness closed: deliver what is queued, then end."""
-        self._queue.end("session_closed", discard=False)
 
 
 def _collapse(newest: WatchFrame) -> WatchFrame:

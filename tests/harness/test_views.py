@@ -102,6 +102,25 @@ async def test_a_view_holds_the_active_entries_and_the_builtin_documents_R123_R7
     assert view.value["docs"]["pi.agent"]["model"] == {"provider": "faux", "model_id": "faux-1"}
 
 
+async def test_a_fork_view_holds_the_parent_entries_through_the_fork_entry_R123_R17(
+    view_rig: RigFactory,
+) -> None:
+    rig = await view_rig(faux_response("one"), faux_response("two"))
+    await within((await within(rig.root.submit(Input("first")))).wait())
+    at = entry_ids(await rig.fresh())[-1]
+    await within((await within(rig.root.submit(Input("second")))).wait())
+    fork = await within(rig.root.fork(at))
+    view = await within(fork.view_state())
+    replica = Replica.of(view)
+    assert entry_ids(view.value)[-1] == at
+    assert set(view.value["docs"]) == {"pi.agent", "pi.provider", "pi.live", "pi.inbox", "pi.usage"}
+    await within(rig.harness.session.commit(lambda tx: tx.append(1, USER)))
+    assert replica.frames == 0
+    await within(rig.harness.session.commit(lambda tx: tx.append(fork.id, USER)))
+    assert replica.value == await rig.fresh(conversation_id=fork.id)
+    assert replica.frames == 1
+
+
 async def test_a_tail_view_keeps_the_head_marker_and_the_newest_n_entries_and_pages_older_ones_R123(
     view_rig: RigFactory,
 ) -> None:
