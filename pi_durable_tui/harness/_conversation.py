@@ -195,7 +195,8 @@ class Conversation:
             UnknownConversation: The conversation does not exist.
             ValueError: A negative or non-integer ``tail``.
         """
-        return await view_state(self._services.session, self.id, tail)
+        services = self._services
+        return await view_state(services.session, self.id, tail, services.report)
 
     async def watch(self, tail: int | None = None) -> ViewWatch:
         """Watch the conversation's view frame by frame: ``async for frame in watch`` (R124).

@@ -45,9 +45,9 @@ class ViewState:
     Get one with ``await conversation.view_state(tail=None)``.
     """
 
-    def __init__(self, session: Session, mount: ViewMount) -> None:
-        self._session = session
+    def __init__(self, mount: ViewMount, report: Callable[[Report], None]) -> None:
         self._mount = mount
+        self._report = report
         self._listeners: dict[int, ViewListener] = {}
         self._next = 0
 
@@ -111,7 +111,7 @@ class ViewState:
                 listener(value, ops)
             except Exception as error:  # REMINDER: one bad subscriber must not stop the others.
                 self._listeners.pop(key, None)
-                self._session.report(
+                self._report(
                     Report("listener_error", f"A view subscriber raised: {error!r}", error)
                 )
 
@@ -163,9 +163,14 @@ def _collapse(newest: WatchFrame) -> WatchFrame:
     return WatchFrame(newest.value, root_replacement(newest.value), newest.seq)
 
 
-async def view_state(session: Session, conversation_id: int, tail: int | None) -> ViewState:
-    """Mount a conversation's view on the line and return it as a state (R123)."""
-    return await attach(session, conversation_id, tail, lambda mount: ViewState(session, mount))
+async def view_state(
+    session: Session, conversation_id: int, tail: int | None, report: Callable[[Report], None]
+) -> ViewState:
+    """Mount a conversation's view on the line and return it as a state (R123).
+
+    ``report`` receives the failure of a subscriber (which is then unsubscribed).
+    """
+    return await attach(session, conversation_id, tail, lambda mount: ViewState(mount, report))
 
 
 async def watch_view(session: Session, conversation_id: int, tail: int | None) -> ViewWatch:
