@@ -23,7 +23,7 @@ from pi_durable_tui.harness import (
 from pi_durable_tui.kernel import ConversationOwned, ManualClock, Tx
 from pi_durable_tui.storage import JsonObject
 from pi_durable_tui.storage.records import TaskRecord
-from tests.harness.view_support import RigFactory, ViewRig, text_of, until, within
+from tests.harness.view_support import RigFactory, ViewRig, collect, text_of, until, within
 
 UPDATES = ("message_update", "tool_execution_update")
 
@@ -328,7 +328,7 @@ async def test_an_event_stream_ends_when_the_harness_closes_after_what_was_queue
     stream = await within(watch_events(rig.harness, 1))
     await within(rig.harness.session.commit(lambda tx: tx.append(1, "note")))
     await within(rig.harness.close())
-    batches = [batch async for batch in stream]
+    batches = await collect(stream)
     assert [[event["type"] for event in batch] for batch in batches] == [
         ["snapshot"],
         ["entry_appended"],

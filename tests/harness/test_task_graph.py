@@ -122,14 +122,16 @@ async def test_after_reopen_interrupted_tasks_show_pending_and_the_graph_schedul
     path = tmp_path / "session.sqlite"
     rig = await view_rig(
         faux_response(faux_tool_call("bash", {"command": "sleep 5"})),
-        storage=await SqliteStorage.open(path),
+        storage=await within(SqliteStorage.open(path)),
     )
     await within(rig.root.submit(Input("go")))
     await until(lambda: executing_tool(rig))
     await rig.aclose()  # like a kill: close writes no outcome (R27)
 
     reopened = await view_rig(
-        faux_response("interrupted, fine"), storage=await SqliteStorage.open(path), root=False
+        faux_response("interrupted, fine"),
+        storage=await within(SqliteStorage.open(path)),
+        root=False,
     )
     nodes = nodes_by_kind(reopened.harness.task_graph())
     assert nodes["pi.tool"]["state"] == {"status": "pending", "phase": "execute"}

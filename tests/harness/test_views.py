@@ -29,6 +29,7 @@ from tests.harness.view_support import (
     Replica,
     RigFactory,
     ViewRig,
+    collect,
     entry_ids,
     open_view_rig,
     text_of,
@@ -250,7 +251,7 @@ def test_random_commits_keep_every_replica_equal_to_a_fresh_mount_and_tails_boun
                 views = {tail: await within(rig.root.view_state(tail)) for tail in (None, 2, 0)}
                 replicas = {tail: Replica.of(view) for tail, view in views.items()}
                 for kind, pick in steps:
-                    page = await rig.harness.session.storage.scan_entries(1, limit=500)
+                    page = await within(rig.harness.session.storage.scan_entries(1, limit=500))
                     history = [stored.entry.id for stored in page.items]
                     await within(
                         rig.harness.session.commit(
@@ -329,7 +330,7 @@ async def test_views_and_watches_end_when_the_harness_closes_and_keep_their_last
 
     closing = asyncio.ensure_future(rig.harness.close())
     await asyncio.sleep(0)
-    frames = [frame async for frame in watch]  # queued before the seal, then the end
+    frames = await collect(watch)  # queued before the seal, then the end
     await within(closing)
     assert len(frames) == 1
     assert watch.reason == "session_closed"
@@ -337,7 +338,7 @@ async def test_views_and_watches_end_when_the_harness_closes_and_keep_their_last
     assert view.value is last
     assert len(seen) == 1
     with pytest.raises(HarnessClosed):
-        await rig.root.view_state()
+        await within(rig.root.view_state())
 
 
 async def test_a_stopped_watch_discards_pending_frames_unless_drained_R124(
@@ -348,8 +349,8 @@ async def test_a_stopped_watch_discards_pending_frames_unless_drained_R124(
     await within(rig.harness.session.commit(lambda tx: tx.append(1, USER)))
     assert await within(dropped.stop()) == "stopped"
     assert await within(drained.stop(drain=True)) == "stopped"
-    assert [frame async for frame in dropped] == []
-    assert len([frame async for frame in drained]) == 1
+    assert await collect(dropped) == []
+    assert len(await collect(drained)) == 1
     await within(rig.harness.session.commit(lambda tx: tx.append(1, USER)))
     assert dropped.pending == drained.pending == 0
 
@@ -367,6 +368,6 @@ async def test_a_view_of_a_missing_conversation_or_with_a_bad_tail_is_refused(
 ) -> None:
     rig = await view_rig()
     with pytest.raises(UnknownConversation, match="Conversation 999 does not exist"):
-        await rig.harness.conversation(999).view_state()
+        await within(rig.harness.conversation(999).view_state())
     with pytest.raises(ValueError, match=r"tail must be None .* got -1"):
-        await rig.root.watch(tail=-1)
+        await within(rig.root.watch(tail=-1))

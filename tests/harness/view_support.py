@@ -14,7 +14,7 @@ these tests goes through ``within``, so a bug fails in seconds instead of hangin
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,6 +45,15 @@ WAIT = 10.0
 async def within(awaitable: Awaitable[T], timeout: float = WAIT) -> T:
     """Await with a deadline, so a bug fails fast instead of hanging."""
     return await asyncio.wait_for(awaitable, timeout)
+
+
+async def collect(frames: AsyncIterable[T]) -> list[T]:
+    """Everything an iterator yields until it ends, within the deadline."""
+
+    async def gather() -> list[T]:
+        return [frame async for frame in frames]
+
+    return await within(gather())
 
 
 async def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
