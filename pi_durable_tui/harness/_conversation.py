@@ -2,7 +2,8 @@
 
 A handle names one conversation of an open harness; holding it costs nothing and it
 never caches transcript state. Operations that ask for progress (``submit``,
-``abort``, ``compact``, ``wait_for_idle``) start scheduling (R23); reads never do.
+``abort``, ``compact``, ``wait_for_idle``) start scheduling (R23); reads never do,
+and neither do views and watches (``view_state``, ``watch``, R123, R124).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pi_durable_tui.harness._inbox import admit
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, Write
 from pi_durable_tui.harness._submissions import Submission
+from pi_durable_tui.harness._views import ViewState, ViewWatch, view_state, watch_view
 from pi_durable_tui.kernel import ConversationOwned, DocDefinition, Ownerless, TaskOwned, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
@@ -198,6 +200,39 @@ class Conversation:
             limit=limit,
         )
         return [stored.entry for stored in page.items]
+
+    async def view_state(self, tail: int | None = None) -> ViewState:
+        """Mount the conversation's view: active entries and built-in documents (R123).
+
+        Args:
+            tail: ``None`` for every active entry, or keep the head marker and only
+                the newest ``tail`` other entries (page older ones with
+                ``view.older(before=...)``).
+
+        Returns:
+            The state; ``close()`` it when done (it also ends when the harness closes).
+
+        Raises:
+            UnknownConversation: The conversation does not exist.
+            ValueError: A negative or non-integer ``tail``.
+        """
+        services = self._services
+        return await view_state(services.session, self.id, tail, services.report)
+
+    async def watch(self, tail: int | None = None) -> ViewWatch:
+        """Watch the conversation's view frame by frame: ``async for frame in watch`` (R124).
+
+        Args:
+            tail: As for ``view_state``.
+
+        Returns:
+            The watch; ``await watch.stop()`` when done.
+
+        Raises:
+            UnknownConversation: The conversation does not exist.
+            ValueError: A negative or non-integer ``tail``.
+        """
+        return await watch_view(self._services.session, self.id, tail)
 
     async def context(self, at: int | None = None) -> ContextView:
         """Return the model context as of an entry (or now) (R71-R76)."""
