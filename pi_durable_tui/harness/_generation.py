@@ -186,7 +186,9 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     if "compacted" in checkpoint:
         pinned["compacted"] = checkpoint["compacted"]
     conversation_id = runtime.conversation_id
-    tail = view.entries[-1].id
+    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
+    # newest entry (a compaction placed after the kept ones): take the largest ID.
+    tail = max(entry.id for entry in view.entries)
 
     async def to_request(tx: Tx) -> Running:
         cutoff = tail
