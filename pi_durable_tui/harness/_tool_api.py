@@ -159,15 +159,23 @@ class ToolCallApi:
             self.buffer.write(chunk)
         self._changed()
 
-    async def details(self, value: Json) -> None:
-        """Replace the running details; resolves after the commit holding them (R104)."""
+    def details(self, value: Json) -> asyncio.Future[None]:
+        """Replace the running details now (R104).
+
+        Returns:
+            A future resolved after the commit holding the value; awaiting it is
+            optional (the value is recorded at the call).
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
         if self._settled:
             raise RuntimeError(f"Tool call {self._call_id} has settled")
         self.details_value = copy_json(value)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._details_waiters.append(future)
         self._changed()
-        await future
+        return future
 
     def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
         """Record a model-visible remark; it is committed with the next progress commit."""

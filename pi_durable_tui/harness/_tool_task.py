@@ -274,7 +274,8 @@ async def _execute(
     agent: ResolvedAgent,
     tool: Tool[Any],
     call: _Call,
-    arguments: BaseModel,
+    arguments: dict[str, Any],
+    validated: BaseModel,
 ) -> None:
     services = services_of(runtime)
     env: Any = None
@@ -291,7 +292,7 @@ async def _execute(
     try:
         if env_error is not None:
             raise env_error
-        returned = await tool.execute(arguments, api)
+        returned = await tool.execute(validated, api)
     except asyncio.CancelledError:
         await api.settle()
         raise
@@ -313,13 +314,15 @@ async def _execute(
             details=api.last_details,
             duration_ms=duration,
         )
-        api.resolve_details()
-        await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+        try:
+            await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+        finally:
+            api.resolve_details()  # the terminal commit is the final flush (R104)
         return
     current = returned if isinstance(returned, ToolResult) else ToolResult()
     for hook in agent.hooks("pi.tool", "after_tool"):
         try:
-            replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
+            replaced = await invoke(hook, call.info(copy.deepcopy(arguments)), current, runtime)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -329,8 +332,10 @@ async def _execute(
             current = replaced
     result = _assemble(current, api, tool.output)
     result.duration_ms = duration
-    api.resolve_details()
-    await _commit_result(runtime, call, result, "completed")
+    try:
+        await _commit_result(runtime, call, result, "completed")
+    finally:
+        api.resolve_details()  # the terminal commit is the final flush (R104)
 
 
 async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -384,7 +389,7 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
         return Running(checkpoint)
 
     await runtime.commit(intent)
-    await _execute(runtime, agent, tool, call, validated)
+    await _execute(runtime, agent, tool, call, arguments, validated)
 
 
 async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -410,7 +415,7 @@ async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                         slot.pop(key, None)
 
             await runtime.commit(restart)
-            await _execute(runtime, agent, tool, call, validated)
+            await _execute(runtime, agent, tool, call, arguments, validated)
             return
     limits = tool.output if tool is not None else OutputLimits()
     result = _from_slot(await _slot(runtime), True, limits)

@@ -306,6 +306,9 @@ async def test_an_overflow_runs_one_blocking_compaction_then_sends_again_r86(
     assert summary.head == entries[1].id
     assert "SUMMARY OF THE PAST" in texts(summary)
     assert message(entries[3])["stop_reason"] == "error"
+    # the failed response and the compaction it starts land in one commit (R86)
+    filed = next(p for p in rig.commits if entries[3].id in [e.id for e in p.info.entries])
+    assert [t.kind for t in filed.info.tasks] == ["pi.compaction", "pi.generation"]
     resent = rig.faux.requests[3].context.messages
     assert "SUMMARY OF THE PAST" in str(resent[0].content)
     assert record.answer == entries[-1].id

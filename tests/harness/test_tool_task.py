@@ -275,14 +275,20 @@ async def test_before_tool_rewrites_arguments_for_later_hooks_and_the_execution_
     def second(call: Any, _rt: Any) -> None:
         seen_by_hooks.append(dict(call.arguments))
 
+    def after(call: Any, _result: Any, _rt: Any) -> None:
+        seen_by_hooks.append(dict(call.arguments))
+
     rig, _result = await one_call(
         open_rig,
         [make_tool("shout", execute)],
         {"text": "quiet"},
-        hooks=[hook("pi.tool", before_tool=first), hook("pi.tool", before_tool=second)],
+        hooks=[
+            hook("pi.tool", before_tool=first),
+            hook("pi.tool", before_tool=second, after_tool=after),
+        ],
     )
 
-    assert seen_by_hooks == [{"text": "quiet"}, {"text": "QUIET"}]
+    assert seen_by_hooks == [{"text": "quiet"}, {"text": "QUIET"}, {"text": "QUIET"}]
     assert executed == ["QUIET"]
     call = next(e for e in await rig.transcript() if e.kind == "pi.assistant")
     assert message(call)["content"][0]["arguments"] == {"text": "quiet"}
