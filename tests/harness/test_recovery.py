@@ -12,6 +12,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pydantic import BaseModel
+
 from pi_durable_tui.ai import FauxProvider, faux_response, faux_tool_call
 from pi_durable_tui.harness import (
     ASSISTANT,
@@ -26,11 +29,17 @@ from pi_durable_tui.harness import (
     ToolApi,
     ToolResult,
     define_extension,
+    define_tool,
     wrap_tool,
 )
 from pi_durable_tui.storage import SqliteStorage
 from pi_durable_tui.tools import CodingTools
 from tests.harness.run_support import Rig, RigFactory, message, texts, within
+
+
+class NoArgs(BaseModel):
+    pass
+
 
 FAST = Settings(progress=ProgressSettings(partial_interval_ms=10, output_interval_ms=10))
 
@@ -250,3 +259,45 @@ async def test_an_interrupted_result_keeps_the_committed_tail_and_says_what_was_
         f"Output truncated: 3001 lines, {len(everything) - len(kept)} bytes dropped",
         "Tool bash was interrupted and may have partially run",
     ]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [("unsafe", "safe"), ("safe", None)],
+    ids=["stored-unsafe-now-safe", "stored-safe-now-gone"],
+)
+async def test_a_call_reruns_only_when_stored_and_current_policies_are_both_safe_r95(
+    open_rig: RigFactory, tmp_path: Path, before: str, after: str | None
+) -> None:
+    path, ledger = tmp_path / "session.sqlite", tmp_path / "ledger"
+
+    def probe(replay: str) -> Extension:
+        async def execute(_args: Any, api: ToolApi) -> ToolResult:
+            with ledger.open("a") as file:
+                file.write("run\n")
+            api.output("cut\n")
+            await asyncio.Event().wait()  # until the harness closes
+            return ToolResult()
+
+        tool = define_tool(
+            "probe", description="Runs.", parameters=NoArgs, execute=execute, replay=replay
+        )
+        return define_extension("probe", tools=[tool])
+
+    rig = await open_rig(
+        faux_response(faux_tool_call("probe")),
+        storage=await SqliteStorage.open(path),
+        extensions=[probe(before)],
+        settings=FAST,
+    )
+    await within(rig.root.submit(Input("go")))
+    await close_when(rig, lambda: any("cut" in str(v) for _, v, _ in rig.live_changes()))
+
+    extensions = [probe(after)] if after else []
+    again = await reopen(open_rig, path, faux_response("ok"), extensions=extensions)
+    await within(again.harness.wait_for_idle())
+
+    assert ledger.read_text() == "run\n"
+    [result] = [e for e in await again.transcript() if e.kind == TOOL_RESULT]
+    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[index]
+    assert message(result)["content"][0] == {"type": "text", "text": "cut\n"}

@@ -877,3 +877,47 @@ async def test_a_secret_value_printed_by_a_tool_is_redacted_in_every_commit_and_
         )
         assert SECRET not in dumped
         assert SECRET[:10] not in dumped
+
+
+async def test_aborting_one_tool_task_leaves_its_siblings_running_r91(
+    open_rig: RigFactory,
+) -> None:
+    rig, _first, second, handle = await start_two_gates(open_rig)
+    await within(second.started.wait())
+    one, _two = await rig.tasks("pi.tool")
+
+    await within(rig.harness.abort_task(one.id))
+    await within(rig.harness.wait_for_task(one.id))
+
+    slots = (await rig.live())["tools"]
+    assert [s["status"] for s in slots] == ["done", "running"]
+    second.opened.set()
+    record = await within(handle.wait())
+    assert record.status == "done"
+    results = {
+        message(e)["tool_name"]: message(e) for e in await rig.transcript() if e.kind == TOOL_RESULT
+    }
+    assert results["one"]["is_error"] is True
+    assert results["two"]["content"] == [{"type": "text", "text": "opened"}]
+    assert texts((await rig.transcript())[-1]) == "done"
+
+
+async def test_a_steer_queued_during_a_round_is_placed_after_its_results_r64_r90(
+    open_rig: RigFactory,
+) -> None:
+    gate = Gate()
+    extension = define_extension("probe", tools=[make_tool("gate", gate)])
+    rig = await open_rig(
+        faux_response(faux_tool_call("gate")), faux_response("both done"), extensions=[extension]
+    )
+    first = await within(rig.root.submit(Input("go")))
+    await within(gate.started.wait())
+    steer = await within(rig.root.submit(Input("also this", when_busy="steer")))
+
+    gate.opened.set()
+    records = [await within(first.wait()), await within(steer.wait())]
+
+    entries = await rig.transcript()
+    assert [e.kind for e in entries][-3:] == [TOOL_RESULT, "pi.user", "pi.assistant"]
+    assert texts(entries[-2]) == "also this"
+    assert [(r.status, r.answer) for r in records] == [("done", entries[-1].id)] * 2
