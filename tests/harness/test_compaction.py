@@ -326,9 +326,8 @@ async def test_a_summary_whose_cut_is_older_than_the_active_range_settles_stale_
     assert "compactions" not in await rig.live()
 
 
-async def test_a_summary_finished_while_the_conversation_is_busy_waits_for_a_boundary_r112(
-    open_rig: RigFactory,
-) -> None:
+async def queued_summary(open_rig: RigFactory) -> tuple[Rig, int, Any, asyncio.Event]:
+    """A manual compaction whose summary finished while a gate tool holds the run."""
     pacing, tool_gate = GatedSleep(), asyncio.Event()
 
     async def wait_for_gate(_args: Any, _api: ToolApi) -> ToolResult:
@@ -354,13 +353,21 @@ async def test_a_summary_finished_while_the_conversation_is_busy_waits_for_a_bou
     task_id = await within(rig.root.compact())
     await within(pacing.waiting.wait())
     handle = await within(rig.root.submit(Input("second")))
-    await within(rig.wait_until(lambda: bool(rig.faux.call_count == 3)))
+    await within(rig.wait_until(lambda: rig.faux.call_count == 3))
     pacing.gate.set()  # the summary finishes while the gate tool holds the run
-
     task = await finished(rig, task_id)
     submission = await rig.harness.submission(task.state["outcome"]["result"]["submission_id"])
-    assert (await submission.status()).status == "queued"  # type: ignore[union-attr]
+    assert submission is not None
+    assert (await submission.status()).status == "queued"
+    return rig, task_id, (handle, submission), tool_gate
+
+
+async def test_a_summary_finished_while_the_conversation_is_busy_waits_for_a_boundary_r112(
+    open_rig: RigFactory,
+) -> None:
+    rig, _task_id, (handle, _submission), tool_gate = await queued_summary(open_rig)
     assert [i["mode"] for i in (await rig.root.snapshot(INBOX_DOC))["items"]] == ["write"]  # type: ignore[index]
+
     tool_gate.set()
     record = await within(handle.wait())
 
@@ -370,6 +377,19 @@ async def test_a_summary_finished_while_the_conversation_is_busy_waits_for_a_bou
     # rebaselines the prompt after the new head marker (R81)
     assert kinds[-4:] == [TOOL_RESULT, COMPACTION, SYSTEM, ASSISTANT]
     assert "compactions" not in await rig.live()
+
+
+async def test_withdrawing_a_queued_summary_removes_its_status_r114(
+    open_rig: RigFactory,
+) -> None:
+    rig, _task_id, (handle, submission), tool_gate = await queued_summary(open_rig)
+
+    assert await within(submission.abort()) == "aborted"
+
+    assert "compactions" not in await rig.live()
+    tool_gate.set()
+    await within(handle.wait())
+    assert COMPACTION not in await rig.kinds()
 
 
 # -- thresholds (R108) --
