@@ -523,3 +523,35 @@ async def test_a_background_compaction_survives_aborting_the_conversation_r114(
     task = await finished(rig, compaction.id)
     assert task.state["outcome"]["status"] == "completed"
     assert COMPACTION in await rig.kinds()
+
+
+async def test_aborting_a_run_aborts_its_blocking_compaction_first_r114(
+    open_rig: RigFactory,
+) -> None:
+    pacing = GatedSleep()
+    overflow = "prompt is too long: 200000 tokens > 128000 maximum"
+    faux = FauxProvider(
+        [faux_response(LONG), faux_error(overflow), summary()],
+        tokens_per_second=1_000_000,
+        sleep=pacing,
+    )
+    rig = await open_rig(faux=faux, settings=KEEP_SMALL)
+    await rig.ask("first")
+    pacing.gate.clear()  # the overflow error streams nothing; the summary waits
+    handle = await within(rig.root.submit(Input("second")))
+    await within(pacing.waiting.wait())
+    assert rig.faux.requests[-1].context.system_prompt.startswith("You write context")  # type: ignore[union-attr]
+
+    await within(rig.root.abort())
+
+    record = await within(handle.wait())
+    assert (record.status, record.reason) == ("unanswered", "aborted")
+    [compaction] = await rig.tasks("pi.compaction")
+    generation = (await rig.tasks("pi.generation"))[1]
+    assert compaction.state["outcome"]["status"] == "aborted"
+    assert generation.state["outcome"]["status"] == "aborted"
+    assert compaction.ended_at is not None
+    assert generation.ended_at is not None
+    assert compaction.ended_at <= generation.ended_at
+    assert COMPACTION not in await rig.kinds()
+    assert await rig.live() == {}
