@@ -30,6 +30,11 @@ def test_help_describes_the_durable_agent() -> None:
     assert "committed" in out.stdout
 
 
-def test_running_without_a_front_end_says_so_and_fails(capsys) -> None:
-    assert main([]) == 2
-    assert "not built yet" in capsys.readouterr().err
+def test_print_mode_without_a_model_starts_and_says_how_to_configure_one(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["-p", "hello"]) == 1
+    assert "no model is configured" in capsys.readouterr().err

@@ -1,0 +1,180 @@
+"""``AgentApp``: the coding agent product without a screen, opened on one session.
+
+It owns everything a front end (print mode, JSON mode, the TUI) shares:
+
+- the session store (``SqliteStorage`` with its single-writer lock): a new session
+  for the working directory, the newest one (``--continue``), or a given path;
+- the settings files (re-read when they change), the models (environment keys,
+  custom providers from settings, ``--base-url``, a faux script), the registry
+  (``coding-tools``, the system prompt sections, subagents), one ``LocalEnv`` per
+  working directory with the settings' allow list;
+- the ``Harness`` and the root conversation, configured on creation with the cwd,
+  the model and the thinking level; ``--model`` on a continued session switches it.
+
+``close()`` closes the harness and the store on every path; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pi_durable_tui.ai import ModelRef, Models, ThinkingLevel
+from pi_durable_tui.app._config import AppSettings, SettingsFiles
+from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app._prompt_sections import CODING_PROMPT
+from pi_durable_tui.app._sessions import new_session_path, newest_session
+from pi_durable_tui.app._subagent import SUBAGENTS
+from pi_durable_tui.env import ExecutionEnv, LocalEnv
+from pi_durable_tui.harness import (
+    AgentChange,
+    Conversation,
+    EnvTarget,
+    Harness,
+    create_registry,
+)
+from pi_durable_tui.kernel import Report
+from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.tools import coding_tools
+
+
+@dataclass(frozen=True, slots=True)
+class AppOptions:
+    """What the command line chose.
+
+    Args:
+        cwd: The working directory.
+        session: An explicit store path (``--session``).
+        continue_session: Open the newest session of ``cwd`` (``--continue``).
+        model: ``provider/model-id[:thinking]`` (``--model``).
+        base_url: An OpenAI-compatible server for unknown model IDs (``--base-url``).
+        faux_script: A faux script file serving provider ``faux`` (``--faux-script``).
+    """
+
+    cwd: str
+    session: str | None = None
+    continue_session: bool = False
+    model: str | None = None
+    base_url: str | None = None
+    faux_script: str | None = None
+
+
+@dataclass(eq=False)
+class AgentApp:
+    """An open session of the coding agent (see the module docstring)."""
+
+    harness: Harness
+    root: Conversation
+    store: Path
+    settings: SettingsFiles
+    models: Models
+    cwd: str
+    reports: list[Report] = field(default_factory=list)
+    created: bool = False
+    """Whether this open created the session (a new store)."""
+    _closed: bool = False
+
+    @classmethod
+    async def open(
+        cls, options: AppOptions, *, on_report: Callable[[Report], None] | None = None
+    ) -> AgentApp:
+        """Open the session the options name and the harness on it (dispatching nothing).
+
+        Raises:
+            SettingsError: A settings file is malformed.
+            NoSession: ``--continue`` found no session for this directory.
+            StoreLocked: Another process holds the session.
+            StorageCorrupted: The store is damaged.
+            ValueError: A malformed ``--model``.
+            FauxScriptError: A malformed faux script.
+        """
+        cwd = os.path.realpath(options.cwd)
+        settings = SettingsFiles(cwd)
+        app_settings = settings.current()
+        models = build_models(app_settings, faux_script=options.faux_script)
+        choice = choose_model(models, options.model, app_settings, base_url=options.base_url)
+        if options.session:
+            store = Path(options.session).expanduser().resolve()
+            store.parent.mkdir(parents=True, exist_ok=True)
+        elif options.continue_session:
+            store = newest_session(cwd)
+        else:
+            store = new_session_path(cwd)
+        created = not store.exists()
+        storage = await SqliteStorage.open(store)
+        reports: list[Report] = []
+
+        def report(item: Report) -> None:
+            reports.append(item)
+            if on_report is not None:
+                on_report(item)
+
+        try:
+            harness = await Harness.open(
+                storage,
+                models=models,
+                registry=create_registry(
+                    CODING_PROMPT,
+                    coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
+                    SUBAGENTS,
+                ),
+                settings=settings.harness,
+                env=_env_factory(settings),
+                on_report=report,
+            )
+        except BaseException:
+            await storage.close()
+            raise
+        app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
+        try:
+            app.root = await harness.root(agent=_initial_agent(choice, app_settings, cwd))
+            if options.model is not None and not created:
+                await app.root.configure(_model_change(choice))
+        except BaseException:
+            await app.close()
+            raise
+        return app
+
+    async def close(self) -> None:
+        """Close the harness and the store (idempotent, never raises for a closed store)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.harness.close())
+
+    def settings_now(self) -> AppSettings:
+        """The settings as they are now."""
+        return self.settings.current()
+
+
+def _initial_agent(choice: ModelSelection | None, settings: AppSettings, cwd: str) -> AgentChange:
+    change = _model_change(choice)
+    return AgentChange(model=change.model, thinking_level=change.thinking_level, cwd=cwd)
+
+
+def _model_change(choice: ModelSelection | None) -> AgentChange:
+    if choice is None:
+        return AgentChange()
+    thinking: ThinkingLevel | None = choice.thinking_level
+    return AgentChange(
+        model=ModelRef(choice.model.provider, choice.model.id), thinking_level=thinking
+    )
+
+
+def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]:
+    cache: dict[tuple[str, tuple[str, ...]], LocalEnv] = {}
+
+    def build(target: EnvTarget) -> ExecutionEnv:
+        cwd = target.cwd or os.getcwd()
+        allow = tuple(settings.current().env_allow)
+        env = cache.get((cwd, allow))
+        if env is None:
+            env = cache[(cwd, allow)] = LocalEnv(cwd, allow_env=allow)
+        return env
+
+    return build

@@ -1,0 +1,216 @@
+"""Subagents: a child conversation that works on a task for the main agent (reference 5.4, 5.5).
+
+The ``subagent`` tool takes a ``task`` (the prompt for the child) and ``background``:
+
+- **Foreground** (default): one commit finds the child this call already owns
+  (after a crash) or creates it, owned by the call's tool task, with the same agent
+  minus the ``subagent`` extension (no recursion). The call submits the task there
+  with the request ID ``subagent:<tool task id>``, waits for the answer and returns
+  its text, with ``details = {"conversation_id": ...}`` so the screen can open the
+  child. The tool is ``replay: "safe"``: after a crash it runs again, finds the same
+  child and the same submission (the request ID), and waits for the same answer.
+  Esc in the parent aborts the child too, because the call owns it.
+- **Background**: one commit creates a background conversation-owned task
+  ``pi.subagent`` and its child conversation, and the call returns at once. The
+  task survives Esc in the parent (``Conversation.abort()`` does not cross a
+  background boundary) and restarts; when the child answers it posts
+  ``[subagent <id> report] <answer>`` to the parent as a follow-up input with the
+  request ID ``subagent-report:<task id>``, so a restart never posts it twice. The
+  creating commit first looks for a task this call already created, so a replayed
+  call never starts a second one.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from pi_durable_tui.harness import (
+    AgentChange,
+    ExtensionEdit,
+    HarnessRuntime,
+    Input,
+    Tool,
+    ToolApi,
+    ToolResult,
+    configure,
+    define_extension,
+    define_task,
+    define_tool,
+)
+from pi_durable_tui.kernel import Aborted, Completed, ConversationOwned, Running, TaskOwned, Tx
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.records import TaskRecord
+
+SUBAGENT = "subagent"
+SUBAGENT_TASK = "pi.subagent"
+_CHILD_AGENT = AgentChange(extensions=ExtensionEdit(remove=(SUBAGENT,)))
+
+
+class SubagentArgs(BaseModel):
+    """Arguments of the ``subagent`` tool."""
+
+    task: str = Field(description="What the subagent should do, with all the context it needs.")
+    background: bool = Field(
+        default=False,
+        description=(
+            "Run in the background: return at once and deliver the report as a later message. "
+            "Use it for long research that should not block the conversation."
+        ),
+    )
+
+
+async def _owned_child(tx: Tx, owner_task: int) -> int | None:
+    page = await tx.scan_conversations(owner_task_id=owner_task, limit=1)
+    return page.items[0].id if page.items else None
+
+
+async def _foreground(args: SubagentArgs, api: ToolApi) -> ToolResult:
+    owner = api.task_id
+
+    async def child(tx: Tx) -> int:
+        existing = await _owned_child(tx, owner)
+        if existing is not None:
+            return existing
+        record = tx.create_conversation(TaskOwned(owner))
+        await configure(tx, record.id, _CHILD_AGENT)
+        return record.id
+
+    conversation_id = await api.commit(child)
+    details = {"conversation_id": conversation_id}
+    await api.details(details)
+    handle = api.conversation(conversation_id)
+    submission = await handle.submit(Input(args.task, request_id=f"subagent:{owner}"))
+    record = await submission.wait()
+    if record.status != "done" or record.answer is None:
+        reason = record.reason or record.status
+        raise RuntimeError(f"Subagent {conversation_id} failed: {reason}")
+    answer = await _answer_text(api, record.answer)
+    return ToolResult(content=answer or "(the subagent gave no text)", details=details)
+
+
+async def _answer_text(api: ToolApi, entry_id: int) -> str:
+    async def read(tx: Tx) -> str:
+        stored = await tx.entry(entry_id)
+        if stored is None or not stored.entry.model:
+            return ""
+        message = stored.entry.model[0]
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return str(content or "")
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+
+    return str(await api.commit(read))
+
+
+async def _background(args: SubagentArgs, api: ToolApi) -> ToolResult:
+    caller = api.task_id
+    parent = api.conversation_id
+    definition = api.definition(SUBAGENT_TASK)
+
+    async def start(tx: Tx) -> JsonObject:
+        page = await tx.scan_tasks(conversation_id=parent, kind=SUBAGENT_TASK, limit=500)
+        for task in page.items:
+            if isinstance(task.input, dict) and task.input.get("caller") == caller:
+                child = await _owned_child(tx, task.id)
+                return {"task_id": task.id, "conversation_id": child}
+        task = tx.create_task(
+            definition,
+            {"prompt": args.task, "caller": caller},
+            ownership=ConversationOwned(),
+            conversation_id=parent,
+            background=True,
+        )
+        record = tx.create_conversation(TaskOwned(task.id))
+        await configure(tx, record.id, _CHILD_AGENT)
+        return {"task_id": task.id, "conversation_id": record.id}
+
+    started = await api.commit(start)
+    text = (
+        f"Subagent {started['conversation_id']} started in the background (task "
+        f"{started['task_id']}). Its report will arrive as a message when it finishes; "
+        "carry on meanwhile."
+    )
+    return ToolResult(content=text, details=started)
+
+
+async def _execute(args: SubagentArgs, api: ToolApi) -> ToolResult:
+    if args.background:
+        return await _background(args, api)
+    return await _foreground(args, api)
+
+
+async def _deliver(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    data = task.input if isinstance(task.input, dict) else {}
+
+    async def find_child(tx: Tx) -> int | None:
+        return await _owned_child(tx, task.id)
+
+    child = await runtime.commit(find_child)
+    if child is None:
+        await runtime.commit(lambda tx: Completed({"error": "no child conversation"}))
+        return
+    handle = runtime.conversation(child)
+    submission = await handle.submit(
+        Input(str(data.get("prompt", "")), request_id=f"subagent:{task.id}")
+    )
+    record = await submission.wait()
+    if record.status == "done" and record.answer is not None:
+
+        async def read(tx: Tx) -> str:
+            stored = await tx.entry(record.answer or 0)
+            message = stored.entry.model[0] if stored and stored.entry.model else {}
+            content = message.get("content") if isinstance(message, dict) else ""
+            if isinstance(content, list):
+                return "".join(
+                    b.get("text", "")
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") == "text"
+                )
+            return str(content or "")
+
+        text = f"[subagent {child} report] {await runtime.commit(read)}"
+    else:
+        text = f"[subagent {child} report] The subagent failed: {record.reason or record.status}"
+    await runtime.commit(lambda tx: Running({"phase": "report", "text": text, "child": child}))
+
+
+async def _report(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    checkpoint = task.state.get("checkpoint") or {}
+    parent = runtime.conversation(task.conversation_id)
+    await parent.submit(
+        Input(
+            str(checkpoint.get("text", "")),
+            request_id=f"subagent-report:{task.id}",
+            when_busy="follow_up",
+        )
+    )
+    await runtime.commit(lambda tx: Completed({"child": checkpoint.get("child")}))
+
+
+async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    await runtime.commit(lambda tx: Aborted())
+
+
+SUBAGENT_TASK_DEFINITION = define_task(
+    SUBAGENT_TASK,
+    initial=lambda _input: {"phase": "deliver"},
+    phases={"deliver": _deliver, "report": _report},
+    abort=_abort,
+)
+
+SUBAGENT_TOOL: Tool[SubagentArgs] = define_tool(
+    SUBAGENT,
+    description=(
+        "Hand a self-contained task to a subagent: a fresh conversation with the same tools "
+        "that works on it and returns its final answer. Use it for focused research or "
+        "side tasks; give it every detail it needs, since it does not see this conversation."
+    ),
+    parameters=SubagentArgs,
+    execute=_execute,
+    replay="safe",
+)
+
+SUBAGENTS = define_extension(SUBAGENT, tools=[SUBAGENT_TOOL], tasks=[SUBAGENT_TASK_DEFINITION])
+"""The ``subagent`` extension: the tool and its background task."""
