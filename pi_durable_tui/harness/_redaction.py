@@ -84,12 +84,7 @@ class SecretRedactor:
 
     def text(self, text: str) -> str:
         """Redact every secret in a complete text, and pieces of one at its edges."""
-        if self._pattern is None or not text:
-            return text
-        text = self._pattern.sub(REDACTED, text)
-        lead = self._leading_fragment(text)
-        if lead >= MIN_FRAGMENT_CHARS:
-            text = REDACTED + text[lead:]
+        text = self._redact_whole_and_leading(text)
         trail = self._trailing_fragment(text)
         if trail >= MIN_FRAGMENT_CHARS:
             text = text[: len(text) - trail] + REDACTED
@@ -97,14 +92,17 @@ class SecretRedactor:
 
     def streaming(self, text: str) -> str:
         """Redact a text that is still growing: a possible secret start is withheld."""
+        text = self._redact_whole_and_leading(text)
+        trail = self._trailing_fragment(text)
+        return text[: len(text) - trail] if trail else text
+
+    def _redact_whole_and_leading(self, text: str) -> str:
+        """Replace every whole secret, and a leading piece that ends one."""
         if self._pattern is None or not text:
             return text
         text = self._pattern.sub(REDACTED, text)
         lead = self._leading_fragment(text)
-        if lead >= MIN_FRAGMENT_CHARS:
-            text = REDACTED + text[lead:]
-        trail = self._trailing_fragment(text)
-        return text[: len(text) - trail] if trail else text
+        return REDACTED + text[lead:] if lead >= MIN_FRAGMENT_CHARS else text
 
     def json(self, value: Json) -> Json:
         """Redact every string of a JSON value (keys included); returns a new value."""
@@ -123,20 +121,20 @@ class SecretRedactor:
 
     def _trailing_fragment(self, text: str) -> int:
         """The length of the longest end of ``text`` that begins a secret (a proper prefix)."""
-        best = 0
-        for secret in self._secrets:
-            for size in range(min(len(secret) - 1, len(text)), best, -1):
-                if text.endswith(secret[:size]):
-                    best = size
-                    break
-        return best
+        return self._fragment(text, at_end=True)
 
     def _leading_fragment(self, text: str) -> int:
         """The length of the longest start of ``text`` that ends a secret (a proper suffix)."""
+        return self._fragment(text, at_end=False)
+
+    def _fragment(self, text: str, *, at_end: bool) -> int:
         best = 0
         for secret in self._secrets:
             for size in range(min(len(secret) - 1, len(text)), best, -1):
-                if text.startswith(secret[-size:]):
+                if at_end and text.endswith(secret[:size]):
+                    best = size
+                    break
+                if not at_end and text.startswith(secret[-size:]):
                     best = size
                     break
         return best

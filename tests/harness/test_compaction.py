@@ -79,6 +79,28 @@ async def history(open_rig: RigFactory, *responses: FauxResponse, **options: Any
     return rig
 
 
+async def past_threshold(
+    open_rig: RigFactory, *responses: FauxResponse, window: int, background: int = 0, **options: Any
+) -> Rig:
+    """A history whose next request is past a threshold of a ``window``-token model (R108).
+
+    The history holds about 205 tokens; 1,000 are reserved for the answer.
+    """
+    settings = Settings(
+        compaction=CompactionSettings(
+            keep_recent_tokens=100, reserve_tokens=1000, background_tokens=background
+        )
+    )
+    return await history(
+        open_rig,
+        *responses,
+        models=[faux_model("sized", context_window=window)],
+        settings=settings,
+        agent=AgentChange(model=ModelRef("faux", "sized")),
+        **options,
+    )
+
+
 async def finished(rig: Rig, task_id: int) -> TaskRecord:
     return await within(rig.harness.wait_for_task(task_id))
 
@@ -398,15 +420,7 @@ async def test_withdrawing_a_queued_summary_removes_its_status_r114(
 async def test_above_the_blocking_threshold_a_generation_waits_for_a_compaction_it_owns_r108(
     open_rig: RigFactory,
 ) -> None:
-    settings = Settings(compaction=CompactionSettings(keep_recent_tokens=100, reserve_tokens=1000))
-    rig = await history(
-        open_rig,
-        summary(),
-        faux_response("after compaction"),
-        models=[faux_model("small", context_window=1100)],
-        settings=settings,
-        agent=AgentChange(model=ModelRef("faux", "small")),
-    )
+    rig = await past_threshold(open_rig, summary(), faux_response("after compaction"), window=1100)
 
     record = await rig.ask("second")
 
@@ -427,14 +441,8 @@ async def test_above_the_blocking_threshold_a_generation_waits_for_a_compaction_
 async def test_a_generation_sends_anyway_when_its_threshold_compaction_fails_r108_r114(
     open_rig: RigFactory,
 ) -> None:
-    settings = Settings(compaction=CompactionSettings(keep_recent_tokens=100, reserve_tokens=1000))
-    rig = await history(
-        open_rig,
-        faux_response("   ", match=SUMMARIZER),
-        faux_response("sent anyway"),
-        models=[faux_model("small", context_window=1100)],
-        settings=settings,
-        agent=AgentChange(model=ModelRef("faux", "small")),
+    rig = await past_threshold(
+        open_rig, faux_response("   ", match=SUMMARIZER), faux_response("sent anyway"), window=1100
     )
 
     record = await rig.ask("second")
@@ -447,18 +455,8 @@ async def test_a_generation_sends_anyway_when_its_threshold_compaction_fails_r10
 async def test_above_the_background_threshold_a_background_compaction_runs_beside_the_request_r108(
     open_rig: RigFactory,
 ) -> None:
-    settings = Settings(
-        compaction=CompactionSettings(
-            keep_recent_tokens=100, reserve_tokens=1000, background_tokens=2900
-        )
-    )
-    rig = await history(
-        open_rig,
-        summary(),
-        faux_response("answer"),
-        models=[faux_model("mid", context_window=4000)],
-        settings=settings,
-        agent=AgentChange(model=ModelRef("faux", "mid")),
+    rig = await past_threshold(
+        open_rig, summary(), faux_response("answer"), window=4000, background=2900
     )
 
     record = await rig.ask("second")
@@ -497,18 +495,12 @@ async def test_a_background_compaction_survives_aborting_the_conversation_r114(
         held.set()
         await release.wait()
 
-    settings = Settings(
-        compaction=CompactionSettings(
-            keep_recent_tokens=100, reserve_tokens=1000, background_tokens=2900
-        )
-    )
-    rig = await history(
+    rig = await past_threshold(
         open_rig,
         summary(),
         faux_response("answer"),
-        models=[faux_model("mid", context_window=4000)],
-        settings=settings,
-        agent=AgentChange(model=ModelRef("faux", "mid")),
+        window=4000,
+        background=2900,
         extensions=[define_extension("hold", hooks=[hook("pi.compaction", before_compact=hold)])],
     )
     assert (await rig.ask("second")).status == "done"

@@ -53,8 +53,8 @@ async def reopen(open_rig: RigFactory, path: Path, *responses: Any, **options: A
     return rig
 
 
-def first_run_waits(ledger: Path, gate: asyncio.Event) -> Extension:
-    """Wrap ``read`` and ``write``: record each execution, and park the first one on ``gate``."""
+def first_run_waits(ledger: Path) -> Extension:
+    """Wrap ``read`` and ``write``: record each execution, and park the first one for good."""
 
     def wrap(tool: Tool[Any]) -> Tool[Any]:
         async def execute(args: Any, api: ToolApi) -> ToolResult | None:
@@ -64,7 +64,7 @@ def first_run_waits(ledger: Path, gate: asyncio.Event) -> Extension:
             result = await tool.execute(args, api)
             if runs == 0:
                 api.output("first run\n")
-                await gate.wait()
+                await asyncio.Event().wait()  # until the harness closes
             return result
 
         return dataclasses.replace(tool, execute=execute)
@@ -77,28 +77,34 @@ async def close_when(rig: Rig, condition: Any) -> None:
     await within(rig.harness.close())
 
 
-async def slot_output(rig: Rig) -> str:
-    slots = (await rig.live()).get("tools") or [{}]
-    return str(slots[0].get("output", ""))
+async def read_cut_by_a_crash(open_rig: RigFactory, tmp_path: Path) -> tuple[Path, Path, Any]:
+    """A ``read`` of ``notes.txt`` closed in the middle of its first execution.
+
+    Returns:
+        The store's path, the execution ledger, and the run's submission handle.
+    """
+    path, ledger = tmp_path / "session.sqlite", tmp_path / "ledger"
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "notes.txt").write_text("hello\n")
+    rig = await open_rig(
+        faux_response(faux_tool_call("read", {"path": "notes.txt"})),
+        storage=await SqliteStorage.open(path),
+        extensions=[CodingTools, first_run_waits(ledger)],
+        settings=FAST,
+    )
+    handle = await within(rig.root.submit(Input("read it")))
+    await close_when(rig, lambda: any("first run" in str(v) for _, v, _ in rig.live_changes()))
+    return path, ledger, handle
 
 
 async def test_a_replay_safe_call_cut_by_a_crash_runs_again_to_exactly_one_result_r95(
     open_rig: RigFactory, tmp_path: Path
 ) -> None:
-    path, ledger, gate = tmp_path / "session.sqlite", tmp_path / "ledger", asyncio.Event()
-    (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "notes.txt").write_text("hello\n")
-    extensions = [CodingTools, first_run_waits(ledger, gate)]
-    rig = await open_rig(
-        faux_response(faux_tool_call("read", {"path": "notes.txt"})),
-        storage=await SqliteStorage.open(path),
-        extensions=extensions,
-        settings=FAST,
-    )
-    handle = await within(rig.root.submit(Input("read it")))
-    await close_when(rig, lambda: any("first run" in str(v) for _, v, _ in rig.live_changes()))
+    path, ledger, handle = await read_cut_by_a_crash(open_rig, tmp_path)
 
-    again = await reopen(open_rig, path, faux_response("done"), extensions=extensions)
+    again = await reopen(
+        open_rig, path, faux_response("done"), extensions=[CodingTools, first_run_waits(ledger)]
+    )
     record = await within((await again.harness.submission(handle.id)).wait())  # type: ignore[union-attr]
 
     assert record.status == "done"
@@ -114,18 +120,7 @@ async def test_a_replay_safe_call_cut_by_a_crash_runs_again_to_exactly_one_resul
 async def test_a_rerun_clears_the_progress_the_cut_execution_had_committed_r95(
     open_rig: RigFactory, tmp_path: Path
 ) -> None:
-    path, ledger, gate = tmp_path / "session.sqlite", tmp_path / "ledger", asyncio.Event()
-    (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "notes.txt").write_text("hello\n")
-    extensions = [CodingTools, first_run_waits(ledger, gate)]
-    rig = await open_rig(
-        faux_response(faux_tool_call("read", {"path": "notes.txt"})),
-        storage=await SqliteStorage.open(path),
-        extensions=extensions,
-        settings=FAST,
-    )
-    await within(rig.root.submit(Input("read it")))
-    await close_when(rig, lambda: any("first run" in str(v) for _, v, _ in rig.live_changes()))
+    path, _ledger, _handle = await read_cut_by_a_crash(open_rig, tmp_path)
 
     again = await reopen(open_rig, path, faux_response("done"), extensions=[CodingTools])
     await within(again.harness.wait_for_idle())
@@ -186,8 +181,8 @@ async def test_an_unsafe_command_cut_by_a_crash_ends_interrupted_with_its_commit
 async def test_an_unsafe_write_cut_after_its_effect_is_never_run_twice_r95(
     open_rig: RigFactory, tmp_path: Path
 ) -> None:
-    path, ledger, gate = tmp_path / "session.sqlite", tmp_path / "ledger", asyncio.Event()
-    extensions = [CodingTools, first_run_waits(ledger, gate)]
+    path, ledger = tmp_path / "session.sqlite", tmp_path / "ledger"
+    extensions = [CodingTools, first_run_waits(ledger)]
     rig = await open_rig(
         faux_response(faux_tool_call("write", {"path": "out.txt", "content": "v1\n"})),
         storage=await SqliteStorage.open(path),

@@ -73,6 +73,35 @@ class Gate:
         return ToolResult(content="opened")
 
 
+def slot_outputs(rig: Rig) -> list[tuple[float, str]]:
+    """``(publication time, output)`` of every commit that changed the first slot's output."""
+    out: list[tuple[float, str]] = []
+    last: str | None = None
+    for published, value, _ops in rig.live_changes():
+        slots = value.get("tools") or []
+        output = slots[0].get("output") if slots else None
+        if output is not None and output != last:
+            out.append((published.at, output))
+            last = output
+    return out
+
+
+async def start_gate(
+    open_rig: RigFactory, answer: str = "done", hooks: list[Any] | None = None
+) -> tuple[Rig, Gate, Any]:
+    """Start a run whose one call (to ``gate``) has committed ``working`` and waits."""
+    gate = Gate()
+    extension = define_extension("probe", tools=[make_tool("gate", gate)], hooks=hooks or [])
+    rig = await open_rig(
+        faux_response(faux_tool_call("gate", {"text": "a"})),
+        faux_response(answer),
+        extensions=[extension],
+    )
+    handle = await within(rig.root.submit(Input("go")))
+    await within(rig.wait_until(lambda: any(o == "working\n" for _, o in slot_outputs(rig))))
+    return rig, gate, handle
+
+
 async def one_call(
     open_rig: RigFactory,
     tools: list[Tool[Any]],
@@ -312,15 +341,7 @@ async def test_arguments_a_before_tool_hook_breaks_are_invalid_r93(open_rig: Rig
 async def test_the_intent_is_committed_before_execution_with_the_slot_running_r93(
     open_rig: RigFactory,
 ) -> None:
-    gate = Gate()
-    extension = define_extension("probe", tools=[make_tool("gate", gate)])
-    rig = await open_rig(
-        faux_response(faux_tool_call("gate", {"text": "a"})),
-        faux_response("done"),
-        extensions=[extension],
-    )
-    handle = await within(rig.root.submit(Input("go")))
-    await within(gate.started.wait())
+    rig, gate, handle = await start_gate(open_rig)
 
     [task] = await rig.tasks("pi.tool")
     assert task.state["status"] == "running"
@@ -511,19 +532,6 @@ async def test_output_after_the_call_settled_is_refused_r102(open_rig: RigFactor
 # -- R103, R104: progress commits --
 
 
-def slot_outputs(rig: Rig) -> list[tuple[float, str]]:
-    """``(publication time, output)`` of every commit that changed the first slot's output."""
-    out: list[tuple[float, str]] = []
-    last: str | None = None
-    for published, value, _ops in rig.live_changes():
-        slots = value.get("tools") or []
-        output = slots[0].get("output") if slots else None
-        if output is not None and output != last:
-            out.append((published.at, output))
-            last = output
-    return out
-
-
 async def test_output_is_committed_live_at_least_the_output_interval_apart_r103(
     open_rig: RigFactory,
 ) -> None:
@@ -584,13 +592,7 @@ async def test_details_resolve_after_the_commit_that_holds_them_r104(
 async def test_the_result_commit_clears_the_slots_progress_and_links_the_entry_r106(
     open_rig: RigFactory,
 ) -> None:
-    gate = Gate()
-    extension = define_extension("probe", tools=[make_tool("gate", gate)])
-    rig = await open_rig(
-        faux_response(faux_tool_call("gate")), faux_response("done"), extensions=[extension]
-    )
-    handle = await within(rig.root.submit(Input("go")))
-    await within(rig.wait_until(lambda: any(o == "working\n" for _, o in slot_outputs(rig))))
+    rig, gate, handle = await start_gate(open_rig)
     gate.opened.set()
     await within(handle.wait())
 
@@ -616,13 +618,7 @@ async def test_the_result_commit_clears_the_slots_progress_and_links_the_entry_r
 async def test_aborting_a_running_call_answers_aborted_from_its_committed_output_r101(
     open_rig: RigFactory,
 ) -> None:
-    gate = Gate()
-    extension = define_extension("probe", tools=[make_tool("gate", gate)])
-    rig = await open_rig(
-        faux_response(faux_tool_call("gate")), faux_response("never"), extensions=[extension]
-    )
-    handle = await within(rig.root.submit(Input("go")))
-    await within(rig.wait_until(lambda: any(o == "working\n" for _, o in slot_outputs(rig))))
+    rig, _gate, handle = await start_gate(open_rig, "never")
 
     await within(rig.root.abort())
 
@@ -643,17 +639,10 @@ async def test_aborting_a_running_call_answers_aborted_from_its_committed_output
 
 
 async def test_on_abort_replaces_the_aborted_result_r101(open_rig: RigFactory) -> None:
-    gate = Gate()
-
     def on_abort(_call: Any, result: ToolResult, _rt: Any) -> ToolResult:
         return ToolResult(content="cleaned up", diagnostics=(Diagnostic("info", "rolled back"),))
 
-    extension = define_extension(
-        "probe", tools=[make_tool("gate", gate)], hooks=[hook("pi.tool", on_abort=on_abort)]
-    )
-    rig = await open_rig(faux_response(faux_tool_call("gate")), extensions=[extension])
-    handle = await within(rig.root.submit(Input("go")))
-    await within(gate.started.wait())
+    rig, _gate, handle = await start_gate(open_rig, hooks=[hook("pi.tool", on_abort=on_abort)])
 
     await within(rig.root.abort())
     await within(handle.wait())
@@ -905,13 +894,7 @@ async def test_aborting_one_tool_task_leaves_its_siblings_running_r91(
 async def test_a_steer_queued_during_a_round_is_placed_after_its_results_r64_r90(
     open_rig: RigFactory,
 ) -> None:
-    gate = Gate()
-    extension = define_extension("probe", tools=[make_tool("gate", gate)])
-    rig = await open_rig(
-        faux_response(faux_tool_call("gate")), faux_response("both done"), extensions=[extension]
-    )
-    first = await within(rig.root.submit(Input("go")))
-    await within(gate.started.wait())
+    rig, gate, first = await start_gate(open_rig, "both done")
     steer = await within(rig.root.submit(Input("also this", when_busy="steer")))
 
     gate.opened.set()

@@ -86,6 +86,7 @@ async def test_aborting_a_command_kills_its_whole_process_group(
 ) -> None:
     command = "sleep 30 & echo $! > child.pid; echo started; wait"
     rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    await within(rig.root.submit("go"))
     await within(rig.wait_until(lambda: "started\n" in outputs(rig)))
     child = int((workdir / "child.pid").read_text())
 

@@ -80,23 +80,10 @@ def workdir(tmp_path: Path) -> Path:
 def run_tool(open_rig: RigFactory, workdir: Path) -> RunTool:
     """``await run_tool(name, arguments, extension=CodingTools, env=True, settings=None)``."""
 
-    async def run(
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        extension: Extension = CodingTools,
-        env: bool = True,
-        settings: Settings | None = None,
-    ) -> ToolCallOutcome:
-        rig = await open_rig(
-            faux_response(faux_tool_call(name, arguments)),
-            faux_response("done"),
-            extensions=[extension],
-            env=env,
-            settings=settings,
-            workdir=workdir,
-        )
-        record = await rig.ask("go")
+    async def run(name: str, arguments: dict[str, Any], **options: Any) -> ToolCallOutcome:
+        rig = await start_tool(open_rig, workdir, name, arguments, **options)
+        handle = await within(rig.root.submit("go"))
+        record = await within(handle.wait())
         assert record.status == "done", record
         results = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
         assert len(results) == 1, results
@@ -106,14 +93,21 @@ def run_tool(open_rig: RigFactory, workdir: Path) -> RunTool:
 
 
 async def start_tool(
-    open_rig: RigFactory, workdir: Path, name: str, arguments: dict[str, Any]
+    open_rig: RigFactory,
+    workdir: Path,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    extension: Extension = CodingTools,
+    env: bool = True,
+    settings: Settings | None = None,
 ) -> Rig:
-    """Start a run calling one tool and return without waiting for it."""
-    rig = await open_rig(
+    """Open a rig whose model calls one tool, then answers ``done``; submit nothing yet."""
+    return await open_rig(
         faux_response(faux_tool_call(name, arguments)),
         faux_response("done"),
-        extensions=[CodingTools],
+        extensions=[extension],
+        env=env,
+        settings=settings,
         workdir=workdir,
     )
-    await within(rig.root.submit("go"))
-    return rig
