@@ -20,17 +20,20 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
 from pi_durable_tui.ai import ImageContent, TextContent, Usage
 from pi_durable_tui.harness._bounds import OutputLimits
-from pi_durable_tui.harness._ports import Severity, ToolApi
 from pi_durable_tui.storage.json_ops import Json, JsonObject
+
+if TYPE_CHECKING:
+    from pi_durable_tui.harness._ports import ToolApi
 
 Replay = Literal["safe", "unsafe"]
 ExecutionMode = Literal["parallel", "sequential"]
+Severity = Literal["info", "warn", "error"]
 P = TypeVar("P", bound=BaseModel)
 
 _SECTION_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")

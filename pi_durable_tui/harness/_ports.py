@@ -1,9 +1,6 @@
 """What a tool's ``execute`` holds: the ``ToolApi`` protocol (R102-R107).
 
-Tools see this narrow face, never the tool task or the Harness. It imports no
-other part of the harness (``Severity`` is defined here; a submission and a task
-definition are seen through the narrow ``SubmissionHandle`` and ``NamedTask``),
-so tool definitions (``_define``) can name it without an import loop.
+Tools see this narrow face, never the tool task or the Harness:
 
 - ``output(chunk)`` streams text into a bounded buffer whose retained window is
   committed to ``pi.live`` with the progress throttle (R102, R103);
@@ -26,50 +23,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from pi_durable_tui.storage.json_ops import Json
-from pi_durable_tui.storage.records import SubmissionRecord
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
+    from pi_durable_tui.harness._define import Severity
     from pi_durable_tui.harness._submission_types import Input
+    from pi_durable_tui.harness._submissions import Submission
+    from pi_durable_tui.harness._task_def import HarnessTask
     from pi_durable_tui.kernel import TaskDefinition, Tx
 
 T = TypeVar("T")
-
-Severity = Literal["info", "warn", "error"]
-"""How a diagnostic reads to the model: ``[info]``, ``[warn]`` or ``[error]`` (R98)."""
-
-
-class SubmissionHandle(Protocol):
-    """What a tool holds of a submission it made (``Submission`` provides it, R66, R68)."""
-
-    @property
-    def id(self) -> int:
-        """The submission ID."""
-        ...
-
-    async def status(self) -> SubmissionRecord:
-        """The committed record."""
-        ...
-
-    async def wait(self) -> SubmissionRecord:
-        """Wait until the submission settles and return its record."""
-        ...
-
-    async def abort(self) -> Literal["aborted", "already_placed", "settled"]:
-        """Withdraw the submission if it is still queued."""
-        ...
-
-
-class NamedTask(Protocol):
-    """A task definition, as ``definition()`` needs it: its name (``HarnessTask`` has one)."""
-
-    @property
-    def name(self) -> str:
-        """The task's name."""
-        ...
 
 
 class ToolConversation(Protocol):
@@ -80,7 +46,7 @@ class ToolConversation(Protocol):
         """The conversation."""
         ...
 
-    async def submit(self, submission: Input) -> SubmissionHandle:
+    async def submit(self, submission: Input) -> Submission:
         """Admit an input submission; derive request IDs from ``api.task_id`` (R107)."""
         ...
 
@@ -150,7 +116,7 @@ class ToolApi(Protocol):
         """The task's first-writer-wins memo (R40)."""
         ...
 
-    def definition(self, task: NamedTask | str) -> TaskDefinition:
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
         """The kernel definition installed for a harness task, for ``tx.create_task``."""
         ...
 

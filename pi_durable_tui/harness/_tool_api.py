@@ -23,13 +23,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pi_durable_tui.harness._bounds import OutputLimits
-from pi_durable_tui.harness._define import Diagnostic
+from pi_durable_tui.harness._define import Diagnostic, Severity
 from pi_durable_tui.harness._docs import LIVE_DOC
 from pi_durable_tui.harness._live import slot_of_task
 from pi_durable_tui.harness._output import ToolOutputBuffer
-from pi_durable_tui.harness._ports import NamedTask, Severity
 from pi_durable_tui.harness._redaction import SecretRedactor
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
+from pi_durable_tui.harness._task_def import HarnessTask
 from pi_durable_tui.harness._throttle import ProgressThrottle
 from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, Tx
 from pi_durable_tui.storage.json_ops import Json, copy_json
@@ -196,9 +196,9 @@ class ToolCallApi:
             return await self._runtime.memo(name)
         return await self._runtime.memo(name, candidate)
 
-    def definition(self, task: NamedTask | str) -> TaskDefinition:
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
         """The kernel definition installed for a harness task, for ``tx.create_task``."""
-        return self._runtime.definition(task if isinstance(task, str) else task.name)
+        return self._runtime.definition(task)
 
     def conversation(self, conversation_id: int) -> BoundConversation:
         """A handle on a conversation, bound to this invocation (R107)."""
