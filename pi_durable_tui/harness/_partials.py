@@ -1,8 +1,7 @@
 """Streamed partials committed to ``pi.live.generation.message`` with a throttle (R85).
 
-A partial with empty content is never committed: no block, or only text and
-thinking blocks that hold no characters yet (the "empty start" of a response,
-which could still turn out deferred or fail before any byte). At most one partial commit is in
+A partial with empty content (no block yet: the start of a response) is never
+committed. At most one partial commit is in
 flight; a new partial schedules a commit at most every
 ``progress.partial_intervalMs`` (100 ms by default); the partial is copied when the
 commit runs, so the newest one wins. ``stop()`` ends the throttle and awaits a
@@ -18,25 +17,11 @@ import asyncio
 import contextlib
 import time
 
-from pi_durable_tui.ai import AssistantMessage, TextContent, ThinkingContent
+from pi_durable_tui.ai import AssistantMessage
 from pi_durable_tui.harness._docs import LIVE_DOC
 from pi_durable_tui.harness._entries import dump
 from pi_durable_tui.harness._runtime import HarnessRuntime
 from pi_durable_tui.kernel import TaskGateClosed, Tx
-
-
-def _has_content(partial: AssistantMessage) -> bool:
-    """Whether a partial shows anything: a tool call, or text or thinking characters."""
-    for block in partial.content:
-        if isinstance(block, TextContent):
-            if block.text:
-                return True
-        elif isinstance(block, ThinkingContent):
-            if block.thinking:
-                return True
-        else:
-            return True
-    return False
 
 
 class PartialCommitter:
@@ -67,7 +52,7 @@ class PartialCommitter:
 
     def update(self, partial: AssistantMessage) -> None:
         """Offer the newest partial; empty ones are ignored (R85)."""
-        if self._stopped or not _has_content(partial):
+        if self._stopped or not partial.content:
             return
         self._latest = partial
         self._dirty.set()

@@ -6,12 +6,10 @@ import asyncio
 import itertools
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 
 from pi_durable_tui.ai import (
     FauxProvider,
-    FauxResponse,
     ModelRef,
     faux_error,
     faux_model,
@@ -156,28 +154,6 @@ def partials_of(rig: Rig) -> list[dict[str, Any]]:
 
 def texts_of(stored: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in stored["content"] if b["type"] == "text")
-
-
-@pytest.mark.parametrize(
-    "response",
-    [
-        faux_error("Bad request", status=400),
-        # an empty start: text blocks without text, streamed with loop turns between them
-        faux_error("Bad request", *[""] * 200, status=400),
-    ],
-    ids=["no-block", "empty-text-block"],
-)
-async def test_a_response_that_streams_no_content_commits_no_partial_r85(
-    open_rig: RigFactory, response: FauxResponse
-) -> None:
-    rig = await open_rig(
-        response, settings=Settings(progress=ProgressSettings(partial_interval_ms=0))
-    )
-
-    record = await rig.ask("hello")
-
-    assert record.reason == "model_error"
-    assert partials_of(rig) == []
 
 
 # -- R86, R87: retries --
