@@ -186,7 +186,9 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     if "compacted" in checkpoint:
         pinned["compacted"] = checkpoint["compacted"]
     conversation_id = runtime.conversation_id
-    tail = view.entries[-1].id
+    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
+    # newest entry (a compaction placed after the kept ones): take the largest ID.
+    tail = max(entry.id for entry in view.entries)
 
     async def to_request(tx: Tx) -> Running:
         cutoff = tail
@@ -216,14 +218,27 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
 
 async def _start_blocking_compaction(
-    runtime: HarnessRuntime, reason: str, attempt: int, overflow: str | None
+    runtime: HarnessRuntime,
+    reason: str,
+    attempt: int,
+    overflow: str | None,
+    *,
+    error: JsonObject | None = None,
 ) -> None:
-    """Create a compaction owned by this generation and wait for it (R86, R108)."""
+    """Create a compaction owned by this generation and wait for it (R86, R108).
+
+    For an overflow, the same commit files the failed response (``error``) and
+    clears the attempt's status, so a crash never separates the two (R86).
+    """
     services = services_of(runtime)
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
 
     async def start(tx: Tx) -> Waiting:
+        if error is not None:
+            append_assistant(tx, conversation_id, error)
+            await add_model_usage(tx, conversation_id, error)
+            (await tx.doc(LIVE_DOC, conversation_id)).pop("generation", None)
         compaction = tx.create_task(
             services.task_definition("pi.compaction"),
             {"reason": reason},
@@ -379,8 +394,7 @@ async def _classify(
         and "compacted" not in checkpoint
         and select_cut(view, settings.compaction.keep_recent_tokens) is not None
     ):
-        await _append_error(runtime, stored)
-        await _start_blocking_compaction(runtime, "overflow", attempt, text)
+        await _start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
         return
     retry = settings.retry
     delay = retry_delay_ms(retry, attempt, retry_after_ms(message))
@@ -413,18 +427,6 @@ async def _classify(
         return Failed(text, detail={"reason": "model_error"})
 
     await runtime.commit(failed)
-
-
-async def _append_error(runtime: HarnessRuntime, stored: JsonObject) -> None:
-    conversation_id = runtime.conversation_id
-
-    async def append(tx: Tx) -> None:
-        append_assistant(tx, conversation_id, stored)
-        await add_model_usage(tx, conversation_id, stored)
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        live.pop("generation", None)
-
-    await runtime.commit(append)
 
 
 async def _on_yield(runtime: HarnessRuntime, message: AssistantMessage) -> str | None:

@@ -1,6 +1,7 @@
 """Streamed partials committed to ``pi.live.generation.message`` with a throttle (R85).
 
-A partial with empty content is never committed. At most one partial commit is in
+A partial with empty content (no block yet: the start of a response) is never
+committed. At most one partial commit is in
 flight; a new partial schedules a commit at most every
 ``progress.partial_intervalMs`` (100 ms by default); the partial is copied when the
 commit runs, so the newest one wins. ``stop()`` ends the throttle and awaits a
