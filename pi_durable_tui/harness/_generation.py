@@ -39,7 +39,11 @@ from pi_durable_tui.ai import (
     is_retryable_error,
     retry_after_ms,
 )
-from pi_durable_tui.harness._compaction_range import estimate_tokens, select_cut
+from pi_durable_tui.harness._compaction_range import (
+    estimate_tokens,
+    select_cut,
+    tokens_upper_bound,
+)
 from pi_durable_tui.harness._context import ContextView, load_context
 from pi_durable_tui.harness._define import Continue, SectionInput
 from pi_durable_tui.harness._docs import LIVE_DOC, PROVIDER_DOC, SYSTEM
@@ -162,11 +166,21 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     settings = services.settings()
     compaction = settings.compaction
     background = False
-    if compaction.enabled and model.context_window > 0 and "compacted" not in checkpoint:
-        planned = [message for draft in drafts for message in draft.model]
-        estimate = estimate_tokens(view, planned)
-        blocking = model.context_window - compaction.reserve_tokens
-        cut = select_cut(view, compaction.keep_recent_tokens)
+    planned = [message for draft in drafts for message in draft.model]
+    blocking = model.context_window - compaction.reserve_tokens
+    lowest = (
+        blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking
+    )
+    if (
+        compaction.enabled
+        and model.context_window > 0
+        and "compacted" not in checkpoint
+        # REMINDER: a bound below both thresholds decides like the estimate would,
+        # without loading a tokenizer or walking the range for a cut (R108).
+        and tokens_upper_bound(view, planned) > lowest
+    ):
+        estimate = estimate_tokens(view, planned, model=model)
+        cut = select_cut(view, compaction.keep_recent_tokens, model=model)
         if cut is not None and estimate > blocking:
             await _start_blocking_compaction(runtime, "threshold", attempt, None)
             return
@@ -195,6 +209,8 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
         for draft in drafts:
             cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
         live = await tx.doc(LIVE_DOC, conversation_id)
+        # The request phase skips its opening commit when this is already so (R84).
+        live["generation"] = {"attempt": attempt}
         if background and not live.get("compactions"):
             compaction_task = tx.create_task(
                 services.task_definition("pi.compaction"),
@@ -334,7 +350,12 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
         await convert_partial(tx, conversation_id, live)
         live["generation"] = {"attempt": attempt}
 
-    await runtime.commit(begin)
+    # REMINDER: the opening commit converts a partial an interrupted attempt left
+    # (R84); when preparation already set this attempt and nothing streamed, it
+    # would write nothing, so it is skipped (one commit less per turn).
+    committed = await services.session.snapshot(LIVE_DOC, conversation_id) or {}
+    if committed.get("generation") != {"attempt": attempt}:
+        await runtime.commit(begin)
     ref = checkpoint.get("model") or {}
     model = services.models.get(ModelRef(str(ref.get("provider")), str(ref.get("model_id"))))
     if model is None:
