@@ -284,9 +284,7 @@ class PidurableApp(KeyActions, App[None]):
 
     @on(NeedOlder)
     def _need_older(self, event: NeedOlder) -> None:
-        self.call(
-            "load older", lambda: self.controller.load_older(event.count), self._older_done
-        )
+        self.call("load older", lambda: self.controller.load_older(event.count), self._older_done)
 
     def _older_done(self, count: int) -> None:
         if count == 0:
@@ -308,10 +306,13 @@ class PidurableApp(KeyActions, App[None]):
 
     def switch_theme(self, name: str) -> None:
         """Use another theme; a notice names the problem when it cannot be used."""
-        spec, problem = self._catalog.resolve(name)
+        problem = self._catalog.problem_with(name)
         if problem is not None:
-            self.notice("warning", problem)
+            self.notice("warning", f"{problem}; keeping {self.theme!r}.")
+            return
+        spec, _ = self._catalog.resolve(name)
         if "NO_COLOR" in os.environ:
+            self.notice("info", "NO_COLOR is set: the screen stays without colour.")
             return
         self.theme = spec.name
         self.ctx = replace(self.ctx, palette=spec.palette(), syntax_theme=spec.syntax_theme)

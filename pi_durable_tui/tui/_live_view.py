@@ -93,7 +93,8 @@ class LiveAssistantView(Vertical):
         if not block.streaming:
             self._render_now()
         elif self._timer is None:
-            delay = max(0.0, self._next_render - time.monotonic())
+            # REMINDER: Textual timers divide by their delay; zero raises.
+            delay = max(0.001, self._next_render - time.monotonic())
             self._timer = self.set_timer(delay, self._render_now, name="live-render")
 
     def rerender(self, ctx: RenderContext) -> None:

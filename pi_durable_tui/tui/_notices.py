@@ -43,7 +43,8 @@ class NoticeBar(Static):
         self._notices: list[Notice] = []
 
     def on_mount(self) -> None:
-        """Expire notices as time passes."""
+        """Show nothing yet; expire notices as time passes."""
+        self._redraw()
         self.set_interval(1.0, self._redraw, name="notice-expiry")
 
     @property

@@ -109,9 +109,7 @@ class PickerScreen(ModalScreen[T | None]):
         words = text.lower().split()
         self._shown = [item for item in self._items if item.matches(words)]
         options = self.query_one(OptionList)
-        options.set_options(
-            Option(item.label, disabled=item.disabled) for item in self._shown
-        )
+        options.set_options(Option(item.label, disabled=item.disabled) for item in self._shown)
         first = next((i for i, item in enumerate(self._shown) if not item.disabled), None)
         options.highlighted = first
 

@@ -98,6 +98,9 @@ class ThemeSpec:
             # colours a NO_COLOR terminal strips; reverse video survives any palette.
             variables["input-cursor-text-style"] = "reverse"
             variables["block-cursor-text-style"] = "reverse"
+            # Textual derives these only for truecolour themes, and its Screen CSS uses them.
+            variables["ansi-background"] = "ansi_black" if self.dark else "ansi_white"
+            variables["ansi-foreground"] = "ansi_white" if self.dark else "ansi_black"
         return Theme(
             name=self.name,
             primary=colors["accent"],
@@ -160,6 +163,14 @@ class ThemeCatalog:
         """Return the theme names, sorted."""
         return sorted(self.themes)
 
+    def problem_with(self, name: str) -> str | None:
+        """Say why ``name`` cannot be used (malformed or unknown), or ``None`` if it can."""
+        if name in self.themes:
+            return None
+        if name in self.skipped:
+            return f"Theme {name!r} is malformed ({self.skipped[name]})"
+        return f"Theme {name!r} is not available (themes: {', '.join(self.names())})"
+
     def resolve(self, name: str) -> tuple[ThemeSpec, str | None]:
         """Return the theme called ``name``, or the default with a sentence saying why.
 
@@ -169,14 +180,10 @@ class ThemeCatalog:
         Returns:
             The theme to use, and ``None`` or the problem to report.
         """
-        if name in self.themes:
+        problem = self.problem_with(name)
+        if problem is None:
             return self.themes[name], None
-        fallback = self.themes[DEFAULT_THEME]
-        if name in self.skipped:
-            reason = self.skipped[name]
-            return fallback, f"Theme {name!r} is malformed ({reason}); using {DEFAULT_THEME!r}."
-        choices = ", ".join(self.names())
-        return fallback, f"Theme {name!r} is not available; using {DEFAULT_THEME!r} ({choices})."
+        return self.themes[DEFAULT_THEME], f"{problem}; using {DEFAULT_THEME!r}."
 
     def problems(self, shown: str) -> list[str]:
         """Return one sentence per malformed file except the one ``resolve(shown)`` reports.

@@ -6,10 +6,14 @@ controller calls the keys started have finished and the screen caught up.
 
 from __future__ import annotations
 
+import asyncio
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel, sample_blocks
 from pi_durable_tui.tui import PidurableApp
@@ -69,12 +73,34 @@ def app(
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    """Wait for running controller calls and the messages they caused."""
+    """Wait for controller calls to finish (or to wait on a picker) and the screen to catch up."""
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    # A command waiting on a picker never completes until the picker closes: poll, with a
+    # deadline, rather than wait (and never cancel a wait: that would cancel the worker).
+    for _ in range(20):
+        if all(worker.is_finished for worker in pilot.app.workers):
+            break
+        await asyncio.sleep(0.01)
     await pilot.pause()
 
 
 def running(app: PidurableApp) -> bool:
     """Whether the app still runs (a call, so checks before and after do not narrow)."""
     return app.is_running
+
+
+def text_of(content: object, width: int = 100) -> str:
+    """Render what a ``Static`` holds (a Rich renderable or Textual content) as plain text."""
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(content)
+    return console.export_text()
+
+
+def shown(widget: Widget) -> bool:
+    """Whether a widget is displayed (a call, so checks before and after do not narrow)."""
+    return widget.display
+
+
+def screen_name(app: PidurableApp) -> str:
+    """The class name of the active screen (``PickerScreen``, ``HelpScreen``...)."""
+    return type(app.screen).__name__

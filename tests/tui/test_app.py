@@ -9,7 +9,7 @@ import pytest
 from pi_durable_tui.app import Block, QueueItem
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
-from tests.tui.conftest import FakeClock, running, settle
+from tests.tui.conftest import FakeClock, running, screen_name, settle, shown
 
 
 async def test_enter_submits_the_text_and_clears_the_editor(
@@ -42,7 +42,7 @@ async def test_enter_while_busy_sends_to_the_controller_which_steers_R57(
         model.set(busy=True, status="Working... (esc to abort)")
         await pilot.pause()
         assert "steers" in str(app.editor.placeholder)
-        assert app.status_line.display
+        assert shown(app.status_line)
         await pilot.press(*"use pathlib", "enter")
         await settle(pilot)
         assert controller.called("submit") == [("use pathlib", False)]
@@ -118,7 +118,7 @@ async def test_esc_while_idle_does_not_abort_and_a_second_esc_offers_the_fork_pi
         await pilot.press("escape")
         await pilot.pause()
         assert controller.called("abort") == []
-        assert type(app.screen).__name__ == "PickerScreen"
+        assert screen_name(app) == "PickerScreen"
         await pilot.press("enter")  # the newest user message is highlighted
         await settle(pilot)
         assert controller.called("fork") == [(4,)]
@@ -133,7 +133,7 @@ async def test_two_esc_presses_more_than_a_second_apart_do_not_fork(
         clock.advance(1.5)
         await pilot.press("escape")
         await pilot.pause()
-        assert type(app.screen).__name__ != "PickerScreen"
+        assert screen_name(app) != "PickerScreen"
 
 
 async def test_ctrl_c_clears_the_editor_then_a_second_press_within_a_second_exits(
