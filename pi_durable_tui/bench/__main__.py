@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "storage": ("pi_durable_tui.bench.storage", "storage backends against raw sqlite3"),
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
+    "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
 }
 
 

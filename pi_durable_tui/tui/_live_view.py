@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from rich.console import RenderableType
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -24,6 +25,35 @@ from pi_durable_tui.tui._render_blocks import render_mark, render_markdown, rend
 from pi_durable_tui.tui._render_context import RenderContext
 
 MAX_RENDERS_PER_S = 30
+TAIL_SLACK_LINES = 2
+"""Blank lines the live tail keeps below its text, so it grows without a layout per line."""
+
+
+def _show(widget: Static, content: RenderableType | None, *, slack: int = 0) -> None:
+    """Show ``content`` in a ``Static`` (hide it for ``None``), laying out only if needed.
+
+    A layout reflows and repaints the whole screen (20-30 ms here with a full
+    transcript), and setting ``display`` or updating a ``Static`` asks for one even
+    when nothing moves. Most tokens add no line: then repainting the one widget is
+    enough. With ``slack``, a growing widget reserves that many lines more than it
+    needs (``min-height``), so a stream lays the screen out once per few lines.
+    """
+    if content is None:
+        if widget.display:
+            widget.display = False
+        return
+    if not widget.display:
+        widget.display = True
+    size = widget.size
+    widget.update(content, layout=False)
+    if not size.width:
+        widget.refresh(layout=True)
+        return
+    needed = widget.get_content_height(size, size, size.width)
+    reserved = size.height
+    if needed > reserved or needed < reserved - slack or (not slack and needed != reserved):
+        widget.styles.min_height = needed + slack if slack else None
+        widget.refresh(layout=True)
 
 
 class FrozenMarkdown(Static):
@@ -70,6 +100,11 @@ class LiveAssistantView(Vertical):
         self._thinking = Static(classes="thinking")
         self._tail = LiveTail()
         self._mark = Static(classes="mark")
+
+    @property
+    def shown_length(self) -> int:
+        """How many characters of the message are rendered (frozen blocks plus the tail)."""
+        return len(self._frozen_text) + len(self._tail.source)
 
     def compose(self) -> ComposeResult:
         """Thinking, then the frozen blocks (mounted later), then the tail and the mark."""
@@ -128,13 +163,10 @@ class LiveAssistantView(Vertical):
             self.mount(frozen, before=self._tail)
             self._frozen_text += tail[:cut]
             tail = tail[cut:]
-        thinking = render_thinking(block.thinking, ctx)
-        self._thinking.display = thinking is not None
-        self._thinking.update(thinking or "")
+        _show(self._thinking, render_thinking(block.thinking, ctx))
         self._tail.source = tail
-        self._tail.update(render_markdown(tail, ctx) if tail.strip() else "")
-        mark = render_mark(block, ctx)
-        self._mark.display = mark is not None
-        self._mark.update(mark or "")
+        slack = TAIL_SLACK_LINES if block.streaming else 0
+        _show(self._tail, render_markdown(tail, ctx) if tail.strip() else None, slack=slack)
+        _show(self._mark, render_mark(block, ctx))
         cost = time.monotonic() - started
         self._next_render = started + max(1.0 / MAX_RENDERS_PER_S, 2 * cost)
