@@ -70,7 +70,7 @@ def completion_at(
         candidates = tuple(
             Candidate(
                 Content.assemble(
-                    (f"/{c.name}", "bold"), (f" {c.args}  {c.summary}", "$text-muted")
+                    (f"/{c.name:<9}", "bold"), (f"{c.args:<30}{c.summary}", "$text-muted")
                 ),
                 f"/{c.name} ",
             )

@@ -87,6 +87,9 @@ class LiveAssistantView(Vertical):
     LiveAssistantView > Static {
         height: auto;
     }
+    LiveAssistantView > FrozenMarkdown {
+        margin-bottom: 1;  /* the blank line Rich puts between blocks of one Markdown */
+    }
     """
 
     def __init__(self, block: Block, ctx: RenderContext) -> None:

@@ -16,11 +16,11 @@ window is at the end, a changed block re-renders only its own widget.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widget import Widget
+from textual.widget import AwaitMount, Widget
 
 from pi_durable_tui.app import Block, ScreenModel
 from pi_durable_tui.tui._block_views import BlockView
@@ -159,15 +159,18 @@ class Transcript(VerticalScroll, can_focus=False):
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """Page in at the top and the bottom; follow the end again at the real end."""
         super().watch_scroll_y(old_value, new_value)
-        if self._restoring or round(old_value) == round(new_value):
+        if self._restoring:
             return
-        if new_value <= 0:
-            self._page_up()
-        elif new_value >= self.max_scroll_y:
+        # REMINDER: compare exactly: animated scrolls creep up to the edge in fractions.
+        # And defer the work: this runs inside a scroll animation's step, which breaks
+        # if a scroll (anchor, keep-in-place) stops that animation under it.
+        if new_value <= 0 < old_value:
+            self.call_later(self._page_up)
+        elif old_value < self.max_scroll_y <= new_value:
             if not self._at_end:
-                self._page_down()
+                self.call_later(self._page_down)
             elif not self.is_anchored:
-                self.anchor()
+                self.call_later(self.anchor)
 
     def _fill_viewport(self) -> None:
         if self.max_scroll_y == 0 and self._order:
@@ -182,37 +185,57 @@ class Transcript(VerticalScroll, can_focus=False):
                 self.post_message(NeedOlder(PAGE))
             return
         keep = self._views[self._order[0]] if self._order else None
-        self._mount_blocks(blocks[max(0, first - PAGE) : first], before=keep)
+        mounted = self._mount_blocks(blocks[max(0, first - PAGE) : first], before=keep)
         excess = len(self._order) - WINDOW
         if excess > 0:
             self._unmount(self._order[-excess:])
             self._leave_end()
         if keep is not None:
-            self._keep_in_place(keep)
+            self._keep_in_place(keep, mounted, at_top=True)
 
     def _page_down(self) -> None:
         blocks = self.model.blocks
         last = self._index(self._order[-1]) if self._order else -1
         end = min(len(blocks), last + 1 + PAGE)
         keep = self._views[self._order[-1]] if self._order else None
-        self._mount_blocks(blocks[last + 1 : end])
+        mounted = self._mount_blocks(blocks[last + 1 : end])
         self._at_end = end == len(blocks)
         excess = len(self._order) - WINDOW
         if excess > 0:
             self._unmount(self._order[:excess])
         if keep is not None:
-            self._keep_in_place(keep)
+            self._keep_in_place(keep, mounted, at_top=False)
 
-    def _keep_in_place(self, widget: Widget) -> None:
-        """After the coming layout, scroll so ``widget`` is where it is on screen now."""
-        offset = widget.virtual_region.y - self.scroll_y
+    def _keep_in_place(
+        self, widget: Widget, mounted: Awaitable[None] | None, *, at_top: bool
+    ) -> None:
+        """Once the new widgets are laid out, scroll so ``widget`` is where it was.
+
+        Paging happens only at an edge, so "where it was" is known without reading
+        positions now (they are stale until the pending layout): the old first block
+        stays at the top after a page above, the old last block at the bottom after a
+        page below.
+        """
         self._restoring = True
 
         def restore() -> None:
-            self.scroll_to(y=widget.virtual_region.y - offset, animate=False, immediate=True)
+            region = widget.virtual_region_with_margin
+            if at_top:
+                target = region.y
+            else:
+                target = region.bottom - self.scrollable_content_region.height
+            self.scroll_to(y=target, animate=False, immediate=True)
             self._restoring = False
 
-        self.call_after_refresh(restore)
+        async def after_mount() -> None:
+            # REMINDER: mounting takes a few message cycles, and positions are only
+            # right after the refresh that follows; ask for one so it comes.
+            if mounted is not None:
+                await mounted
+            self.refresh(layout=True)
+            self.call_after_refresh(restore)
+
+        self.call_later(after_mount)
 
     def _leave_end(self) -> None:
         self._at_end = False
@@ -224,21 +247,23 @@ class Transcript(VerticalScroll, can_focus=False):
                 return index
         return 0
 
-    def _mount_blocks(self, blocks: Sequence[Block], *, before: Widget | None = None) -> None:
+    def _mount_blocks(
+        self, blocks: Sequence[Block], *, before: Widget | None = None
+    ) -> AwaitMount | None:
         if not blocks:
-            return
+            return None
         views = [make_view(block, self.ctx) for block in blocks]
         keys = [block.key for block in blocks]
         for key, view in zip(keys, views, strict=True):
             self._views[key] = view
         if before is None:
             self._order.extend(keys)
-            self.mount_all(views)
+            return self.mount_all(views)
         else:
             # REMINDER: ``before`` is always the first mounted widget: pages are
             # prepended only at the top, so ``_order`` gains the keys at its start.
             self._order[0:0] = keys
-            self.mount_all(views, before=before)
+            return self.mount_all(views, before=before)
 
     def _unmount(self, keys: Sequence[str]) -> None:
         drop = set(keys)

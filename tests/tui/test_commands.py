@@ -19,9 +19,8 @@ async def run_command(app: PidurableApp, line: str, *keys: str) -> None:
         await pilot.press("escape")  # close the completion list
         await pilot.press("enter")
         await settle(pilot)
-        for key in keys:
-            await pilot.press(key)
-            await settle(pilot)
+        await pilot.press(*keys)
+        await settle(pilot)
 
 
 @pytest.mark.parametrize(

@@ -163,24 +163,34 @@ async def test_a_10000_block_model_mounts_only_the_newest_window(
         assert len(app.transcript.query(BlockView)) == INITIAL
 
 
-async def test_scrolling_to_the_top_pages_in_loaded_blocks_then_asks_for_older_ones(
+async def test_scrolling_up_pages_in_loaded_blocks_then_older_ones_and_down_again_to_follow(
     clock: FakeClock,
 ) -> None:
-    model = StaticScreenModel(sample_blocks(40, start=100), older=sample_blocks(100))
+    model = StaticScreenModel(sample_blocks(60, start=100), older=sample_blocks(40))
     controller = RecordingController(model)
     app = PidurableApp(model, controller, clock=clock)
     async with app.run_test(size=(100, 30)) as pilot:
         transcript = app.transcript
-        assert transcript.mounted_keys[0] == "e110"
+        assert transcript.mounted_keys[0] == "e130"
         for _ in range(8):
-            transcript.scroll_home(animate=False, immediate=True)
+            # Animated, as a user's scrolls are: they creep up to the edge in fractions.
+            transcript.scroll_home(animate=True, duration=0.05)
+            await pilot.pause(0.15)
             await settle(pilot)
-            transcript.scroll_to(y=5, animate=False, immediate=True)
-            await pilot.pause()
         assert controller.called("load_older")
-        first = int(transcript.mounted_keys[0][1:])
-        assert first < 100  # older blocks loaded through the controller are mounted
+        assert transcript.mounted_keys[0] == "e0"  # older blocks loaded through the controller
         assert len(transcript.mounted_keys) <= WINDOW
+        assert not transcript.is_anchored
+        for _ in range(8):
+            transcript.scroll_end(animate=True, duration=0.05)
+            await pilot.pause(0.15)
+            await settle(pilot)
+        assert transcript.mounted_keys[-1] == "e159"
+        assert transcript.is_anchored
+        model.append(*sample_blocks(2, start=500))
+        await pilot.pause(0.1)
+        assert transcript.mounted_keys[-1] == "e501"
+        assert transcript.scroll_y == transcript.max_scroll_y
 
 
 async def test_new_blocks_follow_the_end_until_the_user_scrolls_up(
