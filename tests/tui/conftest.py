@@ -104,3 +104,8 @@ def shown(widget: Widget) -> bool:
 def screen_name(app: PidurableApp) -> str:
     """The class name of the active screen (``PickerScreen``, ``HelpScreen``...)."""
     return type(app.screen).__name__
+
+
+def anchored(widget: Widget) -> bool:
+    """Whether a scrolling widget follows its end (a call, so checks do not narrow)."""
+    return widget.is_anchored

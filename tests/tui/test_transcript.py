@@ -14,7 +14,7 @@ from pi_durable_tui.tui._block_views import BlockView
 from pi_durable_tui.tui._live_view import FrozenMarkdown, LiveAssistantView, LiveTail
 from pi_durable_tui.tui._render_context import RenderContext
 from pi_durable_tui.tui._transcript import INITIAL, WINDOW
-from tests.tui.conftest import FakeClock, settle, text_of
+from tests.tui.conftest import FakeClock, anchored, settle, text_of
 
 
 async def test_a_streaming_update_re_renders_only_the_live_block(
@@ -180,13 +180,13 @@ async def test_scrolling_up_pages_in_loaded_blocks_then_older_ones_and_down_agai
         assert controller.called("load_older")
         assert transcript.mounted_keys[0] == "e0"  # older blocks loaded through the controller
         assert len(transcript.mounted_keys) <= WINDOW
-        assert not transcript.is_anchored
+        assert not anchored(transcript)
         for _ in range(8):
             transcript.scroll_end(animate=True, duration=0.05)
             await pilot.pause(0.15)
             await settle(pilot)
         assert transcript.mounted_keys[-1] == "e159"
-        assert transcript.is_anchored
+        assert anchored(transcript)
         model.append(*sample_blocks(2, start=500))
         await pilot.pause(0.1)
         assert transcript.mounted_keys[-1] == "e501"
