@@ -17,9 +17,9 @@ app sets ``BINDINGS = KEY_BINDINGS``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from pi_durable_tui.tui._render_context import RenderContext
     from pi_durable_tui.tui._task_panel import TaskPanel
     from pi_durable_tui.tui._transcript import Transcript
-
-T = TypeVar("T")
 
 KEY_BINDINGS: list[BindingType] = [
     Binding(
@@ -70,14 +68,7 @@ class KeyActions:
         task_panel: TaskPanel
         ctx: RenderContext
 
-        def call(
-            self,
-            what: str,
-            action: Callable[[], Awaitable[T]],
-            then: Callable[[T], None] | None = None,
-            *,
-            on_error: Callable[[], None] | None = None,
-        ) -> None: ...
+        call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
 
         def notice(self, level: NoticeLevel, text: str) -> None: ...
 

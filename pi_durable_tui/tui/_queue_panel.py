@@ -35,22 +35,6 @@ class QueuePanel(OptionList):
         Binding("delete,backspace", "withdraw", "Withdraw the queued item into the editor"),
     ]
 
-    DEFAULT_CSS = """
-    QueuePanel {
-        height: auto;
-        max-height: 6;
-        border: none;
-        border-top: solid $border;
-        border-title-color: $text-muted;
-        padding: 0 1;
-        background: $background;
-    }
-    QueuePanel:focus {
-        border: none;
-        border-top: solid $accent;
-    }
-    """
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._items: list[QueueItem] = []

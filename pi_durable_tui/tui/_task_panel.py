@@ -52,22 +52,6 @@ class TaskPanel(OptionList):
         id: The widget id.
     """
 
-    DEFAULT_CSS = """
-    TaskPanel {
-        height: auto;
-        max-height: 10;
-        border: none;
-        border-top: solid $border;
-        border-title-color: $text-muted;
-        padding: 0 1;
-        background: $background;
-    }
-    TaskPanel:focus {
-        border: none;
-        border-top: solid $accent;
-    }
-    """
-
     def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._clock = clock
