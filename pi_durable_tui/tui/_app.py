@@ -8,16 +8,16 @@ the order they were made; a failing call becomes an error notice (its traceback
 goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
-Exit: every path (Ctrl+C twice, Ctrl+D, ``/quit``, an exception) closes the
-controller exactly once; an exception's traceback goes to the log file the app
-was given, and the terminal says where after the screen is restored.
+Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
+exception) closes the controller exactly once; an exception's traceback goes to
+the log file the app was given, and the terminal says where after the screen is
+restored.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from textual import on
-from textual.app import App, AutopilotCallbackType, ComposeResult
+from textual.app import ComposeResult
 
 from pi_durable_tui.app import Controller, Notice, ScreenModel, ViewChange
 from pi_durable_tui.tui._block_views import OpenConversation
@@ -38,8 +38,8 @@ from pi_durable_tui.tui._commands import (
     parse_command,
 )
 from pi_durable_tui.tui._completion import CompletionMenu
-from pi_durable_tui.tui._crash_log import append_traceback
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
+from pi_durable_tui.tui._exit import GuardedApp, append_traceback
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
@@ -56,7 +56,7 @@ _KEPT_NOTICES = 20
 HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
 
 
-class PidurableApp(KeyActions, App[None]):
+class PidurableApp(KeyActions, GuardedApp):
     """The pidurable screen.
 
     Args:
@@ -91,10 +91,9 @@ class PidurableApp(KeyActions, App[None]):
         no_color = "NO_COLOR" in os.environ
         # REMINDER: Textual picks its NO_COLOR filter in App.__init__ from ansi_color:
         # True strips every colour (NoColor), anything else only greys them.
-        super().__init__(ansi_color=True if no_color else None)
+        super().__init__(controller.close, log_path, ansi_color=True if no_color else None)
         self.model = model
         self.controller = controller
-        self.log_path = log_path
         self.clock = clock
         self._catalog = load_themes(themes_dir)
         for spec in self._catalog.themes.values():
@@ -106,8 +105,6 @@ class PidurableApp(KeyActions, App[None]):
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
         self._unsubscribe: Callable[[], None] | None = None
-        self._controller_closed = False
-        self._crash_logged: str | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
         self.queue_panel = QueuePanel(id="queue")
@@ -143,12 +140,12 @@ class PidurableApp(KeyActions, App[None]):
         self.call_after_refresh(gc.freeze)
 
     async def on_unmount(self) -> None:
-        """Stop listening and close the controller."""
+        """Stop listening, then close the controller (``GuardedApp``)."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         gc.unfreeze()
-        await self.close_controller()
+        await super().on_unmount()
 
     def apply_change(self, change: ViewChange) -> None:
         """Patch what one change names, and nothing else.
@@ -335,59 +332,3 @@ class PidurableApp(KeyActions, App[None]):
     def exit_app(self) -> None:
         """Leave the app."""
         self.exit()
-
-    # -- exit ---------------------------------------------------------------------------
-
-    async def close_controller(self) -> None:
-        """Close the controller once, whatever path leads here."""
-        if self._controller_closed:
-            return
-        self._controller_closed = True
-        try:
-            await self.controller.close()
-        except Exception as error:
-            if self.log_path is not None:
-                append_traceback(self.log_path, error, "close")
-
-    async def run_async(
-        self,
-        *,
-        headless: bool = False,
-        inline: bool = False,
-        inline_no_clear: bool = False,
-        mouse: bool = True,
-        size: tuple[int, int] | None = None,
-        auto_pilot: AutopilotCallbackType | None = None,
-    ) -> None:
-        """Run the app; the controller is closed even if the app never mounted."""
-        try:
-            return await super().run_async(
-                headless=headless,
-                inline=inline,
-                inline_no_clear=inline_no_clear,
-                mouse=mouse,
-                size=size,
-                auto_pilot=auto_pilot,
-            )
-        finally:
-            await self.close_controller()
-            if self._crash_logged is not None:
-                # Written after the terminal is restored, unwrapped, so the path can be copied.
-                sys.stderr.write(
-                    f"pidurable stopped on an error: {self._crash_logged}\n"
-                    f"The traceback is in {self.log_path}\n"
-                )
-
-    def _handle_exception(self, error: Exception) -> None:
-        # Textual's hook for an unhandled exception: log it before Textual exits.
-        if self.log_path is not None and append_traceback(self.log_path, error, "crash"):
-            self._crash_logged = f"{type(error).__name__}: {error}"
-        super()._handle_exception(error)
-
-    def _fatal_error(self) -> None:
-        # Textual prints a full traceback after exit; with a log, run_async says where it is.
-        if self._crash_logged is None:
-            super()._fatal_error()
-            return
-        self.bell()
-        self._close_messages_no_wait()

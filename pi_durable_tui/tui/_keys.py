@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.binding import Binding, BindingType
 
-from pi_durable_tui.tui._crash_log import DoublePress
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 
 if TYPE_CHECKING:
@@ -55,6 +54,27 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("pagedown", "scroll_transcript(1)", "Scroll the transcript down", priority=True),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
 ]
+
+
+class DoublePress:
+    """Tells whether a key was pressed twice within ``window_s`` seconds.
+
+    Args:
+        clock: Monotonic seconds.
+        window_s: The longest gap that still counts as a double press.
+    """
+
+    def __init__(self, clock: Callable[[], float], window_s: float = 1.0) -> None:
+        self._clock = clock
+        self._window = window_s
+        self._last: float | None = None
+
+    def press(self) -> bool:
+        """Record a press; return whether it completes a double press (which then resets)."""
+        now = self._clock()
+        double = self._last is not None and now - self._last <= self._window
+        self._last = None if double else now
+        return double
 
 
 class KeyActions:
