@@ -5,8 +5,8 @@
 - ``first_paint``: a fresh process starts ``PidurableApp`` over a static model of
   10 blocks, headless at 120x40, and reports the time from spawn to the first
   refresh after mount (``tui_paint``); the floor is a bare Textual app with one
-  ``Static`` in the same kind of process. Median of ``--repeat`` runs, bare and
-  app interleaved. Target: ratio <= 2.
+  ``Static`` in the same kind of process. The best of ``--repeat`` runs, bare and
+  app interleaved, counts (each figure's own minimum). Target: ratio <= 2.
 - ``first_paint_10000``: the same with 10,000 blocks, against 10 blocks (the
   transcript is windowed). Target: ratio <= 1.5. ``rss_10000`` / ``rss_10``: peak
   RSS at first paint of the same processes, and their ratio.
@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -62,11 +61,13 @@ def measure_paint(repeat: int, log: Callable[[str], None]) -> Report:
         runs["bare"].append(_paint("bare", 0))
         runs["app_10"].append(_paint("app", 10))
         runs["app_10000"].append(_paint("app", 10_000))
-    median = {
-        name: {key: statistics.median(run[key] for run in values) for key in values[0]}
+    # The best run counts (as in the SSE benchmark): on a shared machine the others
+    # measure the neighbours as much as the app.
+    best = {
+        name: {key: min(run[key] for run in values) for key in values[0]}
         for name, values in runs.items()
     }
-    bare, small, large = median["bare"], median["app_10"], median["app_10000"]
+    bare, small, large = best["bare"], best["app_10"], best["app_10000"]
     return {
         "baseline.bare_textual": {"paint_s": bare["paint_s"], "rss_mib": bare["rss_mib"]},
         "first_paint": {
