@@ -8,7 +8,6 @@ never touches a Harness or a Storage (DESIGN.md section 1).
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._view import (
     Block,
-    BlockKind,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -18,13 +17,11 @@ from pi_durable_tui.app._view import (
     TaskNode,
     ThinkingPart,
     ToolCard,
-    ToolStatus,
     ViewChange,
 )
 
 __all__ = [
     "Block",
-    "BlockKind",
     "Controller",
     "ConversationInfo",
     "ExportFormat",
@@ -37,6 +34,5 @@ __all__ = [
     "TaskNode",
     "ThinkingPart",
     "ToolCard",
-    "ToolStatus",
     "ViewChange",
 ]

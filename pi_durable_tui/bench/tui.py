@@ -93,59 +93,54 @@ async def _stream(tokens: int, *, stream: bool, keys_every_s: float) -> dict[str
     from textual import events
     from textual.geometry import Region
     from textual.strip import Strip
-    from textual.widget import Widget
 
     from pi_durable_tui.app import Block
     from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
     from pi_durable_tui.bench.tui_model import sample_blocks as blocks
     from pi_durable_tui.tui import PidurableApp
-    from pi_durable_tui.tui._live_view import LiveAssistantView, LiveTail
 
     model = StaticScreenModel(blocks(10))
     app = PidurableApp(model, RecordingController(model))
     paints: list[tuple[float, int]] = []
     echoes: list[tuple[float, int]] = []
-    tail_render = LiveTail.render_lines
+    pushes: list[tuple[float, int]] = []
+    presses: list[tuple[float, int]] = []
     async with app.run_test(size=(120, 40)) as pilot:
-        editor = app.editor
-        editor_render = editor.render_line
+        model.append(Block("live", "assistant", text="", streaming=True))
+        await pilot.pause()
+        # Only public faces here: the live message's tail widget is found by its CSS
+        # type, and its paints (and the editor's) are timed by wrapping its instance.
+        live = app.transcript.view("live")
+        assert live is not None
+        tail = live.query_one("LiveTail")
+        tail_render, editor_render = tail.render_lines, app.editor.render_line
 
-        def render_tail(self: Widget, crop: Region) -> list[Strip]:
-            live = self.parent
-            if isinstance(live, LiveAssistantView):
-                paints.append((time.perf_counter(), live.shown_length))
-            return tail_render(self, crop)
+        def render_tail(crop: Region) -> list[Strip]:
+            paints.append((time.perf_counter(), getattr(live, "shown_length", 0)))
+            return tail_render(crop)
 
         def render_editor(y: int) -> Strip:
-            echoes.append((time.perf_counter(), len(editor.text)))
+            echoes.append((time.perf_counter(), len(app.editor.text)))
             return editor_render(y)
 
-        LiveTail.render_lines = render_tail  # type: ignore[method-assign]
-        editor.render_line = render_editor  # type: ignore[method-assign]
-        try:
-            model.append(Block("live", "assistant", text="", streaming=True))
-            await pilot.pause()
-            pushes: list[tuple[float, int]] = []
-            presses: list[tuple[float, int]] = []
-            text = ""
-            cpu, wall = time.process_time(), time.perf_counter()
-            next_key = wall
-            duration = tokens / 200
-            for index in range(tokens if stream else int(duration / 0.005)):
-                due = wall + index * 0.005
-                await asyncio.sleep(max(0.0, due - time.perf_counter()))
-                if stream:
-                    text += f"word{index} " + ("\n\n" if index % 40 == 39 else "")
-                    model.update("live", text=text)
-                    pushes.append((time.perf_counter(), len(text)))
-                if time.perf_counter() >= next_key:
-                    next_key += keys_every_s
-                    app.post_message(events.Key("x", "x"))
-                    presses.append((time.perf_counter(), len(presses) + 1))
-            await pilot.pause(0.3)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        finally:
-            LiveTail.render_lines = tail_render  # type: ignore[method-assign]
+        tail.render_lines = render_tail  # type: ignore[method-assign]
+        app.editor.render_line = render_editor  # type: ignore[method-assign]
+        text = ""
+        cpu, wall = time.process_time(), time.perf_counter()
+        next_key = wall
+        for index in range(tokens):
+            due = wall + index * 0.005
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            if stream:
+                text += f"word{index} " + ("\n\n" if index % 40 == 39 else "")
+                model.update("live", text=text)
+                pushes.append((time.perf_counter(), len(text)))
+            if time.perf_counter() >= next_key:
+                next_key += keys_every_s
+                app.post_message(events.Key("x", "x"))
+                presses.append((time.perf_counter(), len(presses) + 1))
+        await pilot.pause(0.3)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     lags = _lags(pushes, paints)
     echo = _lags(presses, echoes)
     result = {

@@ -32,6 +32,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 DEFAULT_THEME = "dark"
+"""The theme used when none is asked for, or when the asked one cannot be used."""
 
 TOKENS = (
     "accent",
