@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.message import Message
 
 from pi_durable_tui.app import Controller, Notice, ScreenModel, ViewChange
 from pi_durable_tui.tui._block_views import OpenConversation
@@ -52,6 +53,15 @@ from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
 from pi_durable_tui.tui._transcript import NeedOlder, Transcript
 
 T = TypeVar("T")
+
+
+class ModelChanged(Message):
+    """A ``ViewChange`` of the model, carried into the app's message loop."""
+
+    def __init__(self, change: ViewChange) -> None:
+        super().__init__()
+        self.change = change
+
 _KEPT_NOTICES = 20
 HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
 
@@ -133,7 +143,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True))
         for problem in self._startup_problems:
             self.notice("warning", problem)
-        self._unsubscribe = self.model.subscribe(self.apply_change)
+        self._unsubscribe = self.model.subscribe(self._changed)
         self.editor.focus()
         # Startup objects are long-lived: freezing them keeps the collector's full passes
         # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at unmount.
@@ -146,6 +156,16 @@ class PidurableApp(KeyActions, GuardedApp):
             self._unsubscribe = None
         gc.unfreeze()
         await super().on_unmount()
+
+    def _changed(self, change: ViewChange) -> None:
+        # REMINDER: the model calls this from the harness's tasks, outside Textual's
+        # context (timers and mounts made there break later); the message queue
+        # brings the change into the app's own loop, in order.
+        self.post_message(ModelChanged(change))
+
+    @on(ModelChanged)
+    def _model_changed(self, event: ModelChanged) -> None:
+        self.apply_change(event.change)
 
     def apply_change(self, change: ViewChange) -> None:
         """Patch what one change names, and nothing else.

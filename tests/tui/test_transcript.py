@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from contextvars import Context
 from dataclasses import replace
 from typing import Any
 
@@ -256,3 +258,23 @@ async def test_clicking_a_subagent_card_opens_its_conversation(
         await pilot.click(view)
         await settle(pilot)
         assert controller.called("switch_conversation") == [(12,)]
+
+
+async def test_changes_announced_from_the_harness_tasks_outside_textual_are_applied_safely(
+    app: PidurableApp, model: StaticScreenModel
+) -> None:
+    async def harness_side() -> None:
+        model.append(Block("live", "assistant", text="", streaming=True))
+        for text in ("Stream", "Streaming text", "Streaming text\n\nmore"):
+            model.update("live", text=text)
+            await asyncio.sleep(0.06)  # long enough for the render timer to fire
+        model.remove("live")
+        model.append(Block("e60", "assistant", 60, text="Streaming text\n\nmore"))
+
+    async with app.run_test() as pilot:
+        # A commit publication runs in the harness's task, without Textual's context
+        # variables: timers or mounts made there would fail when the app stops them.
+        task = asyncio.get_running_loop().create_task(harness_side(), context=Context())
+        await task
+        await pilot.pause(0.1)
+        assert app.transcript.mounted_keys[-1] == "e60"
