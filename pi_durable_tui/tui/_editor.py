@@ -1,8 +1,8 @@
 """The prompt editor: a multi-line ``TextArea`` with submit keys, history and completion.
 
-- Enter sends (the app turns it into a steer while the agent works); Shift+Enter
-  or Ctrl+J insert a newline (Ctrl+J is what a terminal without the kitty
-  keyboard protocol sends for Shift+Enter-less newlines).
+- Enter sends (the controller makes it a steer while the agent works);
+  Shift+Enter or Ctrl+J insert a newline (Shift+Enter arrives only with the
+  kitty keyboard protocol; Ctrl+J, a line feed, works in every terminal).
 - Alt+Enter queues a follow-up. ``FOLLOW_UP_FALLBACK`` (Ctrl+F) does the same:
   tmux and terminals without the kitty protocol send Alt+Enter as ESC CR, which
   Textual reads as a plain Enter, and Alt+F arrives as word-right; Ctrl+F is a
