@@ -23,8 +23,12 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pi_durable_tui import __version__
+
+if TYPE_CHECKING:
+    from pi_durable_tui.app import AgentApp
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -114,16 +118,19 @@ async def _run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(list_models_text(args.faux_script))
         return 0
-    if args.prompt is None:
-        sys.stderr.write("pidurable: the terminal app is not available yet; use -p PROMPT\n")
-        return EXIT_USAGE
+    session = args.session
+    if args.resume:
+        session = _pick_session()
+        if session is None:
+            return EXIT_USAGE
     options = AppOptions(
         cwd=os.getcwd(),
-        session=args.session,
+        session=session,
         continue_session=args.continue_session,
         model=args.model,
         base_url=args.base_url,
         faux_script=args.faux_script,
+        demo=args.demo,
     )
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -138,6 +145,10 @@ async def _run(args: argparse.Namespace) -> int:
             raise
         sys.stderr.write(f"pidurable: {message}\n")
         return EXIT_USAGE
+    if args.prompt is None:
+        return await _run_screen(
+            app, reopened=args.continue_session or args.resume or bool(session)
+        )
     try:
         prompt = args.prompt or None
         if args.mode == "json":
@@ -150,3 +161,59 @@ async def _run(args: argparse.Namespace) -> int:
         return 143
     finally:
         await app.close()
+
+
+def _pick_session() -> str | None:
+    """``-r/--resume``: list this directory's sessions and read a choice from the terminal."""
+    import datetime
+
+    from pi_durable_tui.app import list_sessions
+
+    sessions = list_sessions(os.getcwd())
+    if not sessions:
+        sys.stderr.write(f"pidurable: No session exists for {os.path.realpath(os.getcwd())}\n")
+        return None
+    for number, stored in enumerate(sessions[:20], 1):
+        when = datetime.datetime.fromtimestamp(stored.last_activity_ms / 1000)
+        size = f"{stored.size_bytes / 1024:.0f} KiB"
+        title = stored.title or "(no message yet)"
+        sys.stdout.write(f"{number:>3}  {when:%Y-%m-%d %H:%M}  {size:>9}  {title[:70]}\n")
+    try:
+        answer = input(f"Open which session? [1-{min(len(sessions), 20)}, Enter for 1] ").strip()
+    except EOFError:
+        return None
+    index = int(answer) - 1 if answer.isdigit() else 0
+    if not 0 <= index < min(len(sessions), 20):
+        sys.stderr.write(f"pidurable: no session numbered {answer}\n")
+        return None
+    return str(sessions[index].path)
+
+
+async def _run_screen(app: AgentApp, *, reopened: bool) -> int:
+    """Run the terminal app on an open session until the user leaves it."""
+    from pi_durable_tui.app import AgentController, LiveScreenModel, recovery_report
+    from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
+
+    model = LiveScreenModel(app)
+    controller = AgentController(app, model)
+    try:
+        report = await recovery_report(app) if reopened else []
+        await model.attach(app.root.id)
+        model.show_recovery(report)
+        app.harness.resume()
+        if app.demo is not None:
+            if app.created:
+                await controller.submit(app.demo.prompt)
+            model.add_notice("info", app.demo_banner())
+        elif not model.footer.model:
+            model.add_notice("warning", "No model configured; select one with /model.")
+        screen = PidurableApp(
+            model,
+            controller,
+            theme=app.settings_now().theme or DEFAULT_THEME,
+            log_path=app.store.parent / "pidurable.log",
+        )
+        await screen.run_async()
+        return int(screen.return_code or 0)
+    finally:
+        await controller.close()
