@@ -118,11 +118,9 @@ CODING_SCRIPT: dict[str, Any] = {
         {
             "content": [
                 _text(
-                    "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working in "
-                    "the "
-                    "background (see the task tree, Ctrl+T): it survives Esc and a restart, and its "
-                    "report "
-                    "will arrive here as a message."
+                    "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working "
+                    "in the background (see the task tree, Ctrl+T): it survives Esc and a "
+                    "restart, and its report will arrive here as a message."
                 )
             ]
         },
@@ -213,8 +211,8 @@ PLANNER_SCRIPT: dict[str, Any] = {
         {
             "content": [
                 _text(
-                    "The research is running in the background (the task tree: Ctrl+T). Press Esc, or "
-                    "even "
+                    "The research is running in the background (the task tree: Ctrl+T). Press "
+                    "Esc, or even "
                     "kill this process and run `pidurable --continue`: it carries on. Meanwhile, "
                     "any "
                     "preferences: museums, food, budget?"
