@@ -191,22 +191,11 @@ def _pick_session() -> str | None:
 
 async def _run_screen(app: AgentApp, *, reopened: bool) -> int:
     """Run the terminal app on an open session until the user leaves it."""
-    from pi_durable_tui.app import AgentController, LiveScreenModel, recovery_report
+    from pi_durable_tui.app import start_screen
     from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
 
-    model = LiveScreenModel(app)
-    controller = AgentController(app, model)
+    model, controller = await start_screen(app, reopened=reopened)
     try:
-        report = await recovery_report(app) if reopened else []
-        await model.attach(app.root.id)
-        model.show_recovery(report)
-        app.harness.resume()
-        if app.demo is not None:
-            if app.created:
-                await controller.submit(app.demo.prompt)
-            model.add_notice("info", app.demo_banner())
-        elif not model.footer.model:
-            model.add_notice("warning", "No model configured; select one with /model.")
         screen = PidurableApp(
             model,
             controller,

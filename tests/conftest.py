@@ -7,7 +7,9 @@
   temporary directory, so no test (or subprocess it starts) writes to the
   user's ``~/.pidurable``.
 - ``open_rig`` (from ``tests.harness.run_support``) opens a real harness over
-  the faux provider for the harness and tool tests.
+  the faux provider for the harness and tool tests; ``open_screen`` (from
+  ``tests.app.screen_support``) starts the screen's view model and controller on
+  a real session, for the app and TUI tests.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.harness.run_support"]
+pytest_plugins = ["tests.harness.run_support", "tests.app.screen_support"]
 
 
 class NetworkBlocked(RuntimeError):

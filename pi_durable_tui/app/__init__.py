@@ -28,6 +28,7 @@ from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel
+from pi_durable_tui.app._screen_start import start_screen
 from pi_durable_tui.app._sessions import (
     NoSession,
     StoredSession,
@@ -98,4 +99,5 @@ __all__ = [
     "run_json",
     "run_print",
     "sessions_dir",
+    "start_screen",
 ]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pi_durable_tui.ai import ModelRef, Models, ThinkingLevel
+from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
 from pi_durable_tui.app._config import AppSettings, SettingsFiles
 from pi_durable_tui.app._demos import (
@@ -46,7 +46,7 @@ from pi_durable_tui.harness import (
     Harness,
     create_registry,
 )
-from pi_durable_tui.kernel import Report
+from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import SqliteStorage
 from pi_durable_tui.tools import coding_tools
 
@@ -63,6 +63,8 @@ class AppOptions:
         base_url: An OpenAI-compatible server for unknown model IDs (``--base-url``).
         faux_script: A faux script file serving provider ``faux`` (``--faux-script``).
         demo: Start an offline demo (``--demo``): ``coding`` or ``planner``.
+        demo_pace: Scale the new demo's waits (1 for people; tests use a small value).
+            A continued demo keeps the pace it was started with.
     """
 
     cwd: str
@@ -72,6 +74,7 @@ class AppOptions:
     base_url: str | None = None
     faux_script: str | None = None
     demo: str | None = None
+    demo_pace: float = 1.0
 
 
 @dataclass(eq=False)
@@ -93,9 +96,21 @@ class AgentApp:
 
     @classmethod
     async def open(
-        cls, options: AppOptions, *, on_report: Callable[[Report], None] | None = None
+        cls,
+        options: AppOptions,
+        *,
+        on_report: Callable[[Report], None] | None = None,
+        faux: FauxProvider | None = None,
+        clock: Clock | None = None,
     ) -> AgentApp:
         """Open the session the options name and the harness on it (dispatching nothing).
+
+        Args:
+            options: What the command line chose.
+            on_report: Called with each report of the harness (besides ``reports``).
+            faux: Serve provider ``faux`` from this provider (embedding, tests);
+                it wins over ``--faux-script`` and a demo's script.
+            clock: The harness clock (retries, task sleeps); the wall clock by default.
 
         Raises:
             SettingsError: A settings file is malformed.
@@ -117,17 +132,19 @@ class AgentApp:
             store = new_session_path(cwd)
         created = not store.exists()
         if options.demo is not None and created:
-            demo = DEMOS[options.demo]
+            demo = DEMOS[options.demo].paced(options.demo_pace)
             write_marker(store, demo, create_workspace(demo, home()))
         marker = read_marker(store)
-        faux = None
         workspace = cwd
         model_option = options.model
         if marker is not None:
-            faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}").provider()
+            if faux is None:
+                script = script_text(marker.demo)
+                faux = parse_faux_script(script, f"demo {marker.name}").provider()
             workspace = marker.workspace
             model_option = model_option or "faux/faux-1"
-        models = build_models(app_settings, faux_script=options.faux_script, faux=faux)
+        faux_script = None if faux is not None else options.faux_script
+        models = build_models(app_settings, faux_script=faux_script, faux=faux)
         choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
         storage = await SqliteStorage.open(store)
         reports: list[Report] = []
@@ -150,6 +167,7 @@ class AgentApp:
                 settings=settings.harness,
                 env=_env_factory(settings),
                 on_report=report,
+                clock=clock,
             )
         except BaseException:
             await storage.close()

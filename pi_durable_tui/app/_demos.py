@@ -3,9 +3,10 @@
 Each demo is a real session on the faux provider: a scripted model (a faux
 script chosen by position, so a killed and continued demo gets the same next
 answer), real tools in a real temporary workspace, a real SQLite store. The
-session directory holds ``demo.json`` naming the demo and its workspace, so
-``pidurable --continue`` in the same directory reopens it with the same script
-and tools, wherever the process was killed.
+session directory holds ``demo.json`` naming the demo, its workspace and its
+pace, so ``pidurable --continue`` in the same directory reopens it with the same
+script and tools, wherever the process was killed. The pace scales every wait
+(streaming, the slow command, the slow sources): 1 for people, small for tests.
 
 - ``coding``: the agent reads a small project, runs its tests (a slow ``bash``
   command printing progress), fixes the bug with ``edit``, runs them again and
@@ -24,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +51,17 @@ def _call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"type": "tool_call", "name": name, "arguments": arguments}
 
 
-_SLOW_TESTS = (
-    'for i in 1 2 3 4 5 6; do echo "collecting tests... $i/6"; sleep 0.7; done; '
-    "python3 test_calc.py"
-)
+def _slow_tests(pace: float) -> str:
+    return (
+        f'for i in 1 2 3 4 5 6; do echo "collecting tests... $i/6"; sleep {0.7 * pace:g}; done; '
+        "python3 test_calc.py"
+    )
+
+
+def _paced(tokens_per_second: float, pace: float) -> float:
+    """The faux pacing at ``pace`` (``0`` streams without waiting)."""
+    return tokens_per_second / pace if pace > 0 else 0
+
 
 CODING_FILES = {
     "calc.py": 'def add(a, b):\n    """Return the sum of a and b."""\n    return a - b\n',
@@ -68,86 +77,88 @@ CODING_FILES = {
     "README.md": "# calc\n\nA tiny calculator library. Run `python3 test_calc.py` to test it.\n",
 }
 
-CODING_SCRIPT: dict[str, Any] = {
-    "description": "pidurable --demo: a scripted coding session",
-    "tokens_per_second": 45,
-    "when_exhausted": "repeat_last",
-    "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
-    "responses": [
-        {
-            "content": [
-                {"type": "thinking", "text": "I should look at the code and its tests first."},
-                _text("Let me look at the code first."),
-                _call("read", path="calc.py"),
-            ]
-        },
-        {
-            "content": [
-                _text(
-                    "`add` subtracts. Let me run the tests to confirm (this takes a few seconds; "
-                    "try killing the process now and running `pidurable --continue`)."
-                ),
-                _call("bash", command=_SLOW_TESTS),
-            ]
-        },
-        {
-            "content": [
-                _text("Two cases fail as expected. Fixing the operator:"),
-                _call(
-                    "edit",
-                    path="calc.py",
-                    edits=[{"oldText": "return a - b", "newText": "return a + b"}],
-                ),
-            ]
-        },
-        {
-            "content": [
-                _text(
-                    "Running the tests again, and asking a reviewer subagent to look at the "
-                    "README in the background."
-                ),
-                _call("bash", command=_SLOW_TESTS),
-                _call(
-                    "subagent",
-                    background=True,
-                    task="[reviewer] Read README.md of this project and suggest two concrete "
-                    "improvements, in two short bullet points.",
-                ),
-            ]
-        },
-        {
-            "content": [
-                _text(
-                    "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working "
-                    "in the background (see the task tree, Ctrl+T): it survives Esc and a "
-                    "restart, and its report will arrive here as a message."
-                )
-            ]
-        },
-        {
-            "content": [
-                _text(
-                    "The reviewer's report is in. Both suggestions are small; say the word and I "
-                    "will "
-                    "apply them."
-                )
-            ]
-        },
-        {
-            "match": {"user": "[reviewer]"},
-            "content": [_text("Reading the README."), _call("read", path="README.md")],
-        },
-        {
-            "match": {"user": "[reviewer]"},
-            "content": [
-                _text(
-                    "- Add a usage example: `from calc import add; add(2, 3)`.\n"
-                    "- Say which Python versions are supported."
-                )
-            ],
-        },
-    ],
-}
+
+def coding_script(pace: float = 1.0) -> dict[str, Any]:
+    """The coding demo's faux script; ``pace`` scales its waits (1 is the pace people see)."""
+    return {
+        "description": "pidurable --demo: a scripted coding session",
+        "tokens_per_second": _paced(45, pace),
+        "when_exhausted": "repeat_last",
+        "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
+        "responses": [
+            {
+                "content": [
+                    {"type": "thinking", "text": "I should look at the code and its tests first."},
+                    _text("Let me look at the code first."),
+                    _call("read", path="calc.py"),
+                ]
+            },
+            {
+                "content": [
+                    _text(
+                        "`add` subtracts. Let me run the tests to confirm (this takes a few "
+                        "seconds; try killing the process now and running `pidurable --continue`)."
+                    ),
+                    _call("bash", command=_slow_tests(pace)),
+                ]
+            },
+            {
+                "content": [
+                    _text("Two cases fail as expected. Fixing the operator:"),
+                    _call(
+                        "edit",
+                        path="calc.py",
+                        edits=[{"oldText": "return a - b", "newText": "return a + b"}],
+                    ),
+                ]
+            },
+            {
+                "content": [
+                    _text(
+                        "Running the tests again, and asking a reviewer subagent to look at the "
+                        "README in the background."
+                    ),
+                    _call("bash", command=_slow_tests(pace)),
+                    _call(
+                        "subagent",
+                        background=True,
+                        task="[reviewer] Read README.md of this project and suggest two concrete "
+                        "improvements, in two short bullet points.",
+                    ),
+                ]
+            },
+            {
+                "content": [
+                    _text(
+                        "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working "
+                        "in the background (see the task tree, Ctrl+T): it survives Esc and a "
+                        "restart, and its report will arrive here as a message."
+                    )
+                ]
+            },
+            {
+                "content": [
+                    _text(
+                        "The reviewer's report is in. Both suggestions are small; say the word "
+                        "and I will apply them."
+                    )
+                ]
+            },
+            {
+                "match": {"user": "[reviewer]"},
+                "content": [_text("Reading the README."), _call("read", path="README.md")],
+            },
+            {
+                "match": {"user": "[reviewer]"},
+                "content": [
+                    _text(
+                        "- Add a usage example: `from calc import add; add(2, 3)`.\n"
+                        "- Say which Python versions are supported."
+                    )
+                ],
+            },
+        ],
+    }
 
 
 class SearchArgs(BaseModel):
@@ -164,120 +175,159 @@ _RESULTS = {
 }
 
 
-async def _search(args: SearchArgs, api: ToolApi) -> ToolResult:
-    sources, results = _RESULTS.get(args.topic, (2, [f"nothing found about {args.topic}"]))
-    for index in range(1, sources + 1):
-        api.output(f"searching {args.topic} in {args.city}: source {index}/{sources}\n")
-        await asyncio.sleep(2.0)
-    for line in results:
-        api.output(f"- {line}\n")
-    return ToolResult()
+def search_extension(pace: float = 1.0) -> Extension:
+    """The planner's ``search`` tool: slow canned sources, 2 s each at ``pace`` 1."""
+
+    async def search(args: SearchArgs, api: ToolApi) -> ToolResult:
+        sources, results = _RESULTS.get(args.topic, (2, [f"nothing found about {args.topic}"]))
+        for index in range(1, sources + 1):
+            api.output(f"searching {args.topic} in {args.city}: source {index}/{sources}\n")
+            await asyncio.sleep(2.0 * pace)
+        for line in results:
+            api.output(f"- {line}\n")
+        return ToolResult()
+
+    return define_extension(
+        "planner-search",
+        tools=[
+            define_tool(
+                "search",
+                description="Search travel sources about one topic in one city (slow).",
+                parameters=SearchArgs,
+                execute=search,
+                replay="safe",
+            )
+        ],
+    )
 
 
-SEARCH = define_extension(
-    "planner-search",
-    tools=[
-        define_tool(
-            "search",
-            description="Search travel sources about one topic in one city (slow).",
-            parameters=SearchArgs,
-            execute=_search,
-            replay="safe",
-        )
-    ],
-)
+def planner_script(pace: float = 1.0) -> dict[str, Any]:
+    """The planner demo's faux script; ``pace`` scales its waits."""
+    return {
+        "description": "pidurable --demo planner: research in background subagents",
+        "tokens_per_second": _paced(45, pace),
+        "when_exhausted": "repeat_last",
+        "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
+        "responses": [
+            {
+                "content": [
+                    _text(
+                        "Happy to plan it. I'm handing the research to a subagent that works in "
+                        "the background."
+                    ),
+                    _call(
+                        "subagent",
+                        background=True,
+                        task="[research] Find the weather, museums and trains for a weekend in "
+                        "Vienna for two. Search the three topics in parallel in one step, "
+                        "then report a few bullet points.",
+                    ),
+                ]
+            },
+            {
+                "content": [
+                    _text(
+                        "The research is running in the background (the task tree: Ctrl+T). Press "
+                        "Esc, or even kill this process and run `pidurable --continue`: it "
+                        "carries on. Meanwhile, any preferences: museums, food, budget?"
+                    )
+                ]
+            },
+            {"content": [_text("Noted. I'll fold that into the plan when the research is in.")]},
+            {
+                "match": {"user": "report]"},
+                "content": [
+                    _text(
+                        "Here is your weekend:\n\n**Saturday**: Railjet from Munich at 07:25, "
+                        "hotel check-in, Kunsthistorisches Museum in the afternoon (sunny, "
+                        "24°C).\n\n**Sunday**: Belvedere for the Klimts in the morning, a long "
+                        "lunch, train back at 18:30."
+                    )
+                ],
+            },
+            {
+                "match": {"user": "[research]"},
+                "content": [
+                    _text("Searching the three topics at once."),
+                    _call("search", topic="weather", city="Vienna"),
+                    _call("search", topic="museums", city="Vienna"),
+                    _call("search", topic="trains", city="Vienna"),
+                ],
+            },
+            {
+                "match": {"user": "[research]"},
+                "content": [
+                    _text(
+                        "- Weather: sunny Saturday (24°C), light clouds Sunday (21°C).\n"
+                        "- Museums: Kunsthistorisches Museum and the Belvedere, 9/10-18.\n"
+                        "- Trains: Railjet from Munich 07:25 -> 11:25 (49 EUR), back 18:30."
+                    )
+                ],
+            },
+        ],
+    }
 
-PLANNER_SCRIPT: dict[str, Any] = {
-    "description": "pidurable --demo planner: research in background subagents",
-    "tokens_per_second": 45,
-    "when_exhausted": "repeat_last",
-    "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
-    "responses": [
-        {
-            "content": [
-                _text(
-                    "Happy to plan it. I'm handing the research to a subagent that works in the "
-                    "background."
-                ),
-                _call(
-                    "subagent",
-                    background=True,
-                    task="[research] Find the weather, museums and trains for a weekend in Vienna "
-                    "for two. Search the three topics in parallel in one step, then report "
-                    "a few bullet points.",
-                ),
-            ]
-        },
-        {
-            "content": [
-                _text(
-                    "The research is running in the background (the task tree: Ctrl+T). Press "
-                    "Esc, or even "
-                    "kill this process and run `pidurable --continue`: it carries on. Meanwhile, "
-                    "any "
-                    "preferences: museums, food, budget?"
-                )
-            ]
-        },
-        {"content": [_text("Noted. I'll fold that into the plan when the research is in.")]},
-        {
-            "match": {"user": "report]"},
-            "content": [
-                _text(
-                    "Here is your weekend:\n\n**Saturday**: Railjet from Munich at 07:25, hotel "
-                    "check-in, Kunsthistorisches Museum in the afternoon (sunny, "
-                    "24°C).\n\n**Sunday**: "
-                    "Belvedere for the Klimts in the morning, a long lunch, train back at 18:30."
-                )
-            ],
-        },
-        {
-            "match": {"user": "[research]"},
-            "content": [
-                _text("Searching the three topics at once."),
-                _call("search", topic="weather", city="Vienna"),
-                _call("search", topic="museums", city="Vienna"),
-                _call("search", topic="trains", city="Vienna"),
-            ],
-        },
-        {
-            "match": {"user": "[research]"},
-            "content": [
-                _text(
-                    "- Weather: sunny Saturday (24°C), light clouds Sunday (21°C).\n"
-                    "- Museums: Kunsthistorisches Museum and the Belvedere, both open 9/10-18.\n"
-                    "- Trains: Railjet from Munich 07:25 -> 11:25 (49 EUR), back Sunday 18:30."
-                )
-            ],
-        },
-    ],
-}
+
+def _no_extensions(pace: float) -> tuple[Extension, ...]:
+    return ()
 
 
 @dataclass(frozen=True, slots=True)
 class Demo:
-    """One offline demo."""
+    """One offline demo.
+
+    Attributes:
+        name: ``coding`` or ``planner``.
+        prompt: The first message, sent when the demo session is created.
+        build_script: The faux script at a pace.
+        files: The workspace's files.
+        build_extensions: The demo's own extensions at a pace.
+        pace: Scales every wait (streaming, slow commands, slow sources): 1 is the
+            pace a person watches, a small value runs the demo in tests quickly,
+            ``0`` does not wait at all.
+    """
 
     name: str
     prompt: str
-    script: dict[str, Any]
+    build_script: Callable[[float], dict[str, Any]]
     files: dict[str, str] = field(default_factory=dict)
-    extensions: tuple[Extension, ...] = ()
+    build_extensions: Callable[[float], tuple[Extension, ...]] = _no_extensions
+    pace: float = 1.0
+
+    @property
+    def script(self) -> dict[str, Any]:
+        """The faux script at this demo's pace."""
+        return self.build_script(self.pace)
+
+    @property
+    def extensions(self) -> tuple[Extension, ...]:
+        """The demo's extensions at its pace."""
+        return self.build_extensions(self.pace)
+
+    def paced(self, pace: float) -> Demo:
+        """This demo at another pace.
+
+        Raises:
+            ValueError: A negative pace.
+        """
+        if pace < 0:
+            raise ValueError(f"A demo pace must be 0 or more, got {pace}")
+        return replace(self, pace=pace)
 
 
 DEMOS = {
     "coding": Demo(
         "coding",
         "Have a look at this project and fix the failing test.",
-        CODING_SCRIPT,
+        coding_script,
         CODING_FILES,
     ),
     "planner": Demo(
         "planner",
         "Plan a weekend in Vienna for two. Hand the research to a subagent.",
-        PLANNER_SCRIPT,
+        planner_script,
         {},
-        (SEARCH,),
+        lambda pace: (search_extension(pace),),
     ),
 }
 """The demos by name."""
@@ -289,11 +339,12 @@ class DemoMarker:
 
     name: str
     workspace: str
+    pace: float = 1.0
 
     @property
     def demo(self) -> Demo:
-        """The demo."""
-        return DEMOS[self.name]
+        """The demo, at the pace it was started with."""
+        return DEMOS[self.name].paced(self.pace)
 
 
 def create_workspace(demo: Demo, home: Path) -> Path:
@@ -306,8 +357,8 @@ def create_workspace(demo: Demo, home: Path) -> Path:
 
 
 def write_marker(store: Path, demo: Demo, workspace: Path) -> None:
-    """Record in the session directory that it runs a demo."""
-    data = {"name": demo.name, "workspace": str(workspace)}
+    """Record in the session directory that it runs a demo (and at which pace)."""
+    data = {"name": demo.name, "workspace": str(workspace), "pace": demo.pace}
     (store.parent / MARKER).write_text(json.dumps(data) + "\n", "utf-8")
 
 
@@ -319,7 +370,10 @@ def read_marker(store: Path) -> DemoMarker | None:
         return None
     if not isinstance(data, dict) or data.get("name") not in DEMOS:
         return None
-    return DemoMarker(str(data["name"]), str(data.get("workspace", "")))
+    pace = data.get("pace", 1.0)
+    if not isinstance(pace, (int, float)) or pace < 0:
+        pace = 1.0
+    return DemoMarker(str(data["name"]), str(data.get("workspace", "")), float(pace))
 
 
 def script_text(demo: Demo) -> str:

@@ -10,33 +10,17 @@ background subagent) keep running.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pi_durable_tui.app._task_tree import describe_call, tool_call_of
 from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
 if TYPE_CHECKING:
     from pi_durable_tui.app._agent_app import AgentApp
 
 
-async def _call_of(app: AgentApp, record: TaskRecord) -> tuple[str, dict[str, Any]]:
-    data = record.input if isinstance(record.input, dict) else {}
-    stored = await app.harness.session.storage.entry(int(data.get("assistant") or 0))
-    message = stored.entry.model[0] if stored is not None and stored.entry.model else {}
-    content = message.get("content") if isinstance(message, dict) else None
-    for block in content or []:
-        if isinstance(block, dict) and block.get("id") == data.get("call_id"):
-            arguments = block.get("arguments")
-            return str(block.get("name")), arguments if isinstance(arguments, dict) else {}
-    return "tool", {}
-
-
-def _describe(name: str, arguments: dict[str, Any]) -> str:
-    for key in ("command", "path", "task"):
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            short = " ".join(value.split())
-            return f"{name} `{short[:60]}`"
-    return name
+def _describe(name: str, what: str) -> str:
+    return f"{name} `{what}`" if what else name
 
 
 async def recovery_report(app: AgentApp) -> list[str]:
@@ -65,16 +49,15 @@ async def recovery_report(app: AgentApp) -> list[str]:
         elif record.kind == "pi.generation" and record.owner is None:
             lines.append(f"The turn in {where} resumes (task {record.id}, phase {phase}).")
         elif record.kind == "pi.tool" and phase == "execute":
-            name, arguments = await _call_of(app, record)
+            call = describe_call(*await tool_call_of(app.harness.session, record), 60)
             stored_safe = isinstance(checkpoint, dict) and checkpoint.get("replay") == "safe"
             if stored_safe:
                 lines.append(
-                    f"{_describe(name, arguments)} was cut by the crash; it is replay-safe and "
-                    "runs again."
+                    f"{_describe(*call)} was cut by the crash; it is replay-safe and runs again."
                 )
             else:
                 lines.append(
-                    f"{_describe(name, arguments)} was cut by the crash while running; it is not "
+                    f"{_describe(*call)} was cut by the crash while running; it is not "
                     "replay-safe, so it does not run again: the model gets it as interrupted, with "
                     "the output it had committed."
                 )

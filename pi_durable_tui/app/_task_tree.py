@@ -4,15 +4,24 @@ Roots are tasks without an owner task whose conversation no live task owns;
 children are the tasks a node owns, then the conversation-owned tasks of the
 conversations it owns. Labels are words a person reads: ``turn`` for a
 generation, ``bash: npm test`` for a tool call, ``compaction (threshold)``,
-``subagent 12`` for a task owning a child conversation.
+``subagent: <task>`` for a background subagent.
+
+``TaskTree`` follows the session: the view model calls ``schedule()`` after each
+commit that touched tasks; refreshes coalesce (one runs at a time, and a commit
+landing during one makes it run again, so the tree never stays behind the last
+commit). A task's label and first start are read once and cached.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pi_durable_tui.app._view import TaskNode
+from pi_durable_tui.kernel import Session
+from pi_durable_tui.storage import TaskRecord
 
 Labeler = Callable[[Mapping[str, Any]], str]
 
@@ -30,7 +39,6 @@ def build_tree(
     label: Labeler,
     started_at: Callable[[int], float | None],
     now_ms: float,
-    blocked: Mapping[int, str] | None = None,
 ) -> tuple[TaskNode, ...]:
     """Nest the graph's live tasks by owner.
 
@@ -39,7 +47,6 @@ def build_tree(
         label: Words for a node.
         started_at: A task's first start (harness clock, ms), or ``None``.
         now_ms: The harness clock now.
-        blocked: Blocked reasons by task ID (shown as status ``blocked``).
 
     Returns:
         The roots, in task ID order.
@@ -65,8 +72,6 @@ def build_tree(
     def make(task_id: int) -> TaskNode:
         node = nodes[task_id]
         status, phase = _status(node.get("state") or {})
-        if blocked and task_id in blocked:
-            status, phase = "blocked", blocked[task_id]
         started = started_at(task_id)
         conversations = [int(c) for c in node.get("conversations") or []]
         return TaskNode(
@@ -83,3 +88,107 @@ def build_tree(
         )
 
     return tuple(make(task_id) for task_id in roots)
+
+
+async def tool_call_of(session: Session, record: TaskRecord) -> tuple[str, dict[str, Any]]:
+    """The name and arguments of the call a ``pi.tool`` task runs (``("tool", {})`` if unknown)."""
+    data = record.input if isinstance(record.input, dict) else {}
+    stored = await session.storage.entry(int(data.get("assistant") or 0))
+    message = stored.entry.model[0] if stored is not None and stored.entry.model else {}
+    content = message.get("content") if isinstance(message, dict) else None
+    for block in content or []:
+        if isinstance(block, dict) and block.get("id") == data.get("call_id"):
+            arguments = block.get("arguments")
+            return str(block.get("name")), arguments if isinstance(arguments, dict) else {}
+    return "tool", {}
+
+
+def describe_call(name: str, arguments: Mapping[str, Any], width: int = 48) -> tuple[str, str]:
+    """``(name, the argument that says what the call does, shortened)``; the second may be empty."""
+    for key in ("command", "path", "task", "topic"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            short = " ".join(value.split())
+            return name, short[:width] + ("…" if len(short) > width else "")
+    return name, ""
+
+
+class TaskTree:
+    """The live task tree of one session, kept current by ``schedule()``.
+
+    Args:
+        session: The open session.
+        root_id: The main conversation (its turns are just ``turn``).
+        changed: Called after each refresh (the view model emits ``tasks``).
+    """
+
+    def __init__(self, session: Session, root_id: int, changed: Callable[[], None]) -> None:
+        self._session = session
+        self._root_id = root_id
+        self._changed = changed
+        self._labels: dict[int, str] = {}
+        self._started: dict[int, float] = {}
+        self._dirty = False
+        self._refresh: asyncio.Task[None] | None = None
+        self.nodes: tuple[TaskNode, ...] = ()
+        """The roots of the tree, in task ID order."""
+
+    def schedule(self) -> None:
+        """Refresh soon (after the commits of this burst); call after a commit touched tasks."""
+        self._dirty = True
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        # REMINDER: a commit can land while a refresh awaits reads; the dirty flag makes
+        # the loop go again, so the tree never stays behind the newest commit.
+        while self._dirty:
+            self._dirty = False
+            await asyncio.sleep(0)  # coalesce the commits of one burst
+            await self._rebuild()
+            self._changed()
+
+    async def _rebuild(self) -> None:
+        session = self._session
+        graph = session.task_graph()
+        live = {int(key) for key in graph.get("tasks") or {}}
+        for task_id in live:
+            if task_id in self._labels and task_id in self._started:
+                continue
+            record = await session.read_task(task_id)
+            if record is None:
+                continue
+            if task_id not in self._labels:
+                self._labels[task_id] = await self._label(record)
+            if record.started_at is not None:
+                self._started[task_id] = record.started_at
+        self._labels = {k: v for k, v in self._labels.items() if k in live}
+        self._started = {k: v for k, v in self._started.items() if k in live}
+        self.nodes = build_tree(
+            graph,
+            lambda node: self._labels.get(int(node["id"]), str(node.get("kind"))),
+            self._started.get,
+            session.clock.now(),
+        )
+
+    async def _label(self, record: TaskRecord) -> str:
+        data = record.input if isinstance(record.input, dict) else {}
+        if record.kind == "pi.generation":
+            if record.conversation_id == self._root_id:
+                return "turn"
+            return f"turn (conversation {record.conversation_id})"
+        if record.kind == "pi.compaction":
+            return f"compaction ({data.get('reason', 'manual')})"
+        if record.kind == "pi.subagent":
+            return "subagent: " + describe_call("", {"task": data.get("prompt", "")}, 40)[1]
+        if record.kind == "pi.tool":
+            name, what = describe_call(*await tool_call_of(self._session, record))
+            return f"{name}: {what}" if what else name
+        return record.kind
+
+    async def close(self) -> None:
+        """Stop refreshing."""
+        if self._refresh is not None:
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._refresh

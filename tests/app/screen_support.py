@@ -1,0 +1,172 @@
+"""The screen's view model and controller over a real session, for ``tests/app`` and ``tests/tui``.
+
+``open_screen`` (a fixture, a plugin of the root conftest) opens an ``AgentApp``
+exactly as ``pidurable`` does (a real SQLite store under the test's
+``PIDURABLE_HOME``, the real registry: coding tools, prompt sections, subagents)
+with a ``FauxProvider`` the test scripts, a workspace in ``tmp_path``, and starts
+the ``LiveScreenModel`` and ``AgentController`` with ``start_screen``. Every
+``ViewChange`` the model emits is recorded (``rig.changes``); every screen it
+opened is closed at teardown. Waits poll with a deadline, so a bug fails in
+seconds instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import pytest
+
+from pi_durable_tui.ai import FauxProvider, FauxResponse, faux_response, faux_text, faux_tool_call
+from pi_durable_tui.app import (
+    AgentApp,
+    AgentController,
+    AppOptions,
+    Block,
+    LiveScreenModel,
+    ViewChange,
+    start_screen,
+)
+from pi_durable_tui.kernel import ManualClock
+
+T = TypeVar("T")
+WAIT = 10.0
+"""Seconds any single wait of a test may take before it fails."""
+
+
+async def within(awaitable: Awaitable[T], timeout: float = WAIT) -> T:
+    """Await with a deadline."""
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+async def until(predicate: Callable[[], bool], timeout: float = WAIT, what: str = "") -> None:
+    """Yield to the loop until ``predicate()`` holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not reached: {what or predicate}")
+        await asyncio.sleep(0.005)
+
+
+def say(text: str) -> FauxResponse:
+    """A scripted answer with only text."""
+    return faux_response(faux_text(text))
+
+
+def call(name: str, **arguments: object) -> FauxResponse:
+    """A scripted answer calling one tool."""
+    return faux_response(faux_tool_call(name, dict(arguments)))
+
+
+def gate_command(workdir: Path, name: str = "go") -> str:
+    """A ``bash`` command that prints, then waits until the test creates ``workdir/name``."""
+    return f"echo started; while [ ! -e {workdir / name} ]; do sleep 0.01; done; echo released"
+
+
+@dataclass(eq=False)
+class ScreenRig:
+    """An open session with its screen model, controller, faux provider and workspace."""
+
+    model: LiveScreenModel
+    controller: AgentController
+    faux: FauxProvider
+    workdir: Path
+    clock: ManualClock | None
+    changes: list[ViewChange] = field(default_factory=list)
+
+    @property
+    def app(self) -> AgentApp:
+        """The open session (the controller's: ``/new`` and ``/resume`` replace it)."""
+        return self.controller.app
+
+    def blocks(self, kind: str | None = None) -> list[Block]:
+        """The loaded blocks (of one kind), oldest first."""
+        return [b for b in self.model.blocks if kind is None or b.kind == kind]
+
+    def texts(self, kind: str) -> list[str]:
+        """The texts of the loaded blocks of one kind."""
+        return [b.text for b in self.blocks(kind)]
+
+    def card(self, name: str, index: int = -1) -> Block:
+        """A loaded tool-card block by tool name (the newest by default)."""
+        cards = [b for b in self.blocks("tool") if b.tool is not None and b.tool.name == name]
+        assert cards, f"no {name} card in {[b.key for b in self.model.blocks]}"
+        return cards[index]
+
+    def release(self, name: str = "go") -> None:
+        """Let ``gate_command`` commands finish."""
+        (self.workdir / name).touch()
+
+    async def until(self, predicate: Callable[[], bool], what: str = "") -> None:
+        """Wait until ``predicate()`` holds (checked as the loop turns)."""
+        await until(predicate, what=what)
+
+    async def idle(self) -> None:
+        """Wait until the harness has no ordinary work left."""
+        await within(self.app.harness.wait_for_idle())
+
+    async def ask(self, text: str) -> None:
+        """Submit through the controller and wait until the session is idle."""
+        await within(self.controller.submit(text))
+        await self.idle()
+
+
+class ScreenFactory(Protocol):
+    """``await open_screen(*responses, ...)``: see ``open_screen``."""
+
+    def __call__(
+        self,
+        *responses: FauxResponse,
+        faux: FauxProvider | None = None,
+        clock: ManualClock | None = None,
+        continue_session: bool = False,
+        demo: str | None = None,
+        demo_pace: float = 1.0,
+        model: str | None = "faux/faux-1",
+    ) -> Awaitable[ScreenRig]: ...
+
+
+@pytest.fixture
+async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
+    """A factory of started screens over one workspace; each is closed at teardown.
+
+    ``continue_session=True`` reopens the newest session of the workspace, as
+    ``pidurable --continue`` does (with the recovery report).
+    """
+    opened: list[ScreenRig] = []
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    async def factory(
+        *responses: FauxResponse,
+        faux: FauxProvider | None = None,
+        clock: ManualClock | None = None,
+        continue_session: bool = False,
+        demo: str | None = None,
+        demo_pace: float = 1.0,
+        model: str | None = "faux/faux-1",
+    ) -> ScreenRig:
+        provider = faux if faux is not None else FauxProvider(list(responses))
+        options = AppOptions(
+            cwd=str(workdir),
+            continue_session=continue_session,
+            model=model if demo is None else None,
+            demo=demo,
+            demo_pace=demo_pace,
+        )
+        app = await within(
+            AgentApp.open(options, faux=None if demo else provider, clock=clock)
+        )
+        screen_model, controller = await within(start_screen(app, reopened=continue_session))
+        rig = ScreenRig(screen_model, controller, provider, Path(app.cwd), clock)
+        screen_model.subscribe(rig.changes.append)
+        opened.append(rig)
+        return rig
+
+    yield factory
+    for rig in opened:
+        await within(rig.controller.close())
