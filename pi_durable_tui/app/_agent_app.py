@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
@@ -92,6 +92,9 @@ class AgentApp:
     """Whether this open created the session (a new store)."""
     demo: Demo | None = None
     """The demo this session runs, if any."""
+    options: AppOptions | None = None
+    """The options it was opened with."""
+    _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
     _closed: bool = False
 
     @classmethod
@@ -174,6 +177,8 @@ class AgentApp:
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.demo = marker.demo if marker is not None else None
+        app.options = options
+        app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
         try:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
@@ -182,6 +187,30 @@ class AgentApp:
             await app.close()
             raise
         return app
+
+    async def open_another(self, session: str | None, *, model: str | None = None) -> AgentApp:
+        """Open another session of this directory with the same providers, options and hooks.
+
+        Args:
+            session: A stored session's path, or ``None`` for a new session.
+            model: ``provider/id[:thinking]`` for a new session (a stored one keeps its own).
+
+        Returns:
+            The open session; this one stays open (the caller closes it).
+
+        Raises:
+            RuntimeError: This session was built by hand, not by ``open``.
+        """
+        if self.options is None or self._reopen is None:
+            raise RuntimeError("Only a session opened with AgentApp.open can open another one")
+        options = replace(
+            self.options,
+            session=session,
+            continue_session=False,
+            demo=None,
+            model=model if session is None else None,
+        )
+        return await self._reopen(options)
 
     async def close(self) -> None:
         """Close the harness and the store (idempotent, never raises for a closed store)."""

@@ -12,7 +12,9 @@ anything: each action's effect reaches the screen as committed state through the
   the editor.
 - ``fork``: a new conversation that sees the history before a user message, shown
   at once; the message's text comes back for the editor (to edit and resend).
-- ``new_session`` / ``open_session``: close this session and open another one.
+- ``new_session`` / ``open_session``: open another session of the directory with
+  the same providers (a new one with the shown model and thinking level), then
+  close this one; a stored one shows its recovery report, like ``--continue``.
 """
 
 from __future__ import annotations
@@ -21,21 +23,23 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._agent_app import AgentApp, AppOptions
+from pi_durable_tui.app._agent_app import AgentApp
 from pi_durable_tui.app._export import export_transcript
 from pi_durable_tui.app._ports import ExportFormat
-from pi_durable_tui.app._screen_model import LiveScreenModel
+from pi_durable_tui.app._recovery import recovery_report
+from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
 from pi_durable_tui.app._sessions import list_sessions, sessions_dir, write_title
 from pi_durable_tui.app._view import ConversationInfo, ModelChoice, SessionInfo
 from pi_durable_tui.harness import AgentChange, Input, WhenBusy
 from pi_durable_tui.storage import EntryRecord
 
 T = TypeVar("T")
+NoticeLevel = Literal["info", "warning", "error"]
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
@@ -47,20 +51,18 @@ class AgentController:
     Args:
         app: The open session (the controller closes it).
         model: The screen model following it.
-        reopen: Opens another session (``new_session``, ``open_session``).
     """
 
     def __init__(
         self,
         app: AgentApp,
         model: LiveScreenModel,
-        reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None,
     ) -> None:
         self.app = app
         self.model = model
-        self._reopen = reopen or AgentApp.open
         self._lock = asyncio.Lock()
         self._closed = False
+        self._waiters: set[asyncio.Future[None]] = set()
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
@@ -114,9 +116,31 @@ class AgentController:
         return await self.model.load_older(count)
 
     async def compact(self, instructions: str | None = None) -> None:
-        """Compact the shown conversation."""
-        await self._serial(lambda: self._conversation.compact(instructions))
-        self.model.add_notice("info", "Compacting...")
+        """Compact the shown conversation; a notice says how it ended (reference 5.3)."""
+        task_id = await self._serial(lambda: self._conversation.compact(instructions))
+        waiter = asyncio.ensure_future(self._notice_compaction(task_id))
+        self._waiters.add(waiter)
+        waiter.add_done_callback(self._waiters.discard)
+
+    async def _notice_compaction(self, task_id: int) -> None:
+        with contextlib.suppress(Exception):
+            harness = self.app.harness
+            record = await harness.wait_for_task(task_id)
+            outcome = record.state.get("outcome") if isinstance(record.state, dict) else None
+            outcome = outcome if isinstance(outcome, dict) else {}
+            result = outcome.get("result")
+            if isinstance(result, dict) and isinstance(result.get("submission_id"), int):
+                # Not blocking a turn, the summary went through the inbox as a write:
+                # placed at once when idle, else at the next turn boundary (or dropped).
+                handle = await harness.submission(result["submission_id"])
+                if handle is None:
+                    return
+                written = await handle.status()
+                if written.status == "queued":
+                    self.model.add_notice(*compaction_notice(outcome))
+                    written = await handle.wait()
+                outcome = _written_outcome(written.status, written.reason)
+            self.model.add_notice(*compaction_notice(outcome))
 
     async def cycle_thinking(self) -> str:
         """Move to the model's next thinking level."""
@@ -175,9 +199,7 @@ class AgentController:
                 title = next(
                     (_entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
                 )
-                label = "main" if record.id == self.app.root.id else f"subagent {record.id}"
-                if record.owner is None and record.id != self.app.root.id:
-                    label = f"fork {record.id}"
+                label = conversation_label(record.id, record.owner is not None, self.app.root.id)
                 found.append(
                     ConversationInfo(
                         record.id, label, title[:80], shown=record.id == self.model.conversation_id
@@ -211,9 +233,14 @@ class AgentController:
             if before.items:
                 fork = await self._conversation.fork(before.items[0].entry.id)
             else:
-                fork = await self.app.harness.create_conversation(
-                    agent=AgentChange(cwd=self.app.cwd, model=_model_of(self.model.footer.model))
+                # Nothing precedes the message: a fresh conversation with the same agent.
+                footer = self.model.footer
+                agent = AgentChange(
+                    cwd=footer.cwd,
+                    model=_model_of(footer.model),
+                    thinking_level=footer.thinking_level,  # type: ignore[arg-type]
                 )
+                fork = await self.app.harness.create_conversation(agent=agent)
             await self.model.attach(fork.id)
             return text
 
@@ -235,14 +262,17 @@ class AgentController:
         await self._serial(lambda: self._switch_session(path))
 
     async def _switch_session(self, path: str | None) -> None:
-        options = AppOptions(cwd=self.app.cwd, session=path)
-        opened = await self._reopen(options)
+        footer = self.model.footer
+        model = f"{footer.model}:{footer.thinking_level}" if footer.model else None
+        opened = await self.app.open_another(path, model=model)
+        report = await recovery_report(opened) if path is not None else []
         await self.model.close()
         old, self.app = self.app, opened
         await old.close()
         self.model.rebind(opened)
-        opened.harness.resume()
         await self.model.attach(opened.root.id)
+        self.model.show_recovery(report)
+        opened.harness.resume()
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
         """Write the transcript; returns the path written."""
@@ -289,8 +319,47 @@ class AgentController:
         if self._closed:
             return
         self._closed = True
+        for waiter in list(self._waiters):
+            waiter.cancel()
         await self.model.close()
         await self.app.close()
+
+
+def _written_outcome(status: str, reason: str | None) -> dict[str, Any]:
+    if status == "done":
+        return {"status": "completed", "result": {"entry_id": 0}}
+    return {"status": "dropped", "error": {"message": reason or status}}
+
+
+def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
+    """The notice for a manual compaction's outcome (reference 5.3).
+
+    Args:
+        outcome: The terminal outcome of the ``pi.compaction`` task, or
+            ``{"status": "dropped"}`` for a summary write that was never placed.
+
+    Returns:
+        ``(level, text)``.
+    """
+    status = outcome.get("status")
+    result = outcome.get("result")
+    result = result if isinstance(result, dict) else {}
+    if status == "completed" and "entry_id" in result:
+        return "info", "Compacted."
+    if status == "completed" and "submission_id" in result:
+        return "info", "Compaction summary queued; it is placed at the next turn boundary."
+    if status == "completed":
+        return (
+            "info",
+            "Nothing to compact: the context fits in the recent window that is kept verbatim.",
+        )
+    if status == "aborted":
+        return "warning", "Compaction aborted."
+    if status == "dropped":
+        return "warning", "Compaction summary dropped: the context changed under it."
+    error = outcome.get("error")
+    error = error if isinstance(error, dict) else {}
+    return "error", f"Compaction {status}: {error.get('message', 'no reason given')}"
 
 
 def _entry_text(entry: EntryRecord) -> str:

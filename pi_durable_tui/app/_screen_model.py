@@ -93,6 +93,7 @@ class LiveScreenModel:
         self._busy = False
         self._live_doc: dict[str, Any] = {}
         self._agent: JsonObject = {}
+        self._label = "main"
         self._usage: JsonObject = {}
         self._unplaced_results: dict[str, EntryRecord] = {}
         self._notices: list[Notice] = []
@@ -196,7 +197,11 @@ class LiveScreenModel:
         session = self._app.harness.session
         storage = session.storage
 
-        async def mount(_tx: Tx) -> tuple[list[EntryRecord], dict[str, Any]]:
+        async def mount(tx: Tx) -> tuple[list[EntryRecord], dict[str, Any], str]:
+            record = await tx.conversation(conversation_id)
+            if record is None:
+                raise ValueError(f"Conversation {conversation_id} does not exist")
+            label = conversation_label(record.id, record.owner is not None, self._app.root.id)
             page = await storage.scan_entries(conversation_id, order="desc", limit=PAGE + 1)
             docs = {
                 definition.kind: await session.snapshot(definition, conversation_id) or {}
@@ -205,9 +210,9 @@ class LiveScreenModel:
             # REMINDER: subscribing inside the callback, while this commit holds the
             # line, is what guarantees that no commit lands between mount and follow.
             self._unsubscribe = session.subscribe(self._on_commit)
-            return [stored.entry for stored in page.items], docs
+            return [stored.entry for stored in page.items], docs, label
 
-        entries, docs = await session.commit(mount)
+        entries, docs, self._label = await session.commit(mount)
         self.conversation_id = conversation_id
         self._has_older = len(entries) > PAGE
         entries = list(reversed(entries[:PAGE]))
@@ -408,11 +413,6 @@ class LiveScreenModel:
         if ref:
             found = self._app.models.get(ref)
             window = found.context_window if found is not None else 0
-        label = (
-            "main"
-            if self.conversation_id == self._app.root.id
-            else f"subagent {self.conversation_id}"
-        )
         self._footer = Footer(
             tokens_in=int(totals["input"]),
             tokens_out=int(totals["output"]),
@@ -424,7 +424,7 @@ class LiveScreenModel:
             cwd=str(agent.get("cwd") or self._app.cwd),
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
-            conversation_label=label,
+            conversation_label=self._label,
         )
 
     def _reindex(self) -> None:
@@ -480,6 +480,13 @@ def _with_result(block: Block, entry: EntryRecord) -> Block:
     """A card block filled from its ``pi.tool-result`` entry."""
     assert block.tool is not None
     return replace(block, tool=apply_result(block.tool, entry), streaming=False)
+
+
+def conversation_label(conversation_id: int, owned: bool, root_id: int) -> str:
+    """``main``, ``subagent <id>`` (owned by a task) or ``fork <id>`` (another root)."""
+    if conversation_id == root_id:
+        return "main"
+    return f"subagent {conversation_id}" if owned else f"fork {conversation_id}"
 
 
 def _queue_item(item: Mapping[str, Any]) -> QueueItem:

@@ -23,18 +23,21 @@ from pi_durable_tui.app._screen_model import LiveScreenModel
 NO_MODEL = "No model configured; select one with /model."
 
 
-async def start_screen(app: AgentApp, *, reopened: bool) -> tuple[LiveScreenModel, AgentController]:
+async def start_screen(
+    app: AgentApp, *, reopened: bool, verbose: bool = False
+) -> tuple[LiveScreenModel, AgentController]:
     """Attach a view model and a controller to an open session and resume its work.
 
     Args:
         app: The open session; the controller owns it from here (``close()``).
         reopened: The session existed before (``--continue``, ``--resume``,
             ``--session``): show what recovery does.
+        verbose: Show system-prompt changes in the transcript.
 
     Returns:
         ``(model, controller)``, following the main conversation.
     """
-    model = LiveScreenModel(app)
+    model = LiveScreenModel(app, verbose=verbose)
     controller = AgentController(app, model)
     try:
         report = await recovery_report(app) if reopened else []

@@ -13,6 +13,7 @@ seconds instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -62,9 +63,13 @@ def call(name: str, **arguments: object) -> FauxResponse:
     return faux_response(faux_tool_call(name, dict(arguments)))
 
 
-def gate_command(workdir: Path, name: str = "go") -> str:
-    """A ``bash`` command that prints, then waits until the test creates ``workdir/name``."""
-    return f"echo started; while [ ! -e {workdir / name} ]; do sleep 0.01; done; echo released"
+FAST: dict[str, object] = {"progress": {"partial_interval_ms": 20, "output_interval_ms": 20}}
+"""Project settings that commit streamed text and tool output every 20 ms (R85, R103)."""
+
+
+def gate_command(name: str = "go") -> str:
+    """A ``bash`` command that prints, then waits until the workspace holds ``name``."""
+    return f"echo started; while [ ! -e {name} ]; do sleep 0.01; done; echo released"
 
 
 @dataclass(eq=False)
@@ -97,6 +102,11 @@ class ScreenRig:
         assert cards, f"no {name} card in {[b.key for b in self.model.blocks]}"
         return cards[index]
 
+    def card_output(self, name: str) -> str:
+        """The output on the newest card of a tool, or empty while there is none."""
+        cards = [b.tool for b in self.blocks("tool") if b.tool is not None and b.tool.name == name]
+        return cards[-1].output if cards else ""
+
     def release(self, name: str = "go") -> None:
         """Let ``gate_command`` commands finish."""
         (self.workdir / name).touch()
@@ -127,6 +137,8 @@ class ScreenFactory(Protocol):
         demo: str | None = None,
         demo_pace: float = 1.0,
         model: str | None = "faux/faux-1",
+        settings: dict[str, object] | None = None,
+        verbose: bool = False,
     ) -> Awaitable[ScreenRig]: ...
 
 
@@ -135,7 +147,8 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
     """A factory of started screens over one workspace; each is closed at teardown.
 
     ``continue_session=True`` reopens the newest session of the workspace, as
-    ``pidurable --continue`` does (with the recovery report).
+    ``pidurable --continue`` does (with the recovery report); ``settings`` is
+    written to the workspace's ``.pidurable/settings.json`` first.
     """
     opened: list[ScreenRig] = []
     workdir = tmp_path / "work"
@@ -149,7 +162,12 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
         demo: str | None = None,
         demo_pace: float = 1.0,
         model: str | None = "faux/faux-1",
+        settings: dict[str, object] | None = None,
+        verbose: bool = False,
     ) -> ScreenRig:
+        if settings is not None:
+            (workdir / ".pidurable").mkdir(exist_ok=True)
+            (workdir / ".pidurable" / "settings.json").write_text(json.dumps(settings))
         provider = faux if faux is not None else FauxProvider(list(responses))
         options = AppOptions(
             cwd=str(workdir),
@@ -158,10 +176,10 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
             demo=demo,
             demo_pace=demo_pace,
         )
-        app = await within(
-            AgentApp.open(options, faux=None if demo else provider, clock=clock)
+        app = await within(AgentApp.open(options, faux=None if demo else provider, clock=clock))
+        screen_model, controller = await within(
+            start_screen(app, reopened=continue_session, verbose=verbose)
         )
-        screen_model, controller = await within(start_screen(app, reopened=continue_session))
         rig = ScreenRig(screen_model, controller, provider, Path(app.cwd), clock)
         screen_model.subscribe(rig.changes.append)
         opened.append(rig)
