@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pi_durable_tui.app._screen_model import conversation_label
 from pi_durable_tui.app._task_tree import describe_call, tool_call_of
 from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
@@ -39,7 +40,13 @@ async def recovery_report(app: AgentApp) -> list[str]:
     lines: list[str] = []
     label = {app.root.id: "the main conversation"}
     for record in records:
-        where = label.get(record.conversation_id, f"conversation {record.conversation_id}")
+        if record.conversation_id not in label:
+            conversation = await storage.conversation(record.conversation_id)
+            owned = conversation is not None and conversation.owner is not None
+            label[record.conversation_id] = conversation_label(
+                record.conversation_id, owned, app.root.id
+            )
+        where = label[record.conversation_id]
         checkpoint = record.state.get("checkpoint") if isinstance(record.state, dict) else None
         phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
         if record.background:
