@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pi_durable_tui.storage.batch import PreparedBatch, RevisionKind, prepare_batch
+from pi_durable_tui.storage._batch import PreparedBatch, RevisionKind, prepare_batch
+from pi_durable_tui.storage._scans import (
+    check_limit,
+    make_cursor,
+    read_cursor,
+    status_filter,
+    visible_chain,
+)
 from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
@@ -33,13 +40,6 @@ from pi_durable_tui.storage.records import (
     SubmissionStatus,
     TaskRecord,
     TaskStatus,
-)
-from pi_durable_tui.storage.scans import (
-    check_limit,
-    make_cursor,
-    read_cursor,
-    status_filter,
-    visible_chain,
 )
 from pi_durable_tui.storage.writes import Write
 

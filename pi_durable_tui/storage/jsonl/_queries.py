@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from pi_durable_tui.storage._scans import check_limit, make_cursor, read_cursor, visible_chain
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl._documents import scope_key
 from pi_durable_tui.storage.jsonl._index import JsonlIndex
@@ -32,7 +33,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
 
 T = TypeVar("T")
 

@@ -80,7 +80,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pi_durable_tui.storage.batch import prepare_batch
+from pi_durable_tui.storage._batch import prepare_batch
+from pi_durable_tui.storage._scans import status_filter
 from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned, StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl import _queries as jsonl_queries
@@ -106,7 +107,6 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
-from pi_durable_tui.storage.scans import status_filter
 from pi_durable_tui.storage.writes import Write
 
 __all__ = ["CheckpointPolicy", "JsonlStorage"]

@@ -2,7 +2,7 @@
 
 Like ``_tables`` (whose ``Tables`` it extends), everything here runs on
 aiosqlite's worker thread and answers exactly like ``MemoryStorage`` (R128):
-the same validation order (limit, then cursor), the same cursors (``scans``),
+the same validation order (limit, then cursor), the same cursors (``storage._scans``),
 the same filters.
 
 Fork-aware scans (R17, R71) are one SQL statement over the fork chain: one
@@ -18,6 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pi_durable_tui.storage._scans import (
+    check_limit,
+    make_cursor,
+    read_cursor,
+    status_filter,
+    visible_chain,
+)
 from pi_durable_tui.storage.json_ops import JsonObject, loads
 from pi_durable_tui.storage.records import (
     MAX_ID,
@@ -30,13 +37,6 @@ from pi_durable_tui.storage.records import (
     StoredEntry,
     SubmissionRecord,
     TaskRecord,
-)
-from pi_durable_tui.storage.scans import (
-    check_limit,
-    make_cursor,
-    read_cursor,
-    status_filter,
-    visible_chain,
 )
 from pi_durable_tui.storage.sqlite._tables import Tables, fits, stored_entry
 

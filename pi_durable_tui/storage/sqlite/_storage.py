@@ -43,7 +43,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import aiosqlite
 
 from pi_durable_tui.storage import failpoints
-from pi_durable_tui.storage.batch import prepare_batch
+from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
     StoragePoisoned,

@@ -16,7 +16,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage._batch import PreparedBatch
+from pi_durable_tui.storage._scans import visible_chain
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.records import (
@@ -31,7 +32,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import visible_chain
 
 _INT64 = range(-(2**63), 2**63)
 
