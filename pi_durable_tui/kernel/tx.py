@@ -49,7 +49,7 @@ from pi_durable_tui.kernel.tasks import (
 )
 from pi_durable_tui.kernel.tx_documents import TxDocuments
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
-from pi_durable_tui.storage.protocol import EntryOrder
+from pi_durable_tui.storage.protocol import ScanOrder
 from pi_durable_tui.storage.records import (
     ConversationOwner,
     ConversationRecord,
@@ -194,7 +194,7 @@ class Tx:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = 100,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:

@@ -301,19 +301,27 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
         await s.scan_conversations(owner_task_id=i, owner_conversation_id=1) for i in ids
     ]
     out["entry"] = [await s.entry(i) for i in ids]
-    out["visible"] = [await s.entry(i, c) for i in ids for c in [*conversations, 99]]
+    # Conversation 99 does not exist: every read of its entries is refused alike.
+    out["visible"] = [
+        await _call(lambda i=i, c=c: s.entry(i, c)) for i in ids for c in [*conversations, 99]
+    ]
     for c in [*conversations, 99]:
         for order in ("asc", "desc"):
-            out[f"entries {c} {order}"] = await _pages(
-                lambda cur, c=c, order=order: s.scan_entries(c, order=order, limit=2, cursor=cur)
+            out[f"entries {c} {order}"] = await _call(
+                lambda c=c, order=order: _pages(
+                    lambda cur: s.scan_entries(c, order=order, limit=2, cursor=cur)
+                )
             )
-            out[f"entries {c} {order} bounded"] = await _pages(
-                lambda cur, c=c, order=order: s.scan_entries(
-                    c, min_entry_id=E2, max_entry_id=E5, order=order, limit=1, cursor=cur
+            out[f"entries {c} {order} bounded"] = await _call(
+                lambda c=c, order=order: _pages(
+                    lambda cur: s.scan_entries(
+                        c, min_entry_id=E2, max_entry_id=E5, order=order, limit=1, cursor=cur
+                    )
                 )
             )
         out[f"heads {c}"] = [
-            await s.find_latest_head_marker(c, at) for at in (None, E2, E3, E5, E6)
+            await _call(lambda c=c, at=at: s.find_latest_head_marker(c, at))
+            for at in (None, E2, E3, E5, E6)
         ]
     out["task"] = [await s.task(i) for i in ids]
     out["tasks"] = await _pages(lambda c: s.scan_tasks(limit=2, cursor=c))

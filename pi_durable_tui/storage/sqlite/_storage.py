@@ -51,7 +51,7 @@ from pi_durable_tui.storage.errors import (
 )
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.lock import StoreLock
-from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
+from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     MAX_ID,
     ConversationRecord,
@@ -344,12 +344,18 @@ class SqliteStorage:
         *,
         owner_conversation_id: int | None = None,
         owner_task_id: int | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[ConversationRecord]:
-        """Scan conversations in ID order, optionally by owner (both filters must match)."""
+        """Scan conversations by ID, optionally by owner (both filters must match)."""
         return await self._read(
-            self._tables.scan_conversations, owner_conversation_id, owner_task_id, limit, cursor
+            self._tables.scan_conversations,
+            owner_conversation_id,
+            owner_task_id,
+            order,
+            limit,
+            cursor,
         )
 
     async def scan_entries(
@@ -358,7 +364,7 @@ class SqliteStorage:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:
@@ -381,10 +387,11 @@ class SqliteStorage:
         status: TaskStatus | Sequence[TaskStatus] | None = None,
         abort_requested: bool | None = None,
         background: bool | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[TaskRecord]:
-        """Scan tasks in ID order; every given filter must match."""
+        """Scan tasks by ID; every given filter must match."""
         return await self._read(
             self._tables.scan_tasks,
             conversation_id,
@@ -392,6 +399,7 @@ class SqliteStorage:
             status,
             abort_requested,
             background,
+            order,
             limit,
             cursor,
         )
@@ -401,12 +409,13 @@ class SqliteStorage:
         *,
         conversation_id: int | None = None,
         status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions in ID order; every given filter must match."""
+        """Scan submissions by ID; every given filter must match."""
         return await self._read(
-            self._tables.scan_submissions, conversation_id, status, limit, cursor
+            self._tables.scan_submissions, conversation_id, status, order, limit, cursor
         )
 
     async def scan_documents(

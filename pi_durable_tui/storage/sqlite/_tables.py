@@ -8,16 +8,24 @@ reclamation of current-only revisions (R129); and it answers keyed lookups and
 document content with the same results as ``MemoryStorage`` (R128). Records are
 parsed from their JSON text on every read, so every result is a detached copy.
 Scans live in ``_scans``.
+
+Strings are kept losslessly, lone surrogates included (protocol, Strings): the
+record text escapes them (``json_ops.dumps``), and an indexed text column (task
+kinds, request IDs, document kinds and keys) binds a string that has no UTF-8
+form as the BLOB of its ``surrogatepass`` bytes (``sql_text``). Other strings
+bind as TEXT, as they always did, so stores written before this need no
+migration; a BLOB never equals a TEXT in SQLite, so the two cannot collide.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from pi_durable_tui.storage._batch import PreparedBatch
-from pi_durable_tui.storage._scans import visible_chain
+from pi_durable_tui.storage._scans import unknown_conversation, visible_chain
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.records import (
@@ -43,6 +51,24 @@ def fits(value: object) -> bool:
     MemoryStorage) instead of an ``OverflowError`` inside a transaction.
     """
     return isinstance(value, int) and value in _INT64
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sql_text(value: Any) -> Any:
+    """Return a string as an indexed text column binds it (see the module docstring).
+
+    Anything but a string is returned as it is.
+    """
+    if not isinstance(value, str) or value.isascii() or _SURROGATE.search(value) is None:
+        return value
+    return value.encode("utf-8", "surrogatepass")
+
+
+def from_sql_text(value: Any) -> Any:
+    """Return the string an indexed text column holds (the inverse of ``sql_text``)."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _scope_columns(scope: ScopeRef) -> tuple[str, int | None]:
@@ -122,7 +148,7 @@ class Tables:
             "SELECT conversation_id, type, request_id FROM submissions WHERE id = ?",
             (submission_id,),
         )
-        return None if row is None else (row[0], row[1], row[2])
+        return None if row is None else (row[0], row[1], from_sql_text(row[2]))
 
     def submission_for_request(self, conversation_id: int, request_id: str) -> int | None:
         """Return the ID of the submission with this request ID."""
@@ -130,7 +156,7 @@ class Tables:
             return None
         row = self._one(
             "SELECT id FROM submissions WHERE conversation_id = ? AND request_id = ? LIMIT 1",
-            (conversation_id, request_id),
+            (conversation_id, sql_text(request_id)),
         )
         return None if row is None else row[0]
 
@@ -149,7 +175,7 @@ class Tables:
         row = self._one(
             "SELECT record FROM documents WHERE kind = ? AND scope_kind = ? AND scope_id IS ?"
             " AND key IS ? AND retired_at IS NULL",
-            (address.kind, scope_kind, scope_id, address.key),
+            (sql_text(address.kind), scope_kind, scope_id, sql_text(address.key)),
         )
         return None if row is None else DocumentRecord.from_json(loads(row[0]))
 
@@ -214,7 +240,7 @@ class Tables:
                 (
                     task.id,
                     task.conversation_id,
-                    task.kind,
+                    sql_text(task.kind),
                     task.state.get("status"),
                     bool(task.abort_requested),
                     bool(task.background),
@@ -232,7 +258,7 @@ class Tables:
                     submission.conversation_id,
                     submission.type,
                     submission.status,
-                    submission.request_id,
+                    sql_text(submission.request_id),
                     text,
                 ),
             )
@@ -243,10 +269,10 @@ class Tables:
                 " retired_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     document.id,
-                    document.kind,
+                    sql_text(document.kind),
                     scope_kind,
                     scope_id,
-                    document.key,
+                    sql_text(document.key),
                     document.created_at,
                     document.retired_at,
                     text,
@@ -294,8 +320,21 @@ class Tables:
         )
         return None if row is None or row[0] is None else ForkPoint(row[0], row[1])
 
+    def need_conversation(self, conversation_id: int) -> None:
+        """Refuse a read in a conversation that was never committed.
+
+        Raises:
+            StorageRejected: ``Unknown conversation <n>``.
+        """
+        if not fits(conversation_id) or not self._one(
+            "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+        ):
+            raise unknown_conversation(conversation_id)
+
     def entry(self, entry_id: int, conversation_id: int | None) -> StoredEntry | None:
         """Return an entry, or only if it is visible from ``conversation_id``."""
+        if conversation_id is not None:
+            self.need_conversation(conversation_id)
         if not fits(entry_id):
             return None
         row = self._one(
