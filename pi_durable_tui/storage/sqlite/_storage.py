@@ -6,7 +6,10 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
 - **Configuration** asserted at open: WAL, ``synchronous = NORMAL`` (or ``FULL``
   on request: only FULL keeps the newest commits across a power cut,
   reliability.md 9.1), a busy timeout, foreign keys, ``isolation_level=None`` so
-  every transaction is explicit, and an optional ``wal_autocheckpoint``.
+  every transaction is explicit, and SQLite's automatic checkpoint off.
+- **Checkpoints off the commit path** (``_checkpoints``): beside the commits on
+  another thread, and now and then between two commits to start the WAL over;
+  ``wal_autocheckpoint=N`` brings SQLite's own back instead.
 - **One transaction and one thread hop per commit.** ``BEGIN IMMEDIATE`` (the
   write lock up front, so the busy timeout applies, 9.3), ``prepare_batch``
   against a view made of synchronous queries on the same connection, every
@@ -25,7 +28,8 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
 - **Reopen** reads the schema, the metadata row and a quick check of that row's
   table, never the history (DESIGN.md section 4); see ``_schema``.
 - **The single-writer lock** (``StoreLock``) is taken before the file is opened
-  and released after it is closed; ``close`` truncates the WAL.
+  and released after it is closed; ``close`` waits for the checkpoints in
+  flight and truncates the WAL.
 - **Failpoints** ``sqlite.before_commit`` and ``sqlite.after_commit`` let crash
   tests die at every commit boundary (``failpoints``).
 """
@@ -66,6 +70,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
+from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
 from pi_durable_tui.storage.sqlite._scans import Queries
 from pi_durable_tui.storage.sqlite._schema import (
     Metadata,
@@ -126,8 +131,10 @@ class SqliteStorage:
         tables: Queries,
         metadata: Metadata,
         synchronous: Synchronous,
+        checkpoints: Checkpoints | None,
     ) -> None:
         self._path = path
+        self._checkpoints = checkpoints
         self._db = db
         self._lock = lock
         self._synchronous: Synchronous = synchronous
@@ -156,8 +163,10 @@ class SqliteStorage:
             path: The database file; created with the current schema if missing.
             synchronous: ``"NORMAL"`` (survives process crashes) or ``"FULL"``
                 (also survives power loss, at a third of the commit rate).
-            wal_autocheckpoint: WAL pages between automatic checkpoints
-                (``None``: SQLite's default of 1,000; ``0`` turns them off).
+            wal_autocheckpoint: ``None`` (the default): checkpoints run off the
+                commit path (``_checkpoints``). A number: SQLite's own automatic
+                checkpoint instead, inside the commit that takes the WAL to that
+                many pages (``0``: no checkpoint until ``close``).
             busy_timeout: Seconds to wait for another connection's write lock.
 
         Returns:
@@ -192,8 +201,12 @@ class SqliteStorage:
                 wal_autocheckpoint,
                 round(busy_timeout * 1000),
             )
-            tables = await run_on_worker(db, Queries)  # REMINDER: used on that thread only
-            return cls(store, db, lock, tables, metadata, synchronous)
+            # REMINDER: the tables are used on the worker thread only.
+            tables = await run_on_worker(db, Queries, metadata.newest_entry)
+            checkpoints = None
+            if wal_autocheckpoint is None:
+                checkpoints = Checkpoints(store, synchronous, partial(run_on_worker, db))
+            return cls(store, db, lock, tables, metadata, synchronous, checkpoints)
         except BaseException:
             # REMINDER: aiosqlite's worker thread is not a daemon; a connection left
             # open here would keep the process alive at exit.
@@ -258,6 +271,8 @@ class SqliteStorage:
         seq, next_id = await self._call(self._commit_on_worker, writes, floor)
         self._seq = max(self._seq, seq)
         self._next_id = max(self._next_id, next_id)
+        if self._checkpoints is not None:
+            self._checkpoints.after_commit()
         return seq
 
     def _commit_on_worker(self, writes: list[Write], floor: int) -> tuple[int, int]:
@@ -472,6 +487,8 @@ class SqliteStorage:
         try:
             if self._inflight:
                 await asyncio.gather(*self._inflight, return_exceptions=True)
+            if self._checkpoints is not None:
+                await self._checkpoints.close()
             # A failed checkpoint loses nothing: the WAL stays valid and the next open
             # replays it.
             with contextlib.suppress(sqlite3.Error):

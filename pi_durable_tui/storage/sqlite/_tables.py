@@ -81,6 +81,22 @@ def stored_entry(row: tuple[int, int, str]) -> StoredEntry:
 
 
 _KIND_CACHE = 4096
+_ID_KIND = " UNION ALL ".join(
+    f"SELECT '{kind}' FROM {table} WHERE id = ?1"
+    for kind, table in (
+        ("conversation", "conversations"),
+        ("entry", "entries"),
+        ("task", "tasks"),
+        ("submission", "submissions"),
+        ("document", "documents"),
+    )
+)
+"""One primary-key lookup per record table: at most one of them holds an ID."""
+
+
+def _top_entry(batch: PreparedBatch) -> int:
+    """Return the highest entry ID a batch stores (0: none)."""
+    return max((entry.id for entry, _ in batch.entries), default=0)
 
 
 class Tables:
@@ -90,10 +106,12 @@ class Tables:
     sqlite3's ``check_same_thread`` turns a mistake into ``ProgrammingError``.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, newest_entry: int = 0) -> None:
         self.conn = conn
         self.committed_floor = 0
         """Every committed ID is below it (the stored ``next_id``); set before each commit."""
+        self.newest_entry = newest_entry
+        """The highest committed entry ID; its row carries the seq of its commit."""
         self._kinds: dict[int, RecordKind] = {}
         """Kinds of committed IDs already looked up or written (IDs never change kind)."""
 
@@ -110,12 +128,12 @@ class Tables:
     # -- CommittedView (used by prepare_batch inside the commit transaction) --
 
     def id_kind(self, record_id: int) -> RecordKind | None:
-        """Return the kind that owns an ID."""
+        """Return the kind that owns an ID: the record table whose key it is."""
         if self._never_committed(record_id):
             return None
         kind = self._kinds.get(record_id)
         if kind is None:
-            row = self._one("SELECT kind FROM record_ids WHERE id = ?", (record_id,))
+            row = self._one(_ID_KIND, (record_id,))
             if row is None:
                 return None
             kind = row[0]
@@ -124,8 +142,10 @@ class Tables:
 
     def committed(self, batch: PreparedBatch) -> None:
         """Learn the IDs of a batch whose COMMIT succeeded (called on the worker thread)."""
+        self.newest_entry = max(self.newest_entry, _top_entry(batch))
         for record_id, kind in batch.new_ids.items():
-            if kind == "conversation":  # looked up by every append; tasks are kept live above
+            # Conversations are named by every append, tasks replaced at every step.
+            if kind in ("conversation", "task"):
                 self._remember(record_id, kind)
 
     def _remember(self, record_id: int, kind: RecordKind) -> None:
@@ -202,11 +222,10 @@ class Tables:
 
         Args:
             batch: The checked batch.
-            next_id: The mint floor to record with the batch's seq.
+            next_id: The mint floor to record with the batch's seq, in the metadata
+                row unless the batch's newest entry row records both (``_schema``).
         """
         execute, many, seq = self.conn.execute, self.conn.executemany, batch.seq
-        if batch.new_ids:
-            many("INSERT INTO record_ids (id, kind) VALUES (?, ?)", batch.new_ids.items())
         for conversation, text in batch.conversations:
             parent, owner = conversation.parent, conversation.owner
             execute(
@@ -299,10 +318,15 @@ class Tables:
                     "DELETE FROM document_revisions WHERE document_id = ? AND seq < ?",
                     (document_id, seq),
                 )
-        execute(
-            "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
-            (seq + 1, next_id),
-        )
+        # REMINDER: an entry above every stored one becomes the newest entry row, which
+        # tells the next open this seq and bounds every ID with the other tables' keys
+        # (``_schema.read_metadata``): the metadata row, one more page in the WAL, is
+        # written only when no such entry does.
+        if _top_entry(batch) <= self.newest_entry:
+            execute(
+                "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
+                (seq + 1, next_id),
+            )
 
     # -- keyed reads ----------------------------------------------------------
 

@@ -1,0 +1,133 @@
+"""SqliteStorage checkpoints its WAL off the commit path (sqlite._checkpoints, R129).
+
+SQLite's automatic checkpoint is off; every ``EVERY`` commits a PASSIVE
+checkpoint runs beside the commits on another connection and thread; when the
+WAL has grown past ``RESTART_FRAMES``, one runs between two commits so the next
+commit starts the WAL over; ``close`` waits for them and truncates the WAL;
+``wal_autocheckpoint=N`` brings SQLite's own checkpoint back instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_durable_tui.storage.sqlite import SqliteStorage
+from pi_durable_tui.storage.sqlite import _checkpoints as sqlite_checkpoints
+from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
+from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma
+
+
+@pytest.fixture
+async def stores(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    async with checked_stores(tmp_path) as open_store:
+        yield open_store
+
+
+def checkpoints_of(storage: SqliteStorage) -> Checkpoints:
+    checkpoints = storage._checkpoints
+    assert checkpoints is not None
+    return checkpoints
+
+
+async def settled(checkpoints: Checkpoints) -> None:
+    """Wait until no checkpoint is in flight (each is a few milliseconds of I/O)."""
+    for _ in range(500):
+        if checkpoints._beside is None and checkpoints._restart is None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("a checkpoint never finished")
+
+
+def wal_frames(path: Path) -> int:
+    """Frames in the WAL now, asked through a connection of its own (a harmless PASSIVE)."""
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+
+
+async def test_sqlites_own_checkpoint_is_off_and_one_runs_beside_the_commits_every_few(
+    stores: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 8)
+    storage = await stores()
+    assert await pragma(storage, "wal_autocheckpoint") == 0
+    checkpoints = checkpoints_of(storage)
+    await storage.commit([ROOT])
+    before = (tmp_path / "session.sqlite").stat().st_size
+    for entry_id in range(2, 9):  # the 8th commit starts one
+        await storage.commit([entry(entry_id)])
+    assert checkpoints._beside is not None
+    await storage.commit([entry(9)])  # commits go on while it runs
+    await settled(checkpoints)
+    assert checkpoints._frames > 0
+    assert (tmp_path / "session.sqlite").stat().st_size > before  # pages copied back
+    assert await storage.entry(9) is not None
+
+
+async def test_a_long_wal_is_started_over_by_one_checkpoint_between_two_commits(
+    stores: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 10**9)  # none beside the commits
+    storage = await stores()
+    await storage.commit([ROOT])
+    for start in range(2, 202, 10):
+        await storage.commit([entry(i) for i in range(start, start + 10)])
+    assert wal_frames(tmp_path / "session.sqlite") > 20
+    checkpoints = checkpoints_of(storage)
+    checkpoints._frames = sqlite_checkpoints.RESTART_FRAMES + 1  # as if one had seen that
+    await storage.commit([entry(300)])  # schedules the restart behind itself
+    assert checkpoints._restart is not None
+    await storage.commit([entry(301)])  # waits for it, then starts the WAL over
+    await settled(checkpoints)
+    assert wal_frames(tmp_path / "session.sqlite") <= 4
+    assert [s.entry.id for s in (await storage.scan_entries(1, limit=2)).items] == [301, 300]
+
+
+async def test_close_waits_for_a_checkpoint_in_flight_and_closes_its_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 1)
+    storage = await SqliteStorage.open(tmp_path / "s.sqlite")
+    checkpoints = checkpoints_of(storage)
+    await storage.commit([ROOT])
+    assert checkpoints._beside is not None
+    await storage.close()
+    assert checkpoints._beside is None
+    assert checkpoints._conn is None
+    assert not (tmp_path / "s.sqlite-wal").exists() or (
+        (tmp_path / "s.sqlite-wal").stat().st_size == 0
+    )
+    reopened = await SqliteStorage.open(tmp_path / "s.sqlite")
+    assert await reopened.conversation(1) is not None
+    await reopened.close()
+
+
+async def test_a_failed_checkpoint_beside_the_commits_loses_nothing(
+    stores: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 2)
+
+    def broken(conn: sqlite3.Connection) -> int:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite_checkpoints, "passive_checkpoint", broken)
+    storage = await stores()
+    await storage.commit([ROOT])
+    for entry_id in range(2, 8):
+        await storage.commit([entry(entry_id)])
+        await settled(checkpoints_of(storage))
+    assert len((await storage.scan_entries(1)).items) == 6
+
+
+async def test_an_explicit_wal_autocheckpoint_is_sqlites_own_and_nothing_runs_beside(
+    stores: Callable[..., Any],
+) -> None:
+    storage = await stores(wal_autocheckpoint=64)
+    assert storage._checkpoints is None
+    assert await pragma(storage, "wal_autocheckpoint") == 64
+    await storage.commit([ROOT])
