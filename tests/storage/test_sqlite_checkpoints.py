@@ -29,6 +29,11 @@ async def stores(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         yield open_store
 
 
+def in_flight(checkpoints: Checkpoints) -> bool:
+    """Whether a checkpoint beside the commits is running."""
+    return checkpoints._beside is not None
+
+
 def checkpoints_of(storage: SqliteStorage) -> Checkpoints:
     checkpoints = storage._checkpoints
     assert checkpoints is not None
@@ -95,9 +100,9 @@ async def test_close_waits_for_a_checkpoint_in_flight_and_closes_its_connection(
     storage = await SqliteStorage.open(tmp_path / "s.sqlite")
     checkpoints = checkpoints_of(storage)
     await storage.commit([ROOT])
-    assert checkpoints._beside is not None
+    assert in_flight(checkpoints)
     await storage.close()
-    assert checkpoints._beside is None
+    assert not in_flight(checkpoints)
     assert checkpoints._conn is None
     assert not (tmp_path / "s.sqlite-wal").exists() or (
         (tmp_path / "s.sqlite-wal").stat().st_size == 0
