@@ -96,6 +96,9 @@ class StringRules(ConformanceBase):
         assert (await storage.find_document(address)).id == 5  # type: ignore[union-attr]
         session = ScopeRef("session")
         assert [d.id for d in (await storage.scan_documents(session, kind=ODD)).items] == [5]
+        odd_scope = ScopeRef(ODD)  # type: ignore[arg-type]  # a caller's mistake, answered
+        assert (await storage.scan_documents(odd_scope)).items == []
+        assert await storage.find_document(DocAddress(ODD, odd_scope, ODD)) is None
         for other in LOOKALIKES:
             assert await storage.submission_by_request(1, other) is None, other
             assert (await storage.scan_tasks(kind=other)).items == [], other

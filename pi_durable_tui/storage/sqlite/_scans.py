@@ -148,7 +148,7 @@ class Queries(Tables):
     ) -> Page[DocumentRecord]:
         """Scan the documents of exactly this scope alive at ``at`` (``None``: now)."""
         where = _Where()
-        where.add("scope_kind = ?", scope.kind)
+        where.add("scope_kind = ?", sql_text(scope.kind))
         where.add_eq("scope_id IS ?", scope.id)
         where.add_if("kind = ?", kind)
         _add_alive(where, at)
@@ -237,7 +237,7 @@ class Queries(Tables):
             return self.live_document(address)
         where = _Where()
         where.add("kind = ?", sql_text(address.kind))
-        where.add("scope_kind = ?", address.scope.kind)
+        where.add("scope_kind = ?", sql_text(address.scope.kind))
         where.add_eq("scope_id IS ?", address.scope.id)
         where.add("key IS ?", sql_text(address.key))
         _add_alive(where, at)

@@ -195,7 +195,7 @@ class Tables:
         row = self._one(
             "SELECT record FROM documents WHERE kind = ? AND scope_kind = ? AND scope_id IS ?"
             " AND key IS ? AND retired_at IS NULL",
-            (sql_text(address.kind), scope_kind, scope_id, sql_text(address.key)),
+            (sql_text(address.kind), sql_text(scope_kind), scope_id, sql_text(address.key)),
         )
         return None if row is None else DocumentRecord.from_json(loads(row[0]))
 
