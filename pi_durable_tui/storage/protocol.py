@@ -133,6 +133,11 @@ from pi_durable_tui.storage.writes import Write
 
 ScanOrder = Literal["asc", "desc"]
 """The order of a scan by ID."""
+EntryOrder = ScanOrder
+"""The former name of ``ScanOrder``, from when only entry scans took an order.
+
+REMINDER: kept so branches written against it still import; new code says
+``ScanOrder``. Remove it once nothing imports it."""
 DEFAULT_PAGE = 100
 
 

@@ -198,26 +198,29 @@ def render(results: Results, targets: list[Target], header: str) -> str:
     commits = [key for key in commits if key not in scale and key not in sustained]
     reads = [key for key in timed if key not in commits and key not in scale + sustained]
     memory = [key for key in results if "tracemalloc_peak_mib" in results[key]]
-    lines = [
-        header,
-        "",
-        "Commits, ms per call (ratio: p50 / aiosqlite floor; ratio_raw: / raw sqlite3)",
+    sections = [
+        (
+            "Commits, ms per call (ratio: p50 / aiosqlite floor; ratio_raw: / raw sqlite3)",
+            commits,
+            ["p50_ms", "p99_ms", "ratio", "ratio_raw"],
+        ),
+        (
+            "Sustained one-entry commits on growing SQLite stores, ms (WAL frames per commit "
+            "counted with checkpoints off)",
+            sustained,
+            ["p50_ms", "p99_ms", "p99_over_p50", "wal_frames"],
+        ),
+        ("Reads, ms per call", reads, ["p50_ms", "p99_ms"]),
+        (
+            "Reopen and commits at scale, ms (ratio_vs_1k: p50 / the smallest scale's; a "
+            "reopen's ratio: p50 / aiosqlite open-and-read at that scale)",
+            scale,
+            ["p50_ms", "p99_ms", "ratio_vs_1k", "ratio"],
+        ),
     ]
-    lines += _table(results, commits, ["p50_ms", "p99_ms", "ratio", "ratio_raw"])
-    lines += [
-        "",
-        "Sustained one-entry commits on growing SQLite stores, ms (WAL frames per commit "
-        "counted with checkpoints off)",
-    ]
-    lines += _table(results, sustained, ["p50_ms", "p99_ms", "p99_over_p50", "wal_frames"])
-    lines += ["", "Reads, ms per call"]
-    lines += _table(results, reads, ["p50_ms", "p99_ms"])
-    lines += [
-        "",
-        "Reopen and commits at scale, ms (ratio_vs_1k: p50 / the smallest scale's; a "
-        "reopen's ratio: p50 / aiosqlite open-and-read at that scale)",
-    ]
-    lines += _table(results, scale, ["p50_ms", "p99_ms", "ratio_vs_1k", "ratio"])
+    lines = [header]
+    for title, keys, columns in sections:
+        lines += ["", title, *_table(results, keys, columns)]
     lines += ["", "Memory, MiB (RSS held open after seeding; tracemalloc held and peak)"]
     for key in memory:
         entry = results[key]
