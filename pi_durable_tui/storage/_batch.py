@@ -127,10 +127,10 @@ class PreparedBatch:
 
 def _serialize(value: Json, what: str) -> str:
     # ``json.dumps`` alone is not strict: it turns tuples into lists and int, float,
-    # bool and None keys into strings (the stored value would differ from the
-    # committed one) and lets lone surrogates through (a backend would then fail
-    # to encode them after admission, an uncertain failure). ``check_json``
-    # refuses all of them before any I/O and names the path.
+    # bool and None keys into strings, and a surrogate pair split into two characters
+    # reads back as one (the stored value would differ from the committed one).
+    # ``check_json`` refuses all of them before any I/O and names the path; ``dumps``
+    # escapes lone surrogates, so the text always encodes (protocol, Strings).
     try:
         check_json(value, what)
     except (TypeError, ValueError) as error:

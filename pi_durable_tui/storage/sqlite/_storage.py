@@ -25,8 +25,9 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
   that report a damaged file become ``StorageCorrupted``) and is uncertain. If
   a COMMIT or ROLLBACK itself failed, this object refuses further commits with
   ``StoragePoisoned``: only a reopen tells what the file holds.
-- **Reopen** reads the schema, the metadata row and a quick check of that row's
-  table, never the history (DESIGN.md section 4); see ``_schema``.
+- **Reopen** reads the schema, the metadata row, a quick check of that row's
+  table and the newest row of each record table, never the history (DESIGN.md
+  section 4); see ``_schema``.
 - **The single-writer lock** (``StoreLock``) is taken before the file is opened
   and released after it is closed; ``close`` waits for the checkpoints in
   flight and truncates the WAL.
