@@ -38,24 +38,23 @@ Commit (R1, R10, R129)
       change of a document created or copied in the same batch; a delta that is
       not a well-formed operation list (``json_ops.check_ops``); a delta whose
       version differs from the stored one (R15: ``version transition requires a
-      base``); a copy whose source is unknown, not
-      alive at ``source_at``, or created, changed or retired in the same batch,
-      whose kind, key, history or fork policy differ from the source's, or whose
-      content at ``source_at`` was reclaimed (a current-only source before its
-      newest base);
+      base``); a copy whose source is unknown, not alive at ``source_at``, or
+      created, changed or retired in the same batch, whose kind, key, history or
+      fork policy differ from the source's, or whose content at ``source_at`` was
+      reclaimed (a current-only source before its newest base);
     - a value that is not strict JSON (R129): non-finite numbers, keys that are
       not strings, tuples, sets, bytes, a surrogate pair split into two
       characters (``json_ops.check_json``).
+
+    An empty batch is allowed and consumes a sequence number. After a commit,
+    ``mint_id`` returns IDs above every ID in it. Any other exception from
+    ``commit`` is uncertain: the batch may or may not be durable (R8).
 
 Strings
     Every string is kept losslessly, lone surrogates included (Python makes them
     when it decodes an undecodable file name): kinds, keys, request IDs and JSON
     values round-trip, and lookups and filters by them answer like
     ``MemoryStorage``.
-
-    An empty batch is allowed and consumes a sequence number. After a commit,
-    ``mint_id`` returns IDs above every ID in it. Any other exception from
-    ``commit`` is uncertain: the batch may or may not be durable (R8).
 
 IDs (R-1.2)
     ``mint_id()`` returns an ID above every committed ID and every ID it returned
@@ -100,7 +99,7 @@ Documents (R13, R16, R20, R129)
     ``DocumentRecord.current_only``) reclaims its older revisions (backends
     delete them, so every backend answers alike); rewindable documents keep
     every revision. A numeric (historical) read of a current-only document
-    raises ``StorageRejected("Document <id> does not retain historical
+    raises ``StorageRejected("Document <id> (<kind>) does not retain historical
     content ...")`` at every seq, its current one included (R20): it is the
     caller's mistake, answered alike whatever reclamation has done. A read that
     needs a revision that should be there and is not raises
