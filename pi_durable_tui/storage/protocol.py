@@ -59,7 +59,9 @@ Strings
 IDs (R-1.2)
     ``mint_id()`` returns an ID above every committed ID and every ID it returned
     before, starting at 2; it never does I/O. Past ``MAX_ID`` it raises
-    ``StorageRejected("ID space is exhausted")``.
+    ``StorageRejected("ID space is exhausted")``. A reopened store mints above
+    every committed ID; an ID minted but never committed, which nothing stored
+    names, may be minted again.
 
 Reads (R10, R128)
     Every returned value is a fresh copy: mutating it, or the records given to
