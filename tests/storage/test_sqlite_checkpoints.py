@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.sqlite import _checkpoints as sqlite_checkpoints
 from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
+from pi_durable_tui.storage.sqlite._storage import run_on_worker
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma
 
 
@@ -59,16 +61,29 @@ async def test_sqlites_own_checkpoint_is_off_and_one_runs_beside_the_commits_eve
     stores: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_checkpoints, "EVERY", 8)
+    threads: list[int] = []
+    real = sqlite_checkpoints.passive_checkpoint
+
+    def spy(conn: sqlite3.Connection) -> int:
+        threads.append(threading.get_ident())
+        return real(conn)
+
+    monkeypatch.setattr(sqlite_checkpoints, "passive_checkpoint", spy)
     storage = await stores()
     assert await pragma(storage, "wal_autocheckpoint") == 0
+    worker = await run_on_worker(storage._db, lambda conn: threading.get_ident())
     checkpoints = checkpoints_of(storage)
     await storage.commit([ROOT])
     before = (tmp_path / "session.sqlite").stat().st_size
-    for entry_id in range(2, 9):  # the 8th commit starts one
+    for entry_id in range(2, 8):
         await storage.commit([entry(entry_id)])
-    assert checkpoints._beside is not None
-    await storage.commit([entry(9)])  # commits go on while it runs
     await settled(checkpoints)
+    assert threads == []  # seven commits: none yet
+    await storage.commit([entry(8)])  # the eighth starts one
+    await storage.commit([entry(9)])  # and commits go on while it runs
+    await settled(checkpoints)
+    assert len(threads) == 1
+    assert threads[0] not in (worker, threading.get_ident())  # neither commits' nor loop's
     assert checkpoints._frames > 0
     assert (tmp_path / "session.sqlite").stat().st_size > before  # pages copied back
     assert await storage.entry(9) is not None
@@ -86,7 +101,6 @@ async def test_a_long_wal_is_started_over_by_one_checkpoint_between_two_commits(
     checkpoints = checkpoints_of(storage)
     checkpoints._frames = sqlite_checkpoints.RESTART_FRAMES + 1  # as if one had seen that
     await storage.commit([entry(300)])  # schedules the restart behind itself
-    assert checkpoints._restart is not None
     await storage.commit([entry(301)])  # waits for it, then starts the WAL over
     await settled(checkpoints)
     assert wal_frames(tmp_path / "session.sqlite") <= 4
@@ -97,16 +111,27 @@ async def test_close_waits_for_a_checkpoint_in_flight_and_closes_its_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sqlite_checkpoints, "EVERY", 1)
+    release = threading.Event()
+    real = sqlite_checkpoints.passive_checkpoint
+
+    def held(conn: sqlite3.Connection) -> int:
+        release.wait(10)
+        return real(conn)
+
+    monkeypatch.setattr(sqlite_checkpoints, "passive_checkpoint", held)
     storage = await SqliteStorage.open(tmp_path / "s.sqlite")
     checkpoints = checkpoints_of(storage)
     await storage.commit([ROOT])
-    assert in_flight(checkpoints)
-    await storage.close()
+    assert in_flight(checkpoints)  # held until released below
+    closing = asyncio.ensure_future(storage.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # close waits for the checkpoint
+    release.set()
+    await closing
     assert not in_flight(checkpoints)
     assert checkpoints._conn is None
-    assert not (tmp_path / "s.sqlite-wal").exists() or (
-        (tmp_path / "s.sqlite-wal").stat().st_size == 0
-    )
+    wal = tmp_path / "s.sqlite-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
     reopened = await SqliteStorage.open(tmp_path / "s.sqlite")
     assert await reopened.conversation(1) is not None
     await reopened.close()
