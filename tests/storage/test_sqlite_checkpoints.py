@@ -1,9 +1,10 @@
 """SqliteStorage checkpoints its WAL off the commit path (sqlite._checkpoints, R129).
 
-SQLite's automatic checkpoint is off; every ``EVERY`` commits a PASSIVE
-checkpoint runs beside the commits on another connection and thread; when the
-WAL has grown past ``RESTART_FRAMES``, one runs between two commits so the next
-commit starts the WAL over; ``close`` waits for them and truncates the WAL;
+SQLite's automatic checkpoint is off; every ``EVERY_FRAMES`` WAL frames (a
+one-entry commit writes two) a PASSIVE checkpoint runs beside the commits on
+another connection and thread; when the WAL has taken more than
+``RESTART_FRAMES`` since it last started over, one runs between two commits so
+the next commit starts the WAL over; ``close`` waits for them and truncates the WAL;
 ``wal_autocheckpoint=N`` brings SQLite's own checkpoint back instead.
 """
 
@@ -18,10 +19,12 @@ from typing import Any
 
 import pytest
 
+from pi_durable_tui.storage.records import EntryRecord
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.sqlite import _checkpoints as sqlite_checkpoints
 from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
 from pi_durable_tui.storage.sqlite._storage import run_on_worker
+from pi_durable_tui.storage.writes import PutEntry
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma
 
 
@@ -60,11 +63,11 @@ def wal_frames(path: Path) -> int:
 async def test_sqlites_own_checkpoint_is_off_and_one_runs_beside_the_commits_every_few(
     stores: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 8)
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_FRAMES", 16)
     threads: list[int] = []
     real = sqlite_checkpoints.passive_checkpoint
 
-    def spy(conn: sqlite3.Connection) -> int:
+    def spy(conn: sqlite3.Connection) -> tuple[int, int, int]:
         threads.append(threading.get_ident())
         return real(conn)
 
@@ -73,18 +76,18 @@ async def test_sqlites_own_checkpoint_is_off_and_one_runs_beside_the_commits_eve
     assert await pragma(storage, "wal_autocheckpoint") == 0
     worker = await run_on_worker(storage._db, lambda conn: threading.get_ident())
     checkpoints = checkpoints_of(storage)
-    await storage.commit([ROOT])
+    await storage.commit([ROOT])  # two frames: the conversation and the metadata row
     before = (tmp_path / "session.sqlite").stat().st_size
-    for entry_id in range(2, 8):
+    for entry_id in range(2, 8):  # two frames each: the entry and its index
         await storage.commit([entry(entry_id)])
     await settled(checkpoints)
-    assert threads == []  # seven commits: none yet
-    await storage.commit([entry(8)])  # the eighth starts one
+    assert threads == []  # fourteen frames: none yet
+    await storage.commit([entry(8)])  # sixteen: one starts
     await storage.commit([entry(9)])  # and commits go on while it runs
     await settled(checkpoints)
     assert len(threads) == 1
     assert threads[0] not in (worker, threading.get_ident())  # neither commits' nor loop's
-    assert checkpoints._frames > 0
+    assert checkpoints._since_restart >= 16
     assert (tmp_path / "session.sqlite").stat().st_size > before  # pages copied back
     assert await storage.entry(9) is not None
 
@@ -92,14 +95,14 @@ async def test_sqlites_own_checkpoint_is_off_and_one_runs_beside_the_commits_eve
 async def test_a_long_wal_is_started_over_by_one_checkpoint_between_two_commits(
     stores: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 10**9)  # none beside the commits
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_FRAMES", 10**9)  # none beside the commits
     storage = await stores()
     await storage.commit([ROOT])
     for start in range(2, 202, 10):
         await storage.commit([entry(i) for i in range(start, start + 10)])
     assert wal_frames(tmp_path / "session.sqlite") > 20
     checkpoints = checkpoints_of(storage)
-    checkpoints._frames = sqlite_checkpoints.RESTART_FRAMES + 1  # as if one had seen that
+    checkpoints._since_restart = sqlite_checkpoints.RESTART_FRAMES  # as if that many
     await storage.commit([entry(300)])  # schedules the restart behind itself
     await storage.commit([entry(301)])  # waits for it, then starts the WAL over
     await settled(checkpoints)
@@ -110,11 +113,11 @@ async def test_a_long_wal_is_started_over_by_one_checkpoint_between_two_commits(
 async def test_close_waits_for_a_checkpoint_in_flight_and_closes_its_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 1)
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_FRAMES", 1)
     release = threading.Event()
     real = sqlite_checkpoints.passive_checkpoint
 
-    def held(conn: sqlite3.Connection) -> int:
+    def held(conn: sqlite3.Connection) -> tuple[int, int, int]:
         release.wait(10)
         return real(conn)
 
@@ -140,9 +143,9 @@ async def test_close_waits_for_a_checkpoint_in_flight_and_closes_its_connection(
 async def test_a_failed_checkpoint_beside_the_commits_loses_nothing(
     stores: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_checkpoints, "EVERY", 2)
+    monkeypatch.setattr(sqlite_checkpoints, "EVERY_FRAMES", 2)
 
-    def broken(conn: sqlite3.Connection) -> int:
+    def broken(conn: sqlite3.Connection) -> tuple[int, int, int]:
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(sqlite_checkpoints, "passive_checkpoint", broken)
@@ -161,3 +164,34 @@ async def test_an_explicit_wal_autocheckpoint_is_sqlites_own_and_nothing_runs_be
     assert storage._checkpoints is None
     assert await pragma(storage, "wal_autocheckpoint") == 64
     await storage.commit([ROOT])
+
+
+@pytest.mark.parametrize(("entries", "text"), [(1, 2), (1, 2000), (20, 2), (100, 2), (100, 200)])
+async def test_the_frames_a_commit_is_counted_for_are_near_the_frames_it_writes(
+    stores: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    entries: int,
+    text: int,
+) -> None:
+    counted: list[int] = []
+    monkeypatch.setattr(Checkpoints, "after_commit", lambda self, frames: counted.append(frames))
+    async def never(fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        raise AssertionError("nothing runs on the worker here")
+
+    storage = await stores(wal_autocheckpoint=0)  # the WAL only grows: its size counts frames
+    storage._checkpoints = Checkpoints(tmp_path / "session.sqlite", "NORMAL", never)
+    await storage.commit([ROOT])
+    wal = tmp_path / "session.sqlite-wal"
+    before = wal.stat().st_size
+    next_id = 2
+    for _ in range(20):
+        batch = [
+            PutEntry(EntryRecord(i, 1, "note", data={"text": "x" * text}))
+            for i in range(next_id, next_id + entries)
+        ]
+        await storage.commit(batch)
+        next_id += entries
+    written = (wal.stat().st_size - before) / (4096 + 24)
+    estimated = sum(counted[1:])
+    assert written / 2 <= estimated <= written * 2, (estimated, written)

@@ -269,14 +269,14 @@ class SqliteStorage:
         return await asyncio.shield(work)
 
     async def _settle(self, writes: list[Write], floor: int) -> int:
-        seq, next_id = await self._call(self._commit_on_worker, writes, floor)
+        seq, next_id, frames = await self._call(self._commit_on_worker, writes, floor)
         self._seq = max(self._seq, seq)
         self._next_id = max(self._next_id, next_id)
         if self._checkpoints is not None:
-            self._checkpoints.after_commit()
+            self._checkpoints.after_commit(frames)
         return seq
 
-    def _commit_on_worker(self, writes: list[Write], floor: int) -> tuple[int, int]:
+    def _commit_on_worker(self, writes: list[Write], floor: int) -> tuple[int, int, int]:
         """The whole commit, on the worker thread: BEGIN IMMEDIATE to COMMIT or ROLLBACK."""
         tables = self._tables
         conn = tables.conn
@@ -284,13 +284,14 @@ class SqliteStorage:
         committing = False
         try:
             # REMINDER: this process holds the store's exclusive lock and every write goes
-            # through this function, so the metadata row is what the last COMMIT wrote; a
-            # failed COMMIT poisons this object before it could be used again.
+            # through this function, so ``_stored`` is what the last COMMIT left on disk
+            # (in the metadata row, or the newest entry row: ``_schema``); a failed
+            # COMMIT poisons this object before it could be used again.
             seq, stored_next_id = self._stored
             tables.committed_floor = stored_next_id
             batch = prepare_batch(writes, tables, seq)
             next_id = max(stored_next_id, floor, batch.max_id + 1)
-            tables.write(batch, next_id)
+            frames = tables.write(batch, next_id)
             BEFORE_COMMIT.hit()
             committing = True
             conn.execute("COMMIT")
@@ -304,7 +305,7 @@ class SqliteStorage:
         except BaseException as error:
             self._poisoned = error  # committed, yet reported as failed: state unknown here
             raise
-        return seq, next_id
+        return seq, next_id, frames
 
     def _roll_back(self, conn: sqlite3.Connection, error: BaseException, committing: bool) -> None:
         """Undo a failed transaction; poison this object if its outcome is unknown."""

@@ -94,6 +94,43 @@ _ID_KIND = " UNION ALL ".join(
 """One primary-key lookup per record table: at most one of them holds an ID."""
 
 
+_PAGE_BYTES = 1500
+"""Bytes of rows that fill about one page: a 4 KiB page is often half full after a split,
+and an index row is written for every table row."""
+_ROW_BYTES = 50
+"""Bytes each row costs besides its JSON text: keys, columns, its index rows."""
+
+
+def frames_written(batch: PreparedBatch) -> int:
+    """Estimate the pages a batch dirties: one per table and index it writes, more for rows.
+
+    SQLite does not report the WAL frames a commit writes; this estimate is only
+    what ``_checkpoints`` counts to decide when to checkpoint, so a rough one does
+    (tests/storage/test_sqlite_checkpoints.py keeps it within a factor of two). A
+    one-entry commit writes two: the entries leaf and its index leaf.
+    """
+    groups = (
+        batch.entries,
+        batch.tasks,
+        batch.submissions,
+        batch.conversations,
+        batch.new_documents,
+        batch.retired,
+    )
+    tables = (
+        (2 if batch.entries else 0)
+        + (2 if batch.tasks else 0)
+        + (2 if batch.submissions else 0)
+        + (1 if batch.conversations else 0)
+        + (2 if batch.new_documents or batch.retired else 0)
+        + (1 if batch.revisions else 0)
+    )
+    rows = sum(len(group) for group in groups) + len(batch.revisions)
+    size = sum(len(text) for group in groups for _, text in group)
+    size += sum(len(revision.text) for revision in batch.revisions)
+    return tables + (size + _ROW_BYTES * rows) // _PAGE_BYTES
+
+
 def _top_entry(batch: PreparedBatch) -> int:
     """Return the highest entry ID a batch stores (0: none)."""
     return max((entry.id for entry, _ in batch.entries), default=0)
@@ -217,13 +254,17 @@ class Tables:
 
     # -- writes -------------------------------------------------------------
 
-    def write(self, batch: PreparedBatch, next_id: int) -> None:
+    def write(self, batch: PreparedBatch, next_id: int) -> int:
         """Write a prepared batch inside the caller's open transaction.
 
         Args:
             batch: The checked batch.
             next_id: The mint floor to record with the batch's seq, in the metadata
                 row unless the batch's newest entry row records both (``_schema``).
+
+        Returns:
+            About how many pages the batch dirtied, so WAL frames it will write
+            (``frames_written``).
         """
         execute, many, seq = self.conn.execute, self.conn.executemany, batch.seq
         for conversation, text in batch.conversations:
@@ -322,11 +363,13 @@ class Tables:
         # tells the next open this seq and bounds every ID with the other tables' keys
         # (``_schema.read_metadata``): the metadata row, one more page in the WAL, is
         # written only when no such entry does.
-        if _top_entry(batch) <= self.newest_entry:
+        metadata = _top_entry(batch) <= self.newest_entry
+        if metadata:
             execute(
                 "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
                 (seq + 1, next_id),
             )
+        return frames_written(batch) + metadata
 
     # -- keyed reads ----------------------------------------------------------
 
