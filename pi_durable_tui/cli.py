@@ -112,7 +112,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.list_models:
         from pi_durable_tui.app import list_models_text
 
-        sys.stdout.write(list_models_text(args.base_url, args.faux_script))
+        sys.stdout.write(list_models_text(args.faux_script))
         return 0
     if args.prompt is None:
         sys.stderr.write("pidurable: the terminal app is not available yet; use -p PROMPT\n")

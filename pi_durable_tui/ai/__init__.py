@@ -1,10 +1,17 @@
 """Model access: message and event types, providers, the model catalog, token counting.
 
-Layer 2 of DESIGN.md; imports nothing else from the package.
+Layer 2 of DESIGN.md; imports nothing else from the package. The public face of
+a package of private modules and two sub-packages: ``_types`` and ``_events``
+(the vocabulary), ``_protocol`` (what a provider is), ``_handoff``,
+``_thinking``, ``_partial_json``, ``_pricing``, ``_failures`` and ``_tokens``
+(pure helpers), ``providers/`` (the HTTP providers, one module per wire API, and
+custom provider declarations), ``faux/`` (the scripted provider and its script
+files), ``_catalog`` (the packaged model rows) and ``_models`` (``Models``, on
+top of everything). Imports run one way: vocabulary <- helpers <- ``providers``
+and ``faux`` <- ``_models``.
 """
 
-from pi_durable_tui.ai.catalog import Models, default_models
-from pi_durable_tui.ai.events import (
+from pi_durable_tui.ai._events import (
     AssistantEvent,
     AssistantStream,
     DoneEvent,
@@ -21,27 +28,18 @@ from pi_durable_tui.ai.events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from pi_durable_tui.ai.failures import is_context_overflow, is_retryable_error, retry_after_ms
-from pi_durable_tui.ai.faux import (
-    FauxMatch,
-    FauxProvider,
-    FauxResponse,
-    FauxUsage,
-    faux_error,
-    faux_model,
-    faux_response,
-    faux_text,
-    faux_thinking,
-    faux_tool_call,
+from pi_durable_tui.ai._failures import is_context_overflow, is_retryable_error, retry_after_ms
+from pi_durable_tui.ai._handoff import transform_messages
+from pi_durable_tui.ai._models import Models, default_models
+from pi_durable_tui.ai._pricing import calculate_cost
+from pi_durable_tui.ai._protocol import KeyResolver, Provider
+from pi_durable_tui.ai._thinking import clamp_thinking_level, supported_thinking_levels
+from pi_durable_tui.ai._tokens import (
+    count_tokens,
+    estimate_context_tokens,
+    estimate_message_tokens,
 )
-from pi_durable_tui.ai.faux_script import FauxScript, FauxScriptError, load_faux_script
-from pi_durable_tui.ai.handoff import transform_messages
-from pi_durable_tui.ai.pricing import calculate_cost
-from pi_durable_tui.ai.provider import KeyResolver, Provider
-from pi_durable_tui.ai.providers import create_providers, env_keys
-from pi_durable_tui.ai.thinking import clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.ai.tokens import count_tokens, estimate_context_tokens, estimate_message_tokens
-from pi_durable_tui.ai.types import (
+from pi_durable_tui.ai._types import (
     THINKING_LEVELS,
     AssistantMessage,
     Context,
@@ -62,6 +60,22 @@ from pi_durable_tui.ai.types import (
     Usage,
     UserMessage,
 )
+from pi_durable_tui.ai.faux import (
+    FauxMatch,
+    FauxProvider,
+    FauxResponse,
+    FauxScript,
+    FauxScriptError,
+    FauxUsage,
+    faux_error,
+    faux_model,
+    faux_response,
+    faux_text,
+    faux_thinking,
+    faux_tool_call,
+    load_faux_script,
+)
+from pi_durable_tui.ai.providers import create_providers, env_keys
 
 __all__ = [
     "THINKING_LEVELS",

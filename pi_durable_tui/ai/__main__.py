@@ -24,10 +24,9 @@ import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
-from pi_durable_tui.ai.catalog import Models, default_models
-from pi_durable_tui.ai.events import (
+from pi_durable_tui.ai._events import (
     DoneEvent,
     ErrorEvent,
     TextDeltaEvent,
@@ -37,9 +36,9 @@ from pi_durable_tui.ai.events import (
     ThinkingStartEvent,
     ToolCallEndEvent,
 )
-from pi_durable_tui.ai.faux import FauxProvider
-from pi_durable_tui.ai.faux_script import FauxScriptError, load_faux_script
-from pi_durable_tui.ai.types import (
+from pi_durable_tui.ai._models import Models, default_models
+from pi_durable_tui.ai._thinking import clamp_thinking_level
+from pi_durable_tui.ai._types import (
     THINKING_LEVELS,
     AssistantMessage,
     Context,
@@ -49,6 +48,7 @@ from pi_durable_tui.ai.types import (
     ThinkingLevel,
     UserMessage,
 )
+from pi_durable_tui.ai.faux import FauxProvider, FauxScriptError, load_faux_script
 
 EXIT_OK = 0
 EXIT_PROVIDER_ERROR = 1
@@ -81,8 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--base-url",
         metavar="URL",
-        help="an OpenAI-compatible server (llama.cpp, Ollama, vLLM...); an unknown "
-        "PROVIDER/ID is then served through openai-completions at this URL",
+        help="a server to send the request to (llama.cpp, Ollama, vLLM, LM Studio...): a "
+        "known PROVIDER/ID keeps its api and prices; an unknown ID costs nothing and speaks "
+        "its provider's api, or openai-completions for an unknown PROVIDER",
     )
     parser.add_argument(
         "--faux-script", metavar="FILE", help="serve provider 'faux' from this JSON script"
@@ -142,32 +143,18 @@ def _resolve(ref: ModelRef, base_url: str | None, script_path: str | None) -> tu
         faux = script.provider()
         if ref.provider == faux.provider and not script.models:
             faux.add_model(ref.model_id)  # a script without models serves any id
-    user_models: list[dict[str, Any]] = []
-    if base_url:
-        catalog = Models(providers={})
-        row: dict[str, Any] = {"provider": ref.provider, "id": ref.model_id, "base_url": base_url}
-        if catalog.get(ref) is None:
-            row["api"] = "openai-completions"
-        user_models.append(row)
     try:
-        models = default_models(user_models, faux=faux)
-    except ImportError:  # HTTP providers missing: only the faux provider can serve
-        models = Models(user_models=user_models)
-        if faux is not None:
-            models.register_faux(faux)
-    try:
+        models = default_models(faux=faux)
+        if base_url:
+            return models, models.use_base_url(ref, base_url)
         return models, models.resolve(ref)
-    except LookupError as error:
+    except (LookupError, ValueError) as error:
         raise _BadArguments(str(error)) from None
 
 
 def _thinking_level(model: Model, wanted: ThinkingLevel | None) -> ThinkingLevel | None:
     if wanted is None:
         return None
-    try:
-        from pi_durable_tui.ai.thinking import clamp_thinking_level
-    except ImportError:
-        return wanted
     level = clamp_thinking_level(model, wanted)
     if level != wanted:
         sys.stderr.write(

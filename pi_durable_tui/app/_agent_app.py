@@ -95,10 +95,8 @@ class AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
-        models = build_models(
-            app_settings, base_url=options.base_url, faux_script=options.faux_script
-        )
-        choice = choose_model(models, options.model, app_settings)
+        models = build_models(app_settings, faux_script=options.faux_script)
+        choice = choose_model(models, options.model, app_settings, base_url=options.base_url)
         if options.session:
             store = Path(options.session).expanduser().resolve()
             store.parent.mkdir(parents=True, exist_ok=True)

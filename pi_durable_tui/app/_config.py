@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
+from pi_durable_tui.ai.providers import ProviderDeclaration
 from pi_durable_tui.app._sessions import home
 from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
 
@@ -39,7 +40,7 @@ class AppSettings(BaseModel):
     """The default model for new sessions: ``provider/model-id[:thinking]``."""
     thinking_level: ThinkingLevel | None = None
     theme: str | None = None
-    providers: list[dict[str, Any]] = Field(default_factory=list)
+    providers: list[ProviderDeclaration] = Field(default_factory=list)
     """Custom providers for local and self-hosted servers (see the README)."""
     env_allow: list[str] = Field(default_factory=list)
     """Secret-looking environment variables tool processes may still see."""

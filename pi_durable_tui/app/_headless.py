@@ -106,4 +106,3 @@ async def run_json(
         return status
     finally:
         await printer.stop()
-

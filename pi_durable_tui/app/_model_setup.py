@@ -12,8 +12,8 @@ configure one.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Any
 
 from pi_durable_tui.ai import (
     THINKING_LEVELS,
@@ -26,7 +26,7 @@ from pi_durable_tui.ai import (
     default_models,
     load_faux_script,
 )
-from pi_durable_tui.app._config import AppSettings
+from pi_durable_tui.app._config import AppSettings, load_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,65 +52,50 @@ def parse_model_option(text: str) -> tuple[ModelRef, ThinkingLevel | None]:
 def build_models(
     settings: AppSettings, *, base_url: str | None = None, faux_script: str | None = None
 ) -> Models:
-    """Build the models of a run.
+    """Build the models of a run (the ``--base-url`` model is added by ``choose_model``).
 
     Raises:
         FauxScriptError: A malformed faux script (the message names file and place).
-        ValueError: A malformed custom provider in settings.
+        ValueError: A custom provider whose name clashes with a built-in one.
     """
     faux: FauxProvider | None = None
     if faux_script:
         faux = load_faux_script(faux_script).provider()
-    user_models: list[dict[str, Any]] = [dict(row) for row in settings.providers]
-    models = default_models(user_models, faux=faux)
-    if base_url:
-        models.base_url = base_url  # type: ignore[attr-defined]
-    return models
+    return default_models(declarations=settings.providers, faux=faux)
 
 
 def choose_model(
-    models: Models, option: str | None, settings: AppSettings
+    models: Models, option: str | None, settings: AppSettings, *, base_url: str | None = None
 ) -> ModelSelection | None:
     """Choose the model a session starts with (``--model``, else settings, else none).
 
+    With ``base_url`` (``--base-url``) the chosen model is served from that server
+    (``Models.use_base_url``: a known model keeps its api and prices, an unknown
+    id speaks Chat Completions at zero cost).
+
     Raises:
-        ValueError: A malformed ``--model`` or an unknown model (the message lists
-            what exists).
+        ValueError: A malformed ``--model``, a bad URL, or an unknown model (the
+            message lists what exists).
     """
     text = option or settings.model
     if not text:
         return None
     ref, level = parse_model_option(text)
-    base_url = getattr(models, "base_url", None)
-    model = models.get(ref)
-    if model is None and base_url:
-        model = Model(
-            id=ref.model_id,
-            name=ref.model_id,
-            api="openai-completions",
-            provider=ref.provider,
-            base_url=base_url,
-        )
-        models.add(model)
-    if model is None:
+    if base_url:
+        model = models.use_base_url(ref, base_url)
+    else:
         try:
             model = models.resolve(ref)
         except LookupError as error:
             raise ValueError(str(error)) from None
-    if model.provider == "faux" and model.id != ref.model_id:
-        model = models.resolve(ref)
     wanted = level or settings.thinking_level
     thinking = clamp_thinking_level(model, wanted) if wanted else None
     return ModelSelection(model, thinking)
 
 
-def list_models_text(base_url: str | None = None, faux_script: str | None = None) -> str:
-    """The ``--list-models`` listing: one model per line, with its context window."""
-    import os
-
-    from pi_durable_tui.app._config import load_settings
-
-    models = build_models(load_settings(os.getcwd()), base_url=base_url, faux_script=faux_script)
+def list_models_text(faux_script: str | None = None) -> str:
+    """The ``--list-models`` listing: one model per line, its context window, a missing key."""
+    models = build_models(load_settings(os.getcwd()), faux_script=faux_script)
     lines = []
     for model in models.list():
         missing = models.missing_key(model)

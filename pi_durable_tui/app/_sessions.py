@@ -18,8 +18,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pi_durable_tui.ai.tokens import pidurable_home
-
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
 _SESSION_DIR = re.compile(r"^\d{13}-[0-9a-f-]{36}$")
@@ -30,8 +28,8 @@ class NoSession(LookupError):
 
 
 def home() -> Path:
-    """The app's home directory (``$PIDURABLE_HOME`` or ``~/.pidurable``)."""
-    return pidurable_home()
+    """The app's home directory (``$PIDURABLE_HOME`` or ``~/.pidurable``), not created."""
+    return Path(os.environ.get("PIDURABLE_HOME") or "~/.pidurable").expanduser()
 
 
 def cwd_key(cwd: str | os.PathLike[str]) -> str:

@@ -10,6 +10,12 @@ BENCHMARKS = {
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
     "tool-engines": ("pi_durable_tui.bench.tool_engines", "edit, diff and read engines vs stdlib"),
     "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
+    "turn": ("pi_durable_tui.bench.agent_turn", "one tool round against one Session commit"),
+    "stream": ("pi_durable_tui.bench.agent_stream", "a streamed answer through the harness vs raw"),
+    "tool-output": (
+        "pi_durable_tui.bench.agent_tool_output",
+        "1 GiB of bash output through the harness vs cat",
+    ),
     "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
 }
 

@@ -37,9 +37,7 @@ import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
-from pi_durable_tui.harness._bounds import OutputLimits
-from pi_durable_tui.harness._output import ToolOutputBuffer
-from pi_durable_tui.harness._throttle import ProgressThrottle
+from pi_durable_tui.harness import OutputLimits, ProgressThrottle, ToolOutputBuffer
 
 WORDS = ("compiling", "module", "ok", "tests/unit", "warning:", "passed", "🙂", "Größe", "--")
 POOL = 16

@@ -30,8 +30,14 @@ from typing import Any
 import httpx
 from httpx_sse import EventSource
 
-from pi_durable_tui.ai.providers import create_providers
-from pi_durable_tui.ai.types import Context, Model, ModelCost, StreamOptions, UserMessage
+from pi_durable_tui.ai import (
+    Context,
+    Model,
+    ModelCost,
+    StreamOptions,
+    UserMessage,
+    create_providers,
+)
 
 WORDS = (
     "the model streams small deltas of text while the harness commits them;",

@@ -30,9 +30,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pi_durable_tui.tools._edit_diff import display_diff, unified_patch
-from pi_durable_tui.tools._edit_engine import EditSpec, apply_edits
-from pi_durable_tui.tools._read_window import RawChunks, select_lines
+from pi_durable_tui.tools import (
+    EditSpec,
+    RawChunks,
+    apply_edits,
+    display_diff,
+    select_lines,
+    unified_patch,
+)
 
 CHUNK = 64 * 1024
 

@@ -33,7 +33,9 @@ FileErrorCode = Literal[
     "shell_unavailable",
     "unknown",
 ]
+"""What went wrong, as a word a caller can branch on (R119, R120)."""
 FILE_ERROR_CODES: tuple[FileErrorCode, ...] = get_args(FileErrorCode)
+"""Every ``FileErrorCode``, in declaration order."""
 
 _ERRNO_CODES: dict[int, FileErrorCode] = {
     errno.ENOENT: "not_found",

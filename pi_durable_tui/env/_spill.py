@@ -18,6 +18,7 @@ from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._types import SpillPolicy
 
 SPILL_PREFIX = "pi-output-"
+"""The name prefix of the temp files holding a command's complete output (R120)."""
 
 
 class SpillFile:

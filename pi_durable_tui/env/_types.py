@@ -16,6 +16,7 @@ FileKind = Literal["file", "directory", "symlink", "other"]
 """What a path names; ``other`` covers FIFOs, sockets and devices, which tools refuse."""
 
 OutputStream = Literal["stdout", "stderr"]
+"""Which pipe a chunk of command output came from."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,11 +79,11 @@ BACKUP = define_task(
 async def worker(store: str, ledger: str) -> None:
     storage = await SqliteStorage.open(store)
     session = await Session.open(storage, registry=TaskRegistry([BACKUP]))
-    tasks = session.live.tasks()
+    tasks = (await session.inspect())["tasks"]  # the live tasks, as the store has them
     if tasks:
-        checkpoint = tasks[0].state.get("checkpoint")
-        say(f"reopened: task {tasks[0].id} is {tasks[0].status} at {checkpoint}")
-        task_id = tasks[0].id
+        state = tasks[0]["state"]
+        say(f"reopened: task {tasks[0]['id']} is {state['status']} at {state.get('checkpoint')}")
+        task_id: int = tasks[0]["id"]
     else:
 
         def start(tx: Tx) -> int:

@@ -25,7 +25,13 @@ from pi_durable_tui.harness._agent import (
     ToolRemoval,
     configure,
 )
-from pi_durable_tui.harness._bounds import OutputLimits
+from pi_durable_tui.harness._bounds import (
+    BoundedText,
+    OutputLimits,
+    bound_text,
+    format_size,
+    truncation_notice,
+)
 from pi_durable_tui.harness._builtins import create_registry
 from pi_durable_tui.harness._context import ContextView
 from pi_durable_tui.harness._conversation import Conversation
@@ -72,6 +78,7 @@ from pi_durable_tui.harness._errors import (
     UnknownSubmission,
 )
 from pi_durable_tui.harness._harness import Harness
+from pi_durable_tui.harness._output import OutputChange, ToolOutputBuffer
 from pi_durable_tui.harness._ports import ToolApi, ToolConversation
 from pi_durable_tui.harness._registry import Registry, RegistrySnapshot
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
@@ -85,6 +92,7 @@ from pi_durable_tui.harness._settings import (
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy, Write
 from pi_durable_tui.harness._submissions import Submission
 from pi_durable_tui.harness._task_def import HarnessTask, define_task
+from pi_durable_tui.harness._throttle import ProgressThrottle
 
 __all__ = [
     "AGENT_DOC",
@@ -101,6 +109,7 @@ __all__ = [
     "USER",
     "AgentChange",
     "BoundConversation",
+    "BoundedText",
     "CompactionSettings",
     "ContextView",
     "Continue",
@@ -119,8 +128,10 @@ __all__ = [
     "HarnessTask",
     "HookSet",
     "Input",
+    "OutputChange",
     "OutputLimits",
     "ProgressSettings",
+    "ProgressThrottle",
     "Registry",
     "RegistryIncomplete",
     "RegistrySnapshot",
@@ -138,19 +149,23 @@ __all__ = [
     "ToolCallInfo",
     "ToolControl",
     "ToolConversation",
+    "ToolOutputBuffer",
     "ToolRemoval",
     "ToolResult",
     "ToolWrapper",
     "UnknownSubmission",
     "WhenBusy",
     "Write",
+    "bound_text",
     "configure",
     "create_registry",
     "define_extension",
     "define_task",
     "define_tool",
+    "format_size",
     "hook",
     "section",
+    "truncation_notice",
     "wrap_section",
     "wrap_tool",
 ]

@@ -254,13 +254,15 @@ def format_size(size: int) -> str:
         size: A number of bytes.
 
     Returns:
-        ``<n>B`` below 1024, ``<x.y>KB`` below 1 MiB, ``<x.y>MB`` from there.
+        ``<n>B`` below 1024, ``<x.y>KB`` below 1 MiB, ``<x.y>MB`` from there, with
+        one decimal rounded half up (as JavaScript's ``toFixed`` does; exact
+        integer arithmetic, so 1280 bytes is ``1.3KB``).
     """
     if size < 1024:
         return f"{size}B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f}KB"
-    return f"{size / (1024 * 1024):.1f}MB"
+    unit, suffix = (1024, "KB") if size < 1024 * 1024 else (1024 * 1024, "MB")
+    tenths = (size * 10 + unit // 2) // unit
+    return f"{tenths // 10}.{tenths % 10}{suffix}"
 
 
 def truncation_notice(

@@ -29,11 +29,17 @@ from pi_durable_tui.kernel import define_doc
 from pi_durable_tui.storage.json_ops import JsonObject
 
 USER = "pi.user"
+"""Entry kind of a user message (submissions, continuations)."""
 ASSISTANT = "pi.assistant"
+"""Entry kind of a model response, any stop reason."""
 SYSTEM = "pi.system"
+"""Entry kind of a system prompt patch (sections and tools, R77-R81)."""
 TOOL_RESULT = "pi.tool-result"
+"""Entry kind of a tool call's result (R98)."""
 RESET = "pi.reset"
+"""Entry kind of a fresh context marker (``head`` is itself, R69)."""
 COMPACTION = "pi.compaction"
+"""Entry kind of a compaction summary (``head`` is the first kept entry, R112)."""
 ENTRY_KINDS = (USER, ASSISTANT, SYSTEM, TOOL_RESULT, RESET, COMPACTION)
 """The entry kinds the harness writes (reference 1.4)."""
 
@@ -70,11 +76,16 @@ AGENT_DOC = define_doc(
     fork="asOf",
     checkpoint_when=_always,
 )
+"""``pi.agent``: the conversation's choices (model, thinking, selection, instructions, cwd)."""
 PROVIDER_DOC = define_doc("pi.provider", initial=lambda: {"session_id": uuid7()})
+"""``pi.provider``: the provider-facing conversation identity (``session_id``)."""
 LIVE_DOC = define_doc("pi.live", initial=dict, checkpoint_when=_live_idle)
+"""``pi.live``: run control and what streams (run, generation, tool slots, compactions)."""
 INBOX_DOC = define_doc("pi.inbox", initial=lambda: {"items": []}, checkpoint_when=_inbox_empty)
+"""``pi.inbox``: queued steers, follow-ups and writes, in submission order."""
 USAGE_DOC = define_doc(
     "pi.usage", initial=lambda: {"models": {}, "tools": {}}, checkpoint_when=_always
 )
+"""``pi.usage``: tokens and cost per model and per tool (R115)."""
 BUILTIN_DOCS = (AGENT_DOC, PROVIDER_DOC, LIVE_DOC, INBOX_DOC, USAGE_DOC)
 """In the order views mount them."""

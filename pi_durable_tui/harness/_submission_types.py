@@ -21,6 +21,7 @@ from pi_durable_tui.ai import ImageContent, TextContent
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 WhenBusy = Literal["steer", "follow_up", "reject"]
+"""What an input does when the conversation is busy: steer, follow up, or refuse (R59)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,9 @@
 """Layer 4: the built-in coding tools ``read``, ``write``, ``edit``, ``bash`` (reference 3).
 
+Their engines are public too, for tools that want the same behaviour: the edit
+matcher (``apply_edits``), the diffs (``display_diff``, ``unified_patch``) and the
+read window (``select_lines`` over text, raw chunks or an environment's scan).
+
 ``CodingTools`` is the extension named ``coding-tools`` holding all four, in that
 order; nothing installs it automatically. The factories build each tool with its
 options (``allow_outside_cwd`` for ``write`` and ``edit``, a command prefix and
@@ -13,7 +17,22 @@ environment a call fails with ``No execution environment is configured``.
 from pi_durable_tui.harness import Extension, define_extension
 from pi_durable_tui.tools._bash import BashArgs, create_bash_tool
 from pi_durable_tui.tools._edit import EditArgs, EditItem, create_edit_tool
+from pi_durable_tui.tools._edit_diff import display_diff, first_changed_line, unified_patch
+from pi_durable_tui.tools._edit_engine import (
+    EditError,
+    EditOutcome,
+    EditSpec,
+    apply_edits,
+    repair_edit_arguments,
+)
 from pi_durable_tui.tools._read import ReadArgs, create_read_tool
+from pi_durable_tui.tools._read_window import (
+    RawChunks,
+    ReadError,
+    ReadWindow,
+    ScannedLines,
+    select_lines,
+)
 from pi_durable_tui.tools._workspace import AllowOutside, OutsideWorkspace
 from pi_durable_tui.tools._write import WriteArgs, create_write_tool
 
@@ -47,13 +66,26 @@ __all__ = [
     "BashArgs",
     "CodingTools",
     "EditArgs",
+    "EditError",
     "EditItem",
+    "EditOutcome",
+    "EditSpec",
     "OutsideWorkspace",
+    "RawChunks",
     "ReadArgs",
+    "ReadError",
+    "ReadWindow",
+    "ScannedLines",
     "WriteArgs",
+    "apply_edits",
     "coding_tools",
     "create_bash_tool",
     "create_edit_tool",
     "create_read_tool",
     "create_write_tool",
+    "display_diff",
+    "first_changed_line",
+    "repair_edit_arguments",
+    "select_lines",
+    "unified_patch",
 ]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from pi_durable_tui.ai import ImageContent, TextContent
 from pi_durable_tui.env import FileError
-from pi_durable_tui.harness import OutputLimits, Tool, ToolApi, ToolResult, define_tool
+from pi_durable_tui.harness import OutputLimits, Tool, ToolApi, ToolResult, define_tool, format_size
 from pi_durable_tui.tools._file_kinds import SNIFF_BYTES, looks_binary, sniff_image
 from pi_durable_tui.tools._paths import read_path_variants
 from pi_durable_tui.tools._read_window import (
@@ -25,7 +25,6 @@ from pi_durable_tui.tools._read_window import (
     DEFAULT_MAX_LINES,
     ReadError,
     ScannedLines,
-    format_size,
     select_lines,
 )
 from pi_durable_tui.tools._workspace import resolve_tool_path

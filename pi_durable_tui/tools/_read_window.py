@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from pi_durable_tui.harness import format_size
+
 DEFAULT_MAX_LINES = 2000
 """Most lines ``read`` shows at once (3.1)."""
 
@@ -47,23 +49,6 @@ DEFAULT_MAX_BYTES = 51200
 
 class ReadError(Exception):
     """A read that cannot be served; the message is written for the model."""
-
-
-def format_size(size: int) -> str:
-    """Format a byte count the way the tools' messages do (reference 3).
-
-    Args:
-        size: A number of bytes.
-
-    Returns:
-        ``<n>B`` below 1024, ``<x.y>KB`` below 1 MiB, ``<x.y>MB`` above, with
-        one decimal rounded half up (as JavaScript's ``toFixed`` does).
-    """
-    if size < 1024:
-        return f"{size}B"
-    unit, suffix = (1024, "KB") if size < 1024 * 1024 else (1024 * 1024, "MB")
-    tenths = (size * 10 + unit // 2) // unit
-    return f"{tenths // 10}.{tenths % 10}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)

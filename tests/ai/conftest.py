@@ -1,4 +1,4 @@
-"""Fixtures of the provider tests: the recorded-SSE server and a client for it."""
+"""Fixtures of the model-layer tests: the recorded-SSE server on 127.0.0.1 and a client for it."""
 
 from __future__ import annotations
 

@@ -5,10 +5,8 @@ next queued ``Reply``: a status, headers and a body sent as chunked transfer
 encoding, optionally dribbled in odd chunk sizes, cut off abruptly
 (``drop_after``: the client sees an incomplete chunked body) or stalled
 (``stall_after``: the server holds the connection and waits for the client to
-go away, which sets ``disconnected``).
-
-Also the glue the provider tests share: recordings, models, and
-``collect``/``summary`` to read a stream into an exact event sequence.
+go away, which sets ``disconnected``). ``recording`` reads the recorded
+transcripts of ``recordings/<api>/<name>.sse``.
 """
 
 from __future__ import annotations
@@ -18,20 +16,10 @@ import contextlib
 import itertools
 import json
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from pi_durable_tui.ai.events import AssistantEvent, AssistantStream, DoneEvent, ErrorEvent
-from pi_durable_tui.ai.types import (
-    AssistantMessage,
-    Context,
-    Model,
-    ModelCost,
-    ToolSpec,
-    UserMessage,
-)
 
 RECORDINGS = Path(__file__).parent / "recordings"
 ODD_CHUNKS = (1, 7, 3, 64, 2, 13, 5, 31)
@@ -169,56 +157,3 @@ class SseServer:
             return
         writer.write(b"0\r\n\r\n")
         await writer.drain()
-
-
-def priced_model(api: str, base_url: str, **fields: Any) -> Model:
-    """A model of ``api`` served at ``base_url`` with round prices."""
-    values: dict[str, Any] = {
-        "id": "test-model",
-        "api": api,
-        "provider": fields.pop(
-            "provider", "anthropic" if api.startswith("anthropic") else "openai"
-        ),
-        "base_url": base_url,
-        "cost": ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
-        "context_window": 200_000,
-        "max_tokens": 64_000,
-    }
-    values.update(fields)
-    return Model(**values)
-
-
-async def collect(
-    stream: AssistantStream, on_event: Callable[[AssistantEvent], None] | None = None
-) -> list[AssistantEvent]:
-    """Read a whole stream."""
-    events: list[AssistantEvent] = []
-    async for event in stream:
-        events.append(event)
-        if on_event is not None:
-            on_event(event)
-    return events
-
-
-def summary(events: Sequence[AssistantEvent]) -> list[tuple[str, int | None]]:
-    """Event types with their content indexes (None for start and terminal events)."""
-    return [(event.type, getattr(event, "content_index", None)) for event in events]
-
-
-def final(events: Sequence[AssistantEvent]) -> AssistantMessage:
-    """The message of the terminal event."""
-    last = events[-1]
-    if isinstance(last, DoneEvent):
-        return last.message
-    assert isinstance(last, ErrorEvent)
-    return last.error
-
-
-HELLO = Context(system_prompt="You are terse.", messages=[UserMessage(content="Say hello")])
-"""The smallest request every provider test sends."""
-READ_TOOL = ToolSpec(
-    name="read",
-    description="Read a file",
-    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-)
-"""A tool offered in tool-call tests."""

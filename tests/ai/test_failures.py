@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from pi_durable_tui.ai.failures import is_context_overflow, is_retryable_error, retry_after_ms
-from pi_durable_tui.ai.types import AssistantMessage, Usage
+from pi_durable_tui.ai import (
+    AssistantMessage,
+    Usage,
+    is_context_overflow,
+    is_retryable_error,
+    retry_after_ms,
+)
 
 
 def failed(text: str = "", status: int | None = None, **fields: Any) -> AssistantMessage:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pi_durable_tui.ai.handoff import normalize_tool_call_id, transform_messages
-from pi_durable_tui.ai.types import (
-    AssistantContent,
+from pi_durable_tui.ai import (
     AssistantMessage,
     ImageContent,
     Message,
@@ -18,7 +16,10 @@ from pi_durable_tui.ai.types import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    transform_messages,
 )
+from pi_durable_tui.ai._handoff import normalize_tool_call_id
+from pi_durable_tui.ai._types import AssistantContent
 
 CLAUDE = Model(
     id="claude-x", api="anthropic-messages", provider="anthropic", input=["text", "image"]

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.ai.partial_json import PartialJson, parse_tool_arguments
-from pi_durable_tui.ai.streaming import MessageAssembly
-from pi_durable_tui.ai.types import Model, ToolCall
+from pi_durable_tui.ai import Model, ToolCall
+from pi_durable_tui.ai._partial_json import PartialJson, parse_tool_arguments
+from pi_durable_tui.ai.providers._sse import MessageAssembly
 
 
 def live_values(*fragments: str) -> list[dict[str, Any]]:

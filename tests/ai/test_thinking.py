@@ -6,13 +6,8 @@ from typing import Any
 
 import pytest
 
-from pi_durable_tui.ai.thinking import (
-    anthropic_thinking,
-    clamp_thinking_level,
-    openai_reasoning_effort,
-    supported_thinking_levels,
-)
-from pi_durable_tui.ai.types import Model, ThinkingLevel
+from pi_durable_tui.ai import Model, ThinkingLevel, clamp_thinking_level, supported_thinking_levels
+from pi_durable_tui.ai._thinking import anthropic_thinking, openai_reasoning_effort
 
 
 def model(**fields: Any) -> Model:

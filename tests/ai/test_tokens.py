@@ -9,22 +9,10 @@ from typing import Any
 
 import pytest
 
-from pi_durable_tui.ai import tokens
-from pi_durable_tui.ai.tokens import (
-    ENCODING_FILES,
-    IMAGE_TOKENS,
-    MESSAGE_OVERHEAD_TOKENS,
-    cache_file_name,
-    context_token_estimate,
-    count_tokens,
-    encoding_name_for,
-    estimate_context_tokens,
-    estimate_message_tokens,
-    seed_tiktoken_cache,
-)
-from pi_durable_tui.ai.types import (
+from pi_durable_tui.ai import (
     AssistantMessage,
     ImageContent,
+    Message,
     Model,
     TextContent,
     ThinkingContent,
@@ -33,6 +21,19 @@ from pi_durable_tui.ai.types import (
     ToolSpec,
     Usage,
     UserMessage,
+    count_tokens,
+    estimate_context_tokens,
+    estimate_message_tokens,
+)
+from pi_durable_tui.ai import _tokens as tokens
+from pi_durable_tui.ai._tokens import (
+    ENCODING_FILES,
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD_TOKENS,
+    cache_file_name,
+    context_token_estimate,
+    encoding_name_for,
+    seed_tiktoken_cache,
 )
 
 MIXED = "Größenordnung \u2013 日本語のテキスト"
@@ -234,7 +235,7 @@ def answered(usage: Usage, stop_reason: Any = "stop") -> AssistantMessage:
 
 def test_context_size_is_the_last_reported_usage_plus_the_unsent_tail() -> None:
     tail = UserMessage(content="hello world")
-    messages = [
+    messages: list[Message] = [
         UserMessage(content="first question"),
         answered(Usage(input=100, output=20, cache_read=1000, cache_write=50)),
         tail,

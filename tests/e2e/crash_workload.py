@@ -64,13 +64,19 @@ from pi_durable_tui.kernel import (
     TaskOwned,
     TaskRegistry,
     TaskRuntime,
+    TaskState,
     Tx,
     Waiting,
     define_doc,
     define_task,
 )
-from pi_durable_tui.kernel.tasks import TaskState
-from pi_durable_tui.storage import EntryRecord, Storage, TaskRecord, failpoints
+from pi_durable_tui.storage import (
+    LIVE_TASK_STATUSES,
+    EntryRecord,
+    Storage,
+    TaskRecord,
+    failpoints,
+)
 from pi_durable_tui.storage.jsonl import JsonlStorage
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from tests.e2e.crash_model import (
@@ -136,6 +142,8 @@ class Workload:
         self.script = build_script(seed)
         self.seqs: dict[int, int] = {}
         self.commits = 0
+        self.live: dict[int, TaskRecord] = {}
+        """Live tasks as publications leave them (seeded from the store at open)."""
         self.ticker = define_task(
             "crash.ticker",
             initial=lambda _: {"phase": "tick", "tick": 0},
@@ -177,6 +185,11 @@ class Workload:
         self.commits += 1
         for entry in info.entries:
             self.seqs[entry.id] = info.seq
+        for record in info.tasks:
+            if record.is_live:
+                self.live[record.id] = record
+            else:
+                self.live.pop(record.id, None)
         emit("published", {"seq": info.seq, "entries": [entry.id for entry in info.entries]})
 
     def ack(self, entry: EntryRecord) -> None:
@@ -373,10 +386,10 @@ class Workload:
         """Once the victim's child holds, abort the victim (R46); again after a restart."""
 
         def ready() -> bool:
-            record = session.live.task(victim)
+            record = self.live.get(victim)
             if record is None or record.abort_requested:
                 return True  # aborted already, by the run a kill interrupted
-            children = [t for t in session.live.tasks() if t.owner == victim]
+            children = [t for t in self.live.values() if t.owner == victim]
             return bool(children) and all(
                 fields(t.state.get("checkpoint") or {}).get("holding") for t in children
             )
@@ -387,7 +400,7 @@ class Workload:
             if ready():
                 holding.set()
 
-        unsubscribe = session.subscribe(check)  # the live index is current in listeners
+        unsubscribe = session.subscribe(check)  # runs after ``on_commit`` noted the commit
         try:
             check()
             await holding.wait()
@@ -434,6 +447,18 @@ def task_input(step: Step) -> dict[str, Any]:
     return {"label": step.label}
 
 
+async def live_tasks(session: Session) -> list[TaskRecord]:
+    """Return the live tasks as the store has them once the Session opened (R22)."""
+    records: list[TaskRecord] = []
+    cursor = None
+    while True:
+        page = await session.storage.scan_tasks(status=LIVE_TASK_STATUSES, cursor=cursor)
+        records.extend(page.items)
+        if page.cursor is None:
+            return records
+        cursor = page.cursor
+
+
 async def open_storage(args: argparse.Namespace) -> Storage:
     if args.backend == "sqlite":
         return await SqliteStorage.open(args.store, synchronous=args.synchronous)
@@ -459,7 +484,8 @@ async def run(args: argparse.Namespace) -> None:
         raise
     emit("session", {"seq": storage.last_seq})
     session.subscribe(workload.on_commit)
-    for record in session.live.tasks():
+    workload.live.update((record.id, record) for record in await live_tasks(session))
+    for record in workload.live.values():
         emit(
             "resume-task",
             {
@@ -471,7 +497,7 @@ async def run(args: argparse.Namespace) -> None:
                 "memos": record.memos,
             },
         )
-    emit("resumed", {"tasks": len(session.live.tasks())})
+    emit("resumed", {"tasks": len(workload.live)})
     try:
         session.resume()
         await workload.drive(session)

@@ -151,6 +151,9 @@ def test_output_limits_reject_bad_values_naming_the_field(
         (1024 * 1024 - 1, "1024.0KB"),
         (1024 * 1024, "1.0MB"),
         (5 * 1024 * 1024 + 512 * 1024, "5.5MB"),
+        (1280, "1.3KB"),
+        (3 * 1024 * 1024 // 2, "1.5MB"),
+        (5 * 1024**3, "5120.0MB"),
     ],
 )
 def test_format_size_uses_bytes_then_one_decimal_kb_then_mb(size: int, text: str) -> None:

@@ -21,11 +21,20 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pi_durable_tui.kernel import Ownerless, Session, Tx
-from pi_durable_tui.kernel.documents import DocDefinition
+from pi_durable_tui.kernel import (
+    CommitInfo,
+    Completed,
+    DocDefinition,
+    Ownerless,
+    Session,
+    TaskRuntime,
+    Tx,
+    define_doc,
+    define_task,
+)
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.records import DocAddress, DocumentRead, ScopeRef
+from pi_durable_tui.storage.records import DocAddress, DocumentRead, ScopeRef, TaskRecord
 from pi_durable_tui.storage.writes import Write
 
 _READS = frozenset(
@@ -131,6 +140,33 @@ async def settle(rounds: int = 20) -> None:
     """Let the event loop run every ready callback a few times (never a real sleep)."""
     for _ in range(rounds):
         await asyncio.sleep(0)
+
+
+NOTES = define_doc("notes", initial=lambda: {"text": "", "items": []})
+"""A conversation document with a text and a list."""
+
+
+async def _complete(task: TaskRecord, runtime: TaskRuntime) -> None:
+    await runtime.commit(lambda tx: Completed())
+
+
+JOB = define_task(
+    "job", initial=lambda _input: {"phase": "run"}, phases={"run": _complete}, abort=_complete
+)
+"""A task that completes at once (it runs only when a test registers it)."""
+
+
+async def controlled() -> tuple[ControlledStorage, Session]:
+    """Open a Session over a fresh ``ControlledStorage``."""
+    storage = ControlledStorage()
+    return storage, await open_session(storage)
+
+
+def collect_published(session: Session) -> list[CommitInfo]:
+    """Return a list that collects every commit the Session publishes from now on."""
+    seen: list[CommitInfo] = []
+    session.subscribe(seen.append)
+    return seen
 
 
 async def open_session(storage: Any = None, **options: Any) -> Session:

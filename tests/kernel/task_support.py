@@ -1,13 +1,15 @@
 """Test support for durable tasks: a session kit, gates, hooks that record, and a crash.
 
-- ``open_kit(*definitions)`` opens a ``Session`` on a fresh ``MemoryStorage`` with
-  a ``ManualClock`` and a recording hook set; ``Kit.close()`` closes it.
+- ``Kits`` (the ``kits`` fixture of ``conftest.py``): ``await kits.open(*definitions)``
+  opens a ``Session`` on a fresh ``CrashableStorage`` with a ``ManualClock`` and a
+  recording hook set; every kit a test opened is closed when the test ends.
+- ``await kits.reopen(kit)``: the in-process stand-in for ``kill -9``. The old
+  Session is closed (which writes nothing, R27) without closing its storage, as a
+  killed process closes nothing; a new Session opens on the same storage object.
 - ``Gate``: a phase awaits ``gate.passage()``; the test awaits ``gate.reached``,
   inspects, then ``gate.open()``. No real sleeping anywhere.
-- ``abandon_without_closing_and_reopen(kit)``: the in-process stand-in for
-  ``kill -9``: the old Session is sealed, its scheduler loop and invocations are
-  cancelled, and it writes nothing more; its storage stays open, and a new Session
-  opens on the same ``MemoryStorage`` object.
+
+Everything here goes through the kernel's public surface.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from pi_durable_tui.kernel import (
     Aborted,
+    CommitInfo,
     Completed,
     ConversationOwned,
     ManualClock,
@@ -34,7 +37,6 @@ from pi_durable_tui.kernel import (
     Tx,
     define_task,
 )
-from pi_durable_tui.kernel.publication import CommitInfo
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
@@ -83,7 +85,8 @@ class Gate:
 class RecordingHooks(SessionHooks):
     """Hooks that remember every call, with what the calling commit staged."""
 
-    outcomes: list[tuple[int, JsonObject, TaskRecord | None]] = field(default_factory=list)
+    outcomes: list[tuple[int, JsonObject, TaskRecord]] = field(default_factory=list)
+    """``(task ID, outcome, the record the commit stages)`` per cleanup call."""
     cancelled: list[list[int]] = field(default_factory=list)
     created: list[int] = field(default_factory=list)
 
@@ -91,17 +94,31 @@ class RecordingHooks(SessionHooks):
         self.created.append(record.id)
 
     async def scheduler_outcome(self, tx: Tx, task: TaskRecord, outcome: JsonObject) -> None:
-        self.outcomes.append((task.id, outcome, tx.tasks.get(task.id)))
+        self.outcomes.append((task.id, outcome, task))
 
     async def conversations_cancelled(self, tx: Tx, conversation_ids: list[int]) -> None:
         self.cancelled.append(list(conversation_ids))
+
+
+class CrashableStorage(MemoryStorage):
+    """A ``MemoryStorage`` that a Session can be abandoned on, as a killed process leaves it.
+
+    While ``crashing`` is set, ``close()`` leaves the store open, so a new Session
+    can open on the same object.
+    """
+
+    crashing = False
+
+    async def close(self) -> None:
+        if not self.crashing:
+            await super().close()
 
 
 @dataclass
 class Kit:
     """One open Session with everything a task test looks at."""
 
-    storage: MemoryStorage
+    storage: CrashableStorage
     clock: ManualClock
     registry: TaskRegistry
     hooks: RecordingHooks
@@ -157,16 +174,15 @@ class Kit:
 
     async def finished(self, task_id: int) -> TaskRecord:
         """Start scheduling and return the task's terminal record."""
-        return await within(self.session.wait_for_task(task_id))  # type: ignore[no-any-return]
+        record: TaskRecord = await within(self.session.wait_for_task(task_id))
+        return record
 
-    async def until(self, predicate: Callable[[], bool]) -> None:
-        """Wait until ``predicate`` holds; re-checked after every commit (no polling)."""
-        if predicate():
-            return
+    async def until(self, predicate: Callable[[CommitInfo], bool]) -> None:
+        """Wait until a published commit satisfies ``predicate`` (no polling)."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        def check(_info: CommitInfo) -> None:
-            if not done.done() and predicate():
+        def check(info: CommitInfo) -> None:
+            if not done.done() and predicate(info):
                 done.set_result(None)
 
         unsubscribe = self.session.subscribe(check)
@@ -177,61 +193,94 @@ class Kit:
 
     async def status_is(self, task_id: int, *statuses: str) -> TaskRecord:
         """Wait until a task's committed status is one of ``statuses``; return the record."""
+        record = await self.task(task_id)
+        if record.status in statuses:
+            return record
         found: list[TaskRecord] = []
 
-        def check() -> bool:
-            record = self.session.live.task(task_id)
-            if record is None:
-                return "terminal" in statuses
-            if record.status in statuses:
-                found.append(record)
-                return True
-            return False
+        def reached(info: CommitInfo) -> bool:
+            found.extend(r for r in info.tasks if r.id == task_id and r.status in statuses)
+            return bool(found)
 
-        await self.until(check)
-        return found[-1] if found else await self.task(task_id)
+        await self.until(reached)
+        return found[-1]
 
+    async def scheduling(self) -> str:
+        """Return what ``inspect()`` says of scheduling: paused, running or closing (R28)."""
+        report = await self.session.inspect()
+        scheduling: str = report["scheduling"]
+        return scheduling
 
-async def open_kit(
-    *definitions: TaskDefinition,
-    registry: TaskRegistry | None = None,
-    storage: MemoryStorage | None = None,
-    clock: ManualClock | None = None,
-    hooks: RecordingHooks | None = None,
-) -> Kit:
-    """Open a Session over ``MemoryStorage`` with a manual clock; scheduling is paused."""
-    registry = registry if registry is not None else TaskRegistry(definitions)
-    storage = storage if storage is not None else MemoryStorage()
-    clock = clock if clock is not None else ManualClock()
-    hooks = hooks if hooks is not None else RecordingHooks()
-    reports: list[Report] = []
-    session = await Session.open(
-        storage, registry=registry, clock=clock, hooks=hooks, on_report=reports.append
-    )
-    return Kit(storage, clock, registry, hooks, session, reports)
+    async def activity(self, task_id: int) -> JsonObject:
+        """Return what ``inspect()`` says a live task is doing (R28)."""
+        report = await self.session.inspect()
+        (activity,) = [t["activity"] for t in report["tasks"] if t["id"] == task_id]
+        found: JsonObject = activity
+        return found
+
+    async def blocked(self) -> dict[int, str]:
+        """Return the blocked reason of every live task ``inspect()`` shows blocked (R44)."""
+        report = await self.session.inspect()
+        return {
+            task["id"]: task["activity"]["blocked"]["reason"]
+            for task in report["tasks"]
+            if "blocked" in task["activity"]
+        }
 
 
-async def abandon_without_closing_and_reopen(kit: Kit, registry: TaskRegistry | None = None) -> Kit:
-    """Abandon a Session as a crash would, then open a new one on the same storage.
+class Kits:
+    """Opens session kits for one test and closes them all when it ends (the ``kits`` fixture)."""
 
-    The old Session is sealed (it admits no commit), its scheduler loop is
-    cancelled and its invocations are signalled and joined; none of that writes
-    anything, and its storage is NOT closed. The new Session shares the storage
-    object, clock, hooks and (unless given) registry.
-    """
-    old = kit.session
-    seq = kit.storage.last_seq
-    # The old Session must never write again: seal admission the way close() does,
-    # but never run close()'s storage shutdown.
-    old._closing = True
-    await within(old.scheduler.close())
-    assert kit.storage.last_seq == seq, "abandoning a Session must write nothing"
-    return await open_kit(
-        registry=registry if registry is not None else kit.registry,
-        storage=kit.storage,
-        clock=kit.clock,
-        hooks=kit.hooks,
-    )
+    def __init__(self) -> None:
+        self._opened: list[Kit] = []
+
+    async def open(
+        self,
+        *definitions: TaskDefinition,
+        registry: TaskRegistry | None = None,
+        storage: CrashableStorage | None = None,
+        clock: ManualClock | None = None,
+        hooks: RecordingHooks | None = None,
+    ) -> Kit:
+        """Open a Session with a manual clock; scheduling is paused (R23)."""
+        registry = registry if registry is not None else TaskRegistry(definitions)
+        storage = storage if storage is not None else CrashableStorage()
+        clock = clock if clock is not None else ManualClock()
+        hooks = hooks if hooks is not None else RecordingHooks()
+        reports: list[Report] = []
+        session = await Session.open(
+            storage, registry=registry, clock=clock, hooks=hooks, on_report=reports.append
+        )
+        kit = Kit(storage, clock, registry, hooks, session, reports)
+        self._opened.append(kit)
+        return kit
+
+    async def reopen(self, kit: Kit, registry: TaskRegistry | None = None) -> Kit:
+        """Abandon a Session as a crash would, then open a new one on the same storage.
+
+        The old Session is closed without closing its storage: close seals
+        admission, stops the scheduler and joins invocations, and writes nothing
+        (R27). The new Session shares the storage object, clock, hooks and
+        (unless given) registry.
+        """
+        seq = kit.storage.last_seq
+        kit.storage.crashing = True
+        try:
+            await kit.close()
+        finally:
+            kit.storage.crashing = False
+        assert kit.storage.last_seq == seq, "abandoning a Session must write nothing"
+        return await self.open(
+            registry=registry if registry is not None else kit.registry,
+            storage=kit.storage,
+            clock=kit.clock,
+            hooks=kit.hooks,
+        )
+
+    async def close_all(self) -> None:
+        """Close every kit still open, newest first."""
+        for kit in reversed(self._opened):
+            await kit.close()
 
 
 # -- definitions --
@@ -262,6 +311,28 @@ def goto(phase_name: str, **extra: Json) -> Phase:
         await runtime.commit(lambda tx: Running({"phase": phase_name, **extra}))
 
     return phase
+
+
+def create_owned(definition: TaskDefinition, owner: int) -> Callable[[Tx], None]:
+    """A runtime commit callback that creates a task owned by ``owner`` and leaves the state."""
+
+    def create(tx: Tx) -> None:
+        tx.create_task(definition, ownership=TaskOwned(owner))
+
+    return create
+
+
+def crashing_parent(child: TaskDefinition) -> TaskDefinition:
+    """A ``parent`` task that creates an owned ``child``, then raises ``parent broke``.
+
+    The scheduler faults it while the child is live, so the fault holds (R53, R54).
+    """
+
+    async def crash(task: TaskRecord, runtime: TaskRuntime) -> None:
+        await runtime.commit(create_owned(child, task.id))
+        raise RuntimeError("parent broke")
+
+    return define("parent", {"crash": crash})
 
 
 def gated(gate: Gate, then: Phase) -> Phase:

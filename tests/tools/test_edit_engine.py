@@ -387,8 +387,10 @@ def test_repair_works_on_a_copy_and_never_mutates_the_input() -> None:
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(["oldText", "newText", "x"]), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["oldText", "newText", "x"]), children, max_size=3)
+    ),
     max_leaves=8,
 )
 _EDIT_VALUES = _JSON | _JSON.map(json.dumps)

@@ -19,7 +19,6 @@ from pi_durable_tui.tools._read_window import (
     ReadError,
     ReadWindow,
     Truncation,
-    format_size,
     select_lines,
 )
 
@@ -218,24 +217,6 @@ def test_truncation_details_have_a_json_form() -> None:
         "max_lines": 2000,
         "max_bytes": 51200,
     }
-
-
-@pytest.mark.parametrize(
-    ("size", "text"),
-    [
-        (0, "0B"),
-        (1023, "1023B"),
-        (1024, "1.0KB"),
-        (1280, "1.3KB"),  # 1.25 rounds half up, as JavaScript's toFixed does
-        (51200, "50.0KB"),
-        (1024 * 1024 - 1, "1024.0KB"),
-        (1024 * 1024, "1.0MB"),
-        (3 * 1024 * 1024 // 2, "1.5MB"),
-        (5 * 1024**3, "5120.0MB"),
-    ],
-)
-def test_sizes_are_formatted_in_bytes_kilobytes_or_megabytes(size: int, text: str) -> None:
-    assert format_size(size) == text
 
 
 # --- lazy sources --------------------------------------------------------------------------------

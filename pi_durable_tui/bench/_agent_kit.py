@@ -1,0 +1,94 @@
+"""What the agent benchmarks share: a harness on a real SQLite store with a faux model.
+
+``open_agent(directory, factory=..., ...)`` opens ``SqliteStorage`` in
+``directory``, a harness with the coding tools and a ``LocalEnv`` rooted there,
+and the root conversation on the faux model; ``close()`` ends it. ``CommitCounter``
+counts the commits a workload makes (and the document bytes they write) through
+the session's publications.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_durable_tui.ai import FauxProvider, ModelRef, Models
+from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.harness import AgentChange, Conversation, Extension, Harness, create_registry
+from pi_durable_tui.kernel import CommitInfo
+from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.tools import CodingTools
+
+
+class CommitCounter:
+    """Counts commits and the JSON bytes of their document operations."""
+
+    def __init__(self) -> None:
+        self.commits = 0
+        self.op_bytes = 0
+
+    def __call__(self, info: CommitInfo) -> None:
+        self.commits += 1
+        for change in info.documents:
+            self.op_bytes += len(json.dumps(change.ops))
+
+    def reset(self) -> None:
+        """Start counting again."""
+        self.commits = 0
+        self.op_bytes = 0
+
+
+@dataclass(eq=False)
+class AgentKit:
+    """An open harness for a benchmark."""
+
+    harness: Harness
+    root: Conversation
+    faux: FauxProvider
+    counter: CommitCounter
+    store: Path
+
+    async def close(self) -> None:
+        """Close the harness and its store."""
+        await self.harness.close()
+
+
+async def open_agent(
+    directory: Path,
+    *,
+    factory: Callable[..., Any] | None = None,
+    tokens_per_second: float = 0.0,
+    extensions: tuple[Extension, ...] = (CodingTools,),
+    settings: Any = None,
+) -> AgentKit:
+    """Open a harness on ``directory/session.sqlite`` with a faux model and the coding tools."""
+    faux = FauxProvider(
+        factory=factory, tokens_per_second=tokens_per_second, when_exhausted="error"
+    )
+    models = Models()
+    models.register_faux(faux)
+    store = directory / "session.sqlite"
+    storage = await SqliteStorage.open(store)
+    harness = await Harness.open(
+        storage,
+        models=models,
+        registry=create_registry(*extensions),
+        env=lambda target: LocalEnv(target.cwd or str(directory)),
+        settings=settings,
+    )
+    counter = CommitCounter()
+    harness.session.subscribe(counter)
+    agent = AgentChange(model=ModelRef("faux", "faux-1"), cwd=str(directory))
+    root = await harness.root(agent=agent)
+    harness.resume()
+    return AgentKit(harness, root, faux, counter, store)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The ``fraction`` percentile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]

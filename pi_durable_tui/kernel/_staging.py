@@ -1,0 +1,133 @@
+"""``StagedCommit``: everything one commit has staged, as the kernel sees it (R1, R5-R7, R70).
+
+A commit callback receives a ``Tx``: the author's handle, which shows only the
+documented reads and writes. Behind it, the kernel keeps the staged records in a
+``StagedCommit``, and the kernel's own callbacks (the scheduler's reservations,
+steps and reconcile commits, a runtime's gate) work on it directly:
+
+- staged records: conversations (and the forks among them), entries, tasks,
+  submissions, and the commit's documents (``TxDocuments``);
+- ``candidate_task``: a task's newest record in this commit, staged or live in the
+  Session; this is not a table read (R70);
+- ``wrote_table``: set by the first table write; later table reads through a
+  ``Tx`` raise ``ReadAfterWrite`` (R5);
+- ``holder``: the one ``Tx`` handle that may use the commit now. Making a new
+  handle revokes the previous one, and ``settle`` / ``close`` revoke the last:
+  a leaked handle raises ``TransactionClosed`` (R6).
+
+When the callback has settled, ``settle`` rejects a commit whose document
+acquisition is still pending (R7) and detaches the drafts from the values the
+callback holds (R6). Work the kernel defers to the commit's preparation waits in
+``on_prepare``; ``storage_writes`` then lists the table writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from pi_durable_tui.kernel._errors import KernelError
+from pi_durable_tui.kernel.docs import DocumentStore, ForkPlanner, TxDocuments
+from pi_durable_tui.storage.protocol import Storage
+from pi_durable_tui.storage.records import (
+    ConversationRecord,
+    EntryRecord,
+    SubmissionRecord,
+    TaskRecord,
+)
+from pi_durable_tui.storage.writes import (
+    PutConversation,
+    PutEntry,
+    PutSubmission,
+    PutTask,
+    Write,
+)
+
+
+class LiveTasks(Protocol):
+    """The Session's live tasks, as a commit reads them."""
+
+    def task(self, task_id: int) -> TaskRecord | None:
+        """Return a live task's committed record (``None`` when terminal or unknown)."""
+        ...
+
+
+class StagedCommit:
+    """The staged state of one commit. Created by the commit line, never directly.
+
+    Args:
+        storage: The Session's backend (committed state, and ID minting).
+        live: The Session's live tasks.
+        documents: The Session's committed documents.
+        origin_task: The task whose runtime commit this is (entries get ``by_task_id``).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        live: LiveTasks,
+        documents: DocumentStore,
+        origin_task: int | None = None,
+    ) -> None:
+        self.storage = storage
+        self.live = live
+        self.origin_task = origin_task
+        self.holder: object | None = None
+        """The ``Tx`` handle that may use this commit now, if any."""
+        self.wrote_table = False
+        self.conversations: dict[int, ConversationRecord] = {}
+        self.forks: list[ConversationRecord] = []
+        self.fork_planner = ForkPlanner(storage, self.forks)
+        self.documents = TxDocuments(documents, self.fork_planner)
+        self.entries: list[EntryRecord] = []
+        self.tasks: dict[int, TaskRecord] = {}
+        self.new_task_ids: list[int] = []
+        self.submissions: dict[int, SubmissionRecord] = {}
+        self.loaded_conversations: list[ConversationRecord] = []
+        """Committed conversations the live index learns about with this commit."""
+        self.on_prepare: list[Callable[[], Awaitable[None]]] = []
+        """Kernel work run when the commit prepares, after the creation hooks, so it
+        judges everything the commit stages (a phase's returned state, R38, R53)."""
+
+    def candidate_task(self, task_id: int) -> TaskRecord | None:
+        """Return a task's newest record in this commit: staged, or live in the Session."""
+        if task_id in self.tasks:
+            return self.tasks[task_id]
+        return self.live.task(task_id)
+
+    async def read_task(self, task_id: int) -> TaskRecord | None:
+        """Return a task's committed record (live ones from memory)."""
+        record = self.live.task(task_id)
+        return record if record is not None else await self.storage.task(task_id)
+
+    def put_task(self, record: TaskRecord) -> None:
+        """Stage a task's whole new record."""
+        self.wrote_table = True
+        self.tasks[record.id] = record
+
+    def settle(self) -> None:
+        """End the callback's part: revoke its handle and detach its drafts (R6, R7).
+
+        Raises:
+            KernelError: When a document acquisition is still pending (R7).
+            ValueError: When a draft holds a cycle.
+        """
+        self.holder = None
+        if self.documents.pending:
+            raise KernelError(
+                "A document acquisition was still pending when the commit callback settled"
+            )
+        self.documents.detach()
+
+    def close(self) -> None:
+        """Revoke every handle and stop loads nobody will use (R6)."""
+        self.holder = None
+        self.documents.close()
+
+    def storage_writes(self) -> list[Write]:
+        """Return the table writes of this commit (documents come from ``documents``)."""
+        writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
+        writes.extend(PutEntry(r) for r in self.entries)
+        writes.extend(PutTask(r) for r in self.tasks.values())
+        writes.extend(PutSubmission(r) for r in self.submissions.values())
+        return writes
