@@ -51,6 +51,10 @@ class AgentPlan:
             ``[0, max_early_delay]`` s: they land in start-up, reopening and
             recovery (K4).
         max_kills_per_chain: After this many kills the next process must complete.
+        commit_kills: The first random chains' first processes die right after
+            these COMMITs (``sqlite.after_commit`` failpoint): a fresh session's
+            first commits, so one of them lands between the prompt's admission
+            commit and its acknowledgement (S1), and the restart sends it again.
         workers: The most chains at the same time.
     """
 
@@ -61,6 +65,7 @@ class AgentPlan:
     early_share: float = 0.25
     max_early_delay: float = 1.5
     max_kills_per_chain: int = 4
+    commit_kills: tuple[int, ...] = (1, 2, 3, 4)
     workers: int = 24
 
 
@@ -72,11 +77,13 @@ def window_chains(scenario: Scenario, targets: Sequence[str], per_chain: int) ->
 
 
 def _random_planner(
-    seed: int, budget: KillBudget, plan: AgentPlan
+    seed: int, budget: KillBudget, plan: AgentPlan, first: Kill | None = None
 ) -> Callable[[AgentChain], Kill | None]:
     rng = random.Random(seed)
 
     def planner(chain: AgentChain) -> Kill | None:
+        if first is not None and not chain.runs:
+            return first
         early = rng.random() < plan.early_share
         delay = rng.uniform(0.0, plan.max_early_delay if early else plan.max_delay)
         if len(chain.kills) >= plan.max_kills_per_chain or not budget.take():
@@ -111,8 +118,8 @@ def agent_campaign(root: Path, plan: AgentPlan, scenario: Scenario) -> list[Agen
         trial = Trial(name, root / name, resubmit=resubmit)
         chain = run_chain(trial, scenario, planner, seed)
         if seed is not None:
-            planned = sum(1 for run in chain.runs if run.kill is not None)
-            for _ in range(planned - len(chain.kills)):
+            timed = [run for run in chain.runs if run.kill and run.kill.after is not None]
+            for _ in range(sum(1 for run in timed if not run.killed)):
                 budget.give_back()  # the process ended before its kill time
         return check_agent_chain(chain, scenario)
 
@@ -135,7 +142,12 @@ def agent_campaign(root: Path, plan: AgentPlan, scenario: Scenario) -> list[Agen
                     name, seed, planner = jobs.pop(0)
                 elif budget.left > per_chain * len(random_running & running):
                     seed = plan.base_seed + index
-                    name, planner = f"random{index:03d}", _random_planner(seed, budget, plan)
+                    first = None
+                    if len(random_running) < len(plan.commit_kills):
+                        point = f"sqlite.after_commit:{plan.commit_kills[len(random_running)]}"
+                        first = Kill(failpoint=point)
+                    planner = _random_planner(seed, budget, plan, first)
+                    name = f"random{index:03d}"
                 else:
                     break
                 future = pool.submit(one, name, seed, planner, resubmit)
@@ -158,6 +170,7 @@ class AgentFigures:
     chains: int = 0
     kills: int = 0
     random_kills: int = 0
+    commit_kills: int = 0
     recovery_kills: int = 0
     """Kills of a process that had acknowledged nothing yet (start-up, reopen, recovery)."""
     window_kills: Counter[str] = field(default_factory=Counter)
@@ -168,6 +181,8 @@ class AgentFigures:
     repeated_unsafe: int = 0
     duplicate_prompts: int = 0
     resubmissions: int = 0
+    admission_kills: int = 0
+    """Chains killed between the prompt's admission commit and its acknowledgement (S1)."""
     safe_reruns: int = 0
     interrupted: int = 0
     partials: int = 0
@@ -187,7 +202,10 @@ class AgentFigures:
             chain = report.chain
             figures.chains += 1
             figures.kills += len(chain.kills)
-            figures.random_kills += sum(1 for r in chain.kills if r.kill and r.kill.effect is None)
+            figures.random_kills += sum(
+                1 for r in chain.kills if r.kill and r.kill.after is not None
+            )
+            figures.commit_kills += sum(1 for r in chain.kills if r.kill and r.kill.failpoint)
             figures.recovery_kills += sum(1 for r in chain.kills if not r.acks)
             figures.window_kills.update(report.window_kills)
             figures.window_landed.update(report.window_landed)
@@ -196,6 +214,7 @@ class AgentFigures:
             figures.repeated_unsafe += report.repeated_unsafe
             figures.duplicate_prompts += report.duplicate_prompts
             figures.resubmissions += sum(1 for r in chain.runs[1:] if r.resubmitted)
+            figures.admission_kills += report.admission_killed
             figures.safe_reruns += report.safe_reruns
             figures.interrupted += len(report.interrupted)
             figures.partials += report.partials
@@ -215,27 +234,36 @@ class AgentFigures:
             f"{tool} {self.window_landed[tool]}/{n}"
             for tool, n in sorted(self.window_kills.items())
         )
-        return (
-            f"{title}: {self.chains} chains in {self.seconds:.0f} s, {self.kills} kills "
-            f"({self.random_kills} at random times, {self.recovery_kills} before the process "
-            f"acknowledged anything; effect-window kills landed/sent: {windows or 'none'}); "
-            f"lost acknowledged entries {self.lost_acked}; chains by committed-but-"
-            f"unacknowledged root entries {dict(sorted(self.unacked.items()))}; "
-            f"repeated unsafe effects "
-            f"{self.repeated_unsafe}; duplicate prompts {self.duplicate_prompts} after "
-            f"{self.resubmissions} resubmissions; safe reruns {self.safe_reruns}; interrupted "
-            f"results {self.interrupted}; partials kept mid-stream {self.partials}; restarts per "
-            f"session max {self.max_restarts}; integrity failures {self.integrity_failures}; "
-            f"rounds sequential {self.sequential_rounds} / parallel {self.parallel_rounds}; "
-            f"env scrubbed in {self.scrubbed[True]} of {sum(self.scrubbed.values())}; files with "
-            f"the canary {dict(self.canary_files) or 0}; problems {len(self.problems)}"
-        )
+        parts = [
+            f"{self.chains} chains in {self.seconds:.0f} s",
+            f"{self.kills} kills ({self.random_kills} at random times, {self.commit_kills} at "
+            f"a fresh session's first commits, {self.recovery_kills} before the process "
+            f"acknowledged anything)",
+            f"effect-window kills landed/sent: {windows or 'none'}",
+            f"lost acknowledged entries {self.lost_acked}",
+            f"chains by committed-but-unacknowledged root entries {sorted(self.unacked.items())}",
+            f"repeated unsafe effects {self.repeated_unsafe}",
+            f"duplicate prompts {self.duplicate_prompts} after {self.resubmissions} resubmissions "
+            f"({self.admission_kills} after a kill between admission and acknowledgement)",
+            f"safe reruns {self.safe_reruns}",
+            f"interrupted results {self.interrupted}",
+            f"partials kept mid-stream {self.partials}",
+            f"restarts per session max {self.max_restarts}",
+            f"integrity failures {self.integrity_failures}",
+            f"rounds sequential {self.sequential_rounds} / parallel {self.parallel_rounds}",
+            f"env scrubbed in {self.scrubbed[True]} of {sum(self.scrubbed.values())}",
+            f"files holding the canary {dict(self.canary_files) or 0}",
+            f"problems {len(self.problems)}",
+        ]
+        return f"{title}: " + "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Replay one chain (see the module docstring); exit 1 when it shows problems."""
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.agent_campaign")
-    parser.add_argument("--kills", required=True, help="comma-separated seconds or call IDs")
+    parser.add_argument(
+        "--kills", required=True, help="comma-separated: seconds, +seconds, call IDs, failpoints"
+    )
     parser.add_argument("--resubmit", action="store_true")
     args = parser.parse_args(argv)
     kills = [] if args.kills == "-" else args.kills.split(",")

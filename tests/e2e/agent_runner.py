@@ -20,8 +20,8 @@ product rather than to a kernel workload (``crash_runner`` does that):
   request must create no duplicate). After every process the trial's files are
   scanned for the canary key (X1), before anything can checkpoint the WAL away.
 
-Chains run on worker threads (``crash_runner.run_parallel`` or a campaign);
-each process is a separate child, and the threads only wait on them.
+Chains run on worker threads (``agent_campaign``); each process is a separate
+child, and the threads only wait on them.
 """
 
 from __future__ import annotations
@@ -101,9 +101,12 @@ class Trial:
         """The session stores under ``$PIDURABLE_HOME`` (one, once a process created it)."""
         return sorted(self.home.glob("sessions/*/*/session.sqlite"))
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, failpoint: str | None = None) -> dict[str, str]:
+        """The process environment: the trial's home and temp dir, the canary key."""
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env.pop(FAILPOINT_ENV, None)
+        if failpoint is not None:
+            env[FAILPOINT_ENV] = failpoint
         env.update(PIDURABLE_HOME=str(self.home), TMPDIR=str(self.tmp))
         env[CANARY_ENV] = CANARY
         return env
@@ -137,7 +140,7 @@ class Trial:
 
 @dataclass(frozen=True, slots=True)
 class Kill:
-    """When to kill one process: at a time, or at a tool call's effect.
+    """When to kill one process: at a time, at a tool call's effect, or at a failpoint.
 
     Attributes:
         after: Seconds after the spawn, or after the first line when ``from_first_line``.
@@ -145,28 +148,35 @@ class Kill:
             work has begun) instead of from its spawn (start-up and recovery).
         effect: A tool call ID: SIGKILL as soon as that call's effect shows.
         effect_tool: The call's tool (set by ``run_chain``).
+        failpoint: A ``PIDURABLE_FAILPOINT`` value: the process kills itself
+            there (``sqlite.after_commit:2``: right after its second COMMIT).
     """
 
     after: float | None = None
     from_first_line: bool = False
     effect: str | None = None
     effect_tool: str | None = None
+    failpoint: str | None = None
 
     def describe(self) -> str:
         if self.effect is not None:
             return f"kill inside the effect window of {self.effect}"
+        if self.failpoint is not None:
+            return f"die at failpoint {self.failpoint}"
         since = "the first line" if self.from_first_line else "spawn"
         return f"kill {self.after:.3f} s after {since}"
 
     def token(self) -> str:
-        """This kill in ``agent_campaign --kills`` form: ``1.2``, ``+1.2`` or a call ID."""
-        if self.effect is not None:
-            return self.effect
+        """This kill in ``--kills`` form: ``1.2``, ``+1.2``, a call ID or a failpoint."""
+        if self.effect is not None or self.failpoint is not None:
+            return self.effect or self.failpoint or ""
         return f"{'+' if self.from_first_line else ''}{self.after:.3f}"
 
     @classmethod
     def parse(cls, token: str) -> Kill:
         """The kill a ``token()`` string names."""
+        if ":" in token:
+            return cls(failpoint=token)
         try:
             return cls(after=abs(float(token)), from_first_line=token.startswith("+"))
         except ValueError:
@@ -195,7 +205,9 @@ class AgentRun:
 
     @property
     def killed(self) -> bool:
-        return self.returncode == KILLED and self.sent is not None
+        """Died by SIGKILL as planned: sent by the runner, or by the armed failpoint."""
+        planned = self.sent is not None or (self.kill is not None and bool(self.kill.failpoint))
+        return self.returncode == KILLED and planned
 
     @property
     def acks(self) -> list[dict[str, Any]]:
@@ -307,7 +319,7 @@ def launch(
         proc = subprocess.Popen(
             command,
             cwd=trial.workspace,
-            env=trial.environment(),
+            env=trial.environment(kill.failpoint if kill is not None else None),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -330,7 +342,8 @@ def launch(
             if sent is None and elapsed > HANG_TIMEOUT:
                 send("hung")
             if sent is not None and elapsed > sent + 10:
-                break  # dead, yet its stdout stays open: a leaked descriptor (the check says)
+                trigger = "hung"  # dead, yet its stdout stays open: a leaked descriptor
+                break
             wake = HANG_TIMEOUT if sent is None else sent + 10
             if sent is None and due is not None:
                 wake = min(wake, due)

@@ -63,6 +63,9 @@ class AgentReport:
     lost_acked: int = 0
     repeated_unsafe: int = 0
     duplicate_prompts: int = 0
+    admission_killed: bool = False
+    """A kill fell between the prompt's admission commit and its acknowledgement, and a
+    restart sent the prompt again (S1)."""
     integrity_failures: int = 0
     interrupted: list[str] = field(default_factory=list)
     safe_reruns: int = 0
@@ -180,6 +183,10 @@ def _check_prompt(report: AgentReport, dump: SessionDump, transcript: Transcript
         )
     elif keyed[0].status != "done":
         report.fail(None, f"the prompt's submission is {keyed[0].status}: {keyed[0].reason}")
+    runs = report.chain.runs
+    acked = {ack["id"] for run in runs for ack in run.acks}
+    resent = any(run.resubmitted for run in runs[1:])
+    report.admission_killed = resent and any(s.entry.id not in acked for s in prompts)
 
 
 def _check_transcript(report: AgentReport, transcript: Transcript, scenario: Scenario) -> None:

@@ -89,6 +89,7 @@ def test_a_prompt_resent_with_its_request_id_after_kills_is_admitted_once_s1_r59
 ) -> None:
     assert campaign.duplicate_prompts == 0
     assert campaign.resubmissions >= 10, campaign.summary("too few resubmissions")
+    assert campaign.admission_kills >= 1, campaign.summary("no kill in the admission window")
 
 
 def test_tool_processes_never_see_the_api_key_in_their_environment_x1(
