@@ -93,7 +93,7 @@ def _random_planner(
     return planner
 
 
-def _replay_planner(kills: Sequence[str]) -> KillPlanner:
+def replay_planner(kills: Sequence[str]) -> KillPlanner:
     def planner(chain: AgentChain) -> Kill | None:
         index = len(chain.runs)
         if index >= len(kills):
@@ -107,7 +107,7 @@ def agent_campaign(root: Path, plan: AgentPlan, scenario: Scenario) -> list[Agen
     """Run the plan's chains (see the module docstring); return every chain's report."""
     budget = KillBudget(plan.random_kills)
     jobs: list[tuple[str, int | None, KillPlanner]] = [
-        (f"window{i:02d}", None, _replay_planner(targets))
+        (f"window{i:02d}", None, replay_planner(targets))
         for i, targets in enumerate(
             window_chains(scenario, plan.window_targets, plan.max_kills_per_chain)
         )
@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     scenario = build_scenario()
     started = time.monotonic()
     trial = Trial("replay", directory, resubmit=args.resubmit)
-    report = check_agent_chain(run_chain(trial, scenario, _replay_planner(kills), None), scenario)
+    report = check_agent_chain(run_chain(trial, scenario, replay_planner(kills), None), scenario)
     print(f"directory: {directory}")
     print(report.chain.describe())
     print(AgentFigures.of([report], time.monotonic() - started).summary("replay"))

@@ -220,10 +220,10 @@ class AgentRun:
 
     def describe(self) -> str:
         how = "not killed" if self.kill is None else self.kill.describe()
-        if self.kill is not None and self.sent is None:
-            how += " (it ended first)"
-        elif self.trigger is not None:
+        if self.sent is not None:
             how += f" (sent at {self.sent:.3f} s: {self.trigger})"
+        elif self.kill is not None and not self.killed:
+            how += " (it ended first)"
         return (
             f"run {self.number} `{' '.join(self.command[3:-4])}` ({how}, exit {self.returncode}, "
             f"{len(self.acks)} acks, {self.duration:.2f} s)"

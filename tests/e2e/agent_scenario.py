@@ -299,19 +299,23 @@ class _Builder:
             return [self.call("bash", ROOT, index, "secret"), self.call("read", ROOT, index)]
         if index == 33:
             return [self.call("bash", ROOT, index, "spill")]
-        if index == ROOT_TURNS - 1:
-            return []
         shape = SHAPES[self.shape % len(SHAPES)]
         self.shape += 1
         return [self.call(tool, ROOT, index) for tool in shape]
 
 
-def build_scenario() -> Scenario:
-    """Return the scripted session (deterministic; see the module docstring)."""
+def build_scenario(root_turns: int = ROOT_TURNS) -> Scenario:
+    """Return the scripted session (deterministic; see the module docstring).
+
+    Args:
+        root_turns: Turns of the root conversation; a shorter session (the
+            verifier's own tests use one) keeps the first turns and ends with
+            the final answer.
+    """
     builder = _Builder()
-    for index in range(ROOT_TURNS):
-        calls = builder.root_calls(index)
-        builder.turn(ROOT, index, calls)
+    for index in range(root_turns - 1):
+        builder.turn(ROOT, index, builder.root_calls(index))
+    builder.turn(ROOT, root_turns - 1, [])
     last = builder.turns[-1]
     builder.turns[-1] = Turn(ROOT, last.thinking, FINAL_TEXT, ())
     return Scenario(tuple(builder.turns))

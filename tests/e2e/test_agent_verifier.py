@@ -1,0 +1,155 @@
+"""The agent crash checks catch what they claim to catch (so the campaign cannot pass vacuously).
+
+One real chain of a short session (12 root turns and a subagent: a kill inside
+the effect window of a ``bash`` call, then a restart to completion) passes
+``check_agent_chain``; then each test damages a copy of its evidence in one way
+and requires the matching finding: an acknowledged entry lost or changed (R2),
+an unsafe effect run twice (ledger or rename, R95), a read run again after a run
+that was not killed, a prompt admitted twice (S1, R59), a transcript other than
+the script, a window kill that did not interrupt its call (K3, R100), a line that
+is not JSON, and a damaged SQLite file (reliability.md 9.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.agent_campaign import replay_planner
+from tests.e2e.agent_runner import AgentChain, Kill, Trial, run_chain
+from tests.e2e.agent_scenario import PROMPT, Scenario, build_scenario
+from tests.e2e.agent_verify import check_agent_chain
+
+SCENARIO = build_scenario(root_turns=12)
+TARGET = "bash-07"
+
+
+@pytest.fixture(scope="module")
+def clean_chain(tmp_path_factory: pytest.TempPathFactory) -> AgentChain:
+    trial = Trial("verifier", tmp_path_factory.mktemp("agent-verifier") / "chain")
+    chain = run_chain(trial, SCENARIO, replay_planner([TARGET]), None)
+    report = check_agent_chain(chain, SCENARIO)
+    assert not report.problems, "\n".join(report.problems)
+    assert [run.killed for run in chain.runs] == [True, False]
+    assert TARGET in report.interrupted
+    return chain
+
+
+def copy_chain(chain: AgentChain, tmp_path: Path) -> AgentChain:
+    """Return the chain over a copy of its directory (every process has ended)."""
+    directory = tmp_path / "copy"
+    shutil.copytree(chain.trial.directory, directory)
+    runs = [
+        dataclasses.replace(run, events=[dict(e) for e in run.events], effects=Counter(run.effects))
+        for run in chain.runs
+    ]
+    trial = dataclasses.replace(chain.trial, directory=directory)
+    return dataclasses.replace(
+        chain, trial=trial, runs=runs, effects=Counter(chain.effects), ledger=list(chain.ledger)
+    )
+
+
+def findings(chain: AgentChain, scenario: Scenario = SCENARIO) -> str:
+    return "\n".join(check_agent_chain(chain, scenario).problems)
+
+
+def test_an_acknowledged_entry_missing_from_the_store_is_reported_lost(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    fake = {**chain.runs[0].acks[-1], "id": 10**9}
+    chain.runs[0].events.append({"type": "entry_appended", "entry": fake})
+    assert "LOST acknowledged entry 1000000000" in findings(chain)
+
+
+def test_an_acknowledged_entry_the_store_holds_differently_is_reported(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    event = next(e for e in chain.runs[0].events if e["type"] == "entry_appended")
+    event["entry"] = {**event["entry"], "kind": "pi.other"}
+    assert "but the store holds" in findings(chain)
+
+
+def test_a_bash_ledger_line_written_twice_is_reported_as_a_duplicate_unsafe_effect(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    chain.ledger.append("bash-03")
+    assert "DUPLICATE unsafe effect: bash bash-03 ran 2 times" in findings(chain)
+
+
+def test_a_second_rename_onto_a_written_file_is_reported_as_a_duplicate_unsafe_effect(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    chain.effects[("write", "write-04")] += 1
+    assert "DUPLICATE unsafe effect: write write-04 ran 2 times" in findings(chain)
+
+
+def test_a_read_run_again_after_a_process_that_was_not_killed_is_reported(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    chain.runs[0].effects[("read", "read-24")] += 1  # read-24 ran in the last run
+    chain.runs[0] = dataclasses.replace(chain.runs[0], returncode=0, sent=None, kill=None)
+    assert "read read-24 ran again after a run that was not killed" in findings(chain)
+
+
+def test_a_kill_in_a_bash_effect_window_that_did_not_interrupt_the_call_is_reported(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    kill = Kill(effect="bash-03", effect_tool="bash")  # bash-03 completed
+    chain.runs[0] = dataclasses.replace(chain.runs[0], kill=kill)
+    assert "the kill inside bash-03's effect window did not interrupt it" in findings(chain)
+
+
+def test_answers_other_than_the_script_are_reported(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    shorter = build_scenario(root_turns=11)  # it ends one round earlier
+    found = findings(chain, shorter)
+    made, expected = len(SCENARIO.root_call_ids()), len(shorter.root_call_ids())
+    assert f"the root answers made {made} calls, expected {expected}" in found
+    assert "an effect of unknown call read-24" in found
+
+
+def test_a_line_that_is_not_json_is_reported(clean_chain: AgentChain, tmp_path: Path) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    chain.runs[1].garbled.append('{"type": "entry_appended", "ent')
+    assert "printed a line that is not JSON" in findings(chain)
+
+
+def test_the_prompt_sent_again_under_another_request_id_is_reported_duplicate_s1(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    trial = chain.trial
+    [store] = trial.stores()
+    command = [sys.executable, "-m", "pi_durable_tui", "--session", str(store), "-p", PROMPT]
+    command += ["--request-id", "another-request", "--faux-script", str(trial.script)]
+    subprocess.run(command, cwd=trial.workspace, env=trial.environment(), check=False)
+    assert "DUPLICATE or lost prompt: 1 submissions with request ID" in findings(chain)
+
+
+def test_a_damaged_sqlite_file_fails_the_integrity_check_or_the_reopen(
+    clean_chain: AgentChain, tmp_path: Path
+) -> None:
+    chain = copy_chain(clean_chain, tmp_path)
+    [store] = chain.trial.stores()
+    data = bytearray(store.read_bytes())
+    page = 4096
+    for offset in range(page, len(data), page):  # keep the file header page intact
+        data[offset : offset + 8] = b"\xa5" * 8  # the b-tree page header
+        data[offset + page - 64 : offset + page] = b"\xa5" * 64  # cell content
+    store.write_bytes(bytes(data))
+    found = findings(chain)
+    assert "integrity_check" in found or "does not reopen" in found, found
