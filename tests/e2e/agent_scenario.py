@@ -8,7 +8,8 @@ trial directory for it.
 
 The session, about 50 steps (a model turn and its tool calls):
 
-- 44 turns of the root conversation plus 3 turns in each of two foreground
+- 44 turns of the root conversation (``ROOT_TURNS``; the verifier's own tests
+  use a shorter session) plus 3 turns in each of two foreground
   ``subagent`` children (their responses carry a ``match`` rule on the child's
   task text, so a child walks through its own turns by position);
 - rounds of one to three calls mixing ``read`` (replay-safe) with ``write``,
@@ -26,14 +27,18 @@ The session, about 50 steps (a model turn and its tool calls):
 
 Effects are counted exactly, outside the product (``agent_effects``):
 
-- ``bash``: the command appends ``<call id> <pid>`` to ``../ledger.txt`` and
-  syncs it. With a marker file ``../slow/<call id>`` present it first prints
-  ``start <call id>`` and sleeps 0.3 s (so that output is committed), and after
-  its ledger line sleeps 2 s: the runner kills the agent inside that window;
+- ``bash``: every command is ``sh ../effect.sh <call id> [effect]`` (the helper
+  lives beside the workspace, so the script's commands stay short and cheap to
+  stream). It prints ``start <call id>``, does its effect, appends ``<call id>
+  <pid>`` to ``../ledger.txt``, syncs it and prints ``done <call id>``. With a
+  marker file ``../slow/<call id>`` present it sleeps 0.3 s after ``start`` (so
+  that output is committed) and 2 s after its ledger line: the runner kills the
+  agent inside that window;
 - ``write`` / ``edit``: each call owns one file, ``w/<id>.txt`` or ``e/<id>.txt``,
   replaced atomically (temp file and rename), so one rename onto it is one
   execution;
-- ``read``: each call reads its own ``r/<id>.txt``; opens of it count executions.
+- ``read``: each call reads its own ``r/<id>.txt``; a process that opened it
+  executed the call once.
 
 Tool call IDs are explicit and unique in the session (``read-07``), so a call,
 its files and its ledger line share one name.
@@ -61,6 +66,9 @@ ROOT_TURNS = 44
 SEQUENTIAL_FROM = 16
 SEQUENTIAL_UNTIL = 28
 LONG_TEXT_TURNS = frozenset({3, 14, 25, 36})
+SUBAGENT_TURNS = (5, 21)
+SECRET_TURN = 9
+SPILL_TURN = 33
 SLOW_DIR = "slow"
 LEDGER = "ledger.txt"
 SECRET_FILE = "secret.txt"
@@ -105,13 +113,6 @@ class Call:
     @property
     def safe(self) -> bool:
         return self.tool in SAFE_TOOLS
-
-    @property
-    def effect_file(self) -> str | None:
-        """The file (relative to the workspace) whose events count executions, if any."""
-        if self.tool in ("read", "write", "edit"):
-            return f"{self.tool[0]}/{self.call_id}.txt"
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +181,7 @@ class Scenario:
 
         The workspace holds ``r/<id>.txt`` for every read, ``e/<id>.txt`` for
         every edit, an empty ``w/`` and ``secret.txt``; its parent holds
-        ``slow/`` (the markers that slow a ``bash`` call down).
+        ``effect.sh`` and ``slow/`` (the markers that slow a ``bash`` call down).
         """
         for name in ("r", "w", "e"):
             (workspace / name).mkdir(parents=True, exist_ok=True)
@@ -282,22 +283,22 @@ class _Builder:
             [self.call("write", marker, 1, root_turn=index)],
             [],
         ]
-        for index, calls in enumerate(child_turns):
-            self.turn(marker, index, calls)
+        for turn, calls in enumerate(child_turns):
+            self.turn(marker, turn, calls)
         return call
 
     def root_calls(self, index: int) -> list[Call]:
-        if index == 5:
+        if index == SUBAGENT_TURNS[0]:  # in a parallel round, beside a read
             return [self.child("SUBTASK-A", index), self.call("read", ROOT, index)]
-        if index == 21:
+        if index == SUBAGENT_TURNS[1]:  # in a sequential round
             return [self.child("SUBTASK-B", index)]
         if index == SEQUENTIAL_FROM:
             return [self.call("bash", ROOT, index, "sequential")]
         if index == SEQUENTIAL_UNTIL:
             return [self.call("bash", ROOT, index, "parallel")]
-        if index == 9:
+        if index == SECRET_TURN:
             return [self.call("bash", ROOT, index, "secret"), self.call("read", ROOT, index)]
-        if index == 33:
+        if index == SPILL_TURN:
             return [self.call("bash", ROOT, index, "spill")]
         shape = SHAPES[self.shape % len(SHAPES)]
         self.shape += 1
