@@ -22,19 +22,20 @@ that is kept and printed.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.e2e.agent_runner import AgentChain, Kill, KillPlanner, Trial, run_chain
 from tests.e2e.agent_scenario import Scenario, build_scenario
 from tests.e2e.agent_verify import AgentReport, check_agent_chain
-from tests.e2e.crash_runner import KillBudget
+from tests.e2e.crash_runner import KillBudget, run_until_stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,59 +107,53 @@ def replay_planner(kills: Sequence[str]) -> KillPlanner:
 def agent_campaign(root: Path, plan: AgentPlan, scenario: Scenario) -> list[AgentReport]:
     """Run the plan's chains (see the module docstring); return every chain's report."""
     budget = KillBudget(plan.random_kills)
-    jobs: list[tuple[str, int | None, KillPlanner]] = [
-        (f"window{i:02d}", None, replay_planner(targets))
-        for i, targets in enumerate(
-            window_chains(scenario, plan.window_targets, plan.max_kills_per_chain)
-        )
-        if targets
-    ]
+    windows = window_chains(scenario, plan.window_targets, plan.max_kills_per_chain)
+    lock = threading.Lock()
+    started = Counter[str]()
+    running_random = 0
 
     def one(name: str, seed: int | None, planner: KillPlanner, resubmit: bool) -> AgentReport:
+        nonlocal running_random
         trial = Trial(name, root / name, resubmit=resubmit)
         chain = run_chain(trial, scenario, planner, seed)
         if seed is not None:
             timed = [run for run in chain.runs if run.kill and run.kill.after is not None]
             for _ in range(sum(1 for run in timed if not run.killed)):
                 budget.give_back()  # the process ended before its kill time
+            with lock:
+                running_random -= 1
         return check_agent_chain(chain, scenario)
 
-    # Random chains start while the budget holds more kills than the running ones
-    # are expected to take (``max_kills_per_chain - 1`` each: the last planned kill
-    # often comes after the session ended), so the whole campaign runs at once and
-    # takes about as long as its longest chain: the processes mostly wait on the
-    # faux pacing. A chain that missed kills leaves them to a later one.
-    per_chain = max(1, plan.max_kills_per_chain - 1)
-    reports: list[AgentReport] = []
-    random_running: set[Future[AgentReport]] = set()
-    index = 0
-    with ThreadPoolExecutor(max_workers=plan.workers) as pool:
-        running: set[Future[AgentReport]] = set()
-        while True:
-            failed = any(report.problems for report in reports)
-            while not failed and len(running) < plan.workers:
-                resubmit = index % 2 == 1
-                if jobs:
-                    name, seed, planner = jobs.pop(0)
-                elif budget.left > per_chain * len(random_running & running):
-                    seed = plan.base_seed + index
-                    first = None
-                    if len(random_running) < len(plan.commit_kills):
-                        point = f"sqlite.after_commit:{plan.commit_kills[len(random_running)]}"
-                        first = Kill(failpoint=point)
-                    planner = _random_planner(seed, budget, plan, first)
-                    name = f"random{index:03d}"
-                else:
-                    break
-                future = pool.submit(one, name, seed, planner, resubmit)
-                running.add(future)
-                if seed is not None:
-                    random_running.add(future)
-                index += 1
-            if not running:
-                break
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            reports += [future.result() for future in done]
+    def next_chain() -> Callable[[], AgentReport] | None:
+        # Random chains start while the budget holds more kills than the running ones
+        # are expected to take (``max_kills_per_chain - 1`` each: the last planned kill
+        # often comes after the session ended), so the whole campaign runs at once and
+        # takes about as long as its longest chain: the processes mostly wait on the
+        # faux pacing. A chain that missed kills leaves them to a later one.
+        nonlocal running_random
+        index = started.total()
+        resubmit = index % 2 == 1
+        if started["window"] < len(windows):
+            targets = windows[started["window"]]
+            started["window"] += 1
+            return functools.partial(
+                one, f"window{index:02d}", None, replay_planner(targets), resubmit
+            )
+        with lock:
+            if budget.left <= max(1, plan.max_kills_per_chain - 1) * running_random:
+                return None
+            running_random += 1
+        first = None
+        if started["random"] < len(plan.commit_kills):
+            first = Kill(failpoint=f"sqlite.after_commit:{plan.commit_kills[started['random']]}")
+        started["random"] += 1
+        seed = plan.base_seed + index
+        planner = _random_planner(seed, budget, plan, first)
+        return functools.partial(one, f"random{index:03d}", seed, planner, resubmit)
+
+    reports = run_until_stopped(
+        next_chain, workers=plan.workers, stop=lambda report: bool(report.problems)
+    )
     reports.sort(key=lambda r: r.chain.trial.name)
     return reports
 

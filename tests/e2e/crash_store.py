@@ -5,7 +5,8 @@ store through the Storage protocol only (never through a Session, which could
 commit while reconciling) and reads every conversation, entry, task and live
 document, plus the rewindable notes document as of each note's commit (R19).
 ``sqlite_health`` runs ``PRAGMA integrity_check`` and ``foreign_key_check`` with
-plain ``sqlite3`` (reliability.md 9.5). ``normalize`` turns a dump into the shape
+plain ``sqlite3`` (reliability.md 9.5); ``damage_sqlite`` breaks a closed store so
+the checks' own tests can see them fail. ``normalize`` turns a dump into the shape
 of ``crash_model.expected_state``: labels instead of IDs, no run numbers, no
 random keys. ``differences`` says where two such states differ.
 """
@@ -120,6 +121,15 @@ def sqlite_health(store: Path) -> list[str]:
     if foreign:
         problems.append(f"foreign_key_check: {foreign}")
     return problems
+
+
+def damage_sqlite(store: Path, page: int = 4096) -> None:
+    """Overwrite every page's b-tree header and cell tail, keeping the file header page."""
+    data = bytearray(store.read_bytes())
+    for offset in range(page, len(data), page):
+        data[offset : offset + 8] = b"\xa5" * 8  # the b-tree page header
+        data[offset + page - 64 : offset + page] = b"\xa5" * 64  # cell content
+    store.write_bytes(bytes(data))
 
 
 def read_ledger(setup: Setup) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from tests.e2e.agent_campaign import replay_planner
 from tests.e2e.agent_runner import AgentChain, Kill, Trial, run_chain
 from tests.e2e.agent_scenario import PROMPT, Scenario, build_scenario
 from tests.e2e.agent_verify import check_agent_chain
+from tests.e2e.crash_store import damage_sqlite
 
 SCENARIO = build_scenario(root_turns=12)
 TARGET = "bash-07"
@@ -136,7 +137,9 @@ def test_the_prompt_sent_again_under_another_request_id_is_reported_duplicate_s1
     [store] = trial.stores()
     command = [sys.executable, "-m", "pi_durable_tui", "--session", str(store), "-p", PROMPT]
     command += ["--request-id", "another-request", "--faux-script", str(trial.script)]
-    subprocess.run(command, cwd=trial.workspace, env=trial.environment(), check=False)
+    subprocess.run(
+        command, cwd=trial.workspace, env=trial.environment(), capture_output=True, check=False
+    )
     assert "DUPLICATE or lost prompt: 1 submissions with request ID" in findings(chain)
 
 
@@ -145,11 +148,6 @@ def test_a_damaged_sqlite_file_fails_the_integrity_check_or_the_reopen(
 ) -> None:
     chain = copy_chain(clean_chain, tmp_path)
     [store] = chain.trial.stores()
-    data = bytearray(store.read_bytes())
-    page = 4096
-    for offset in range(page, len(data), page):  # keep the file header page intact
-        data[offset : offset + 8] = b"\xa5" * 8  # the b-tree page header
-        data[offset + page - 64 : offset + page] = b"\xa5" * 64  # cell content
-    store.write_bytes(bytes(data))
+    damage_sqlite(store)
     found = findings(chain)
     assert "integrity_check" in found or "does not reopen" in found, found
