@@ -25,6 +25,9 @@ scripted session:
   a slowed ``bash`` call ends it ``interrupted`` with the output it had
   committed (K3); for the other tools the kill follows the effect within
   microseconds, and the figures count how often it also beat the result commit.
+- **Rounds**: every call's result precedes the next assistant entry of its
+  conversation: the model saw every result, ``interrupted`` ones included,
+  before it answered again (R90).
 - **Tasks**: none is live once the session completed.
 - **Secrets** (X1): the ``bash`` call that echoes ``$OPENAI_API_KEY`` saw it
   empty (the environment scrubbed it); files holding the canary are counted
@@ -102,6 +105,7 @@ def check_agent_chain(chain: AgentChain, scenario: Scenario) -> AgentReport:
         _check_prompt(report, dump, transcript)
         _check_transcript(report, transcript, scenario)
         _check_calls(report, transcript, scenario)
+        _check_rounds_settle(report, transcript)
         _count_rounds(report, dump, transcript)
         live = [t for t in dump.tasks if t.is_live]
         if live:
@@ -314,6 +318,24 @@ def _check_window_kills(
                     f"interrupted {call_id} lost the output it had committed: "
                     f"{text_of(stored)[:200]!r}",
                 )
+
+
+def _check_rounds_settle(report: AgentReport, transcript: Transcript) -> None:
+    """Every call's result precedes the conversation's next assistant entry (R90, R98)."""
+    for label, entries in transcript.entries.items():
+        waiting: set[str] = set()
+        for stored in entries:
+            if stored.entry.kind == "pi.assistant":
+                if waiting:
+                    report.fail(
+                        None,
+                        f"{label}: assistant entry {stored.entry.id} came before the results "
+                        f"of {sorted(waiting)}",
+                    )
+                kept_partial = message(stored).get("stop_reason") in ("aborted", "error")
+                waiting = set() if kept_partial else set(call_ids(stored))
+            elif stored.entry.kind == "pi.tool-result":
+                waiting.discard(str(message(stored).get("tool_call_id")))
 
 
 def _count_rounds(report: AgentReport, dump: SessionDump, transcript: Transcript) -> None:

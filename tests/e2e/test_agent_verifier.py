@@ -6,8 +6,10 @@ the effect window of a ``bash`` call, then a restart to completion) passes
 and requires the matching finding: an acknowledged entry lost or changed (R2),
 an unsafe effect run twice (ledger or rename, R95), a read run again after a run
 that was not killed, a prompt admitted twice (S1, R59), a transcript other than
-the script, a window kill that did not interrupt its call (K3, R100), a line that
-is not JSON, and a damaged SQLite file (reliability.md 9.5).
+the script, an answer before its round's results (R90), a kept partial that is
+not a prefix of its answer (R92), a task left live, a window kill that did not
+interrupt its call (K3, R100), a line that is not JSON, and a damaged SQLite
+file (reliability.md 9.5). A few of them change the store as read, in memory.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.e2e import agent_verify
 from tests.e2e.agent_campaign import replay_planner
 from tests.e2e.agent_runner import AgentChain, Kill, Trial, run_chain
 from tests.e2e.agent_scenario import PROMPT, Scenario, build_scenario
+from tests.e2e.agent_store import SessionDump, message, read_session
 from tests.e2e.agent_verify import check_agent_chain
 from tests.e2e.crash_store import damage_sqlite
 
@@ -121,6 +126,56 @@ def test_answers_other_than_the_script_are_reported(
     made, expected = len(SCENARIO.root_call_ids()), len(shorter.root_call_ids())
     assert f"the root answers made {made} calls, expected {expected}" in found
     assert "an effect of unknown call read-24" in found
+
+
+def with_dump(
+    monkeypatch: pytest.MonkeyPatch, chain: AgentChain, change: Callable[[SessionDump], None]
+) -> None:
+    """Make the checks read the chain's store as ``change`` leaves it (in memory)."""
+    [store] = chain.trial.stores()
+    dump = read_session(store)
+    change(dump)
+    monkeypatch.setattr(agent_verify, "read_session", lambda _store: dump)
+
+
+def test_an_answer_committed_before_the_results_of_the_previous_round_is_reported(
+    clean_chain: AgentChain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def move_first_result_late(dump: SessionDump) -> None:
+        index = next(i for i, s in enumerate(dump.entries) if s.entry.kind == "pi.tool-result")
+        dump.entries.insert(index + 3, dump.entries.pop(index))
+
+    chain = copy_chain(clean_chain, tmp_path)
+    with_dump(monkeypatch, chain, move_first_result_late)
+    assert "came before the results of ['read-01']" in findings(chain)
+
+
+def test_a_kept_partial_that_is_not_a_prefix_of_the_answer_replacing_it_is_reported(
+    clean_chain: AgentChain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def insert_partial(dump: SessionDump) -> None:
+        index = next(i for i, s in enumerate(dump.entries) if s.entry.kind == "pi.assistant")
+        stored = dump.entries[index]
+        text = {"type": "text", "text": "Something the model never said"}
+        partial = {**message(stored), "content": [text], "stop_reason": "aborted"}
+        entry = dataclasses.replace(stored.entry, id=10**9, model=[partial])
+        dump.entries.insert(index, dataclasses.replace(stored, entry=entry))
+
+    chain = copy_chain(clean_chain, tmp_path)
+    with_dump(monkeypatch, chain, insert_partial)
+    assert "is not a prefix of the answer that replaced it" in findings(chain)
+
+
+def test_a_task_still_live_after_the_session_completed_is_reported(
+    clean_chain: AgentChain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def revive_a_task(dump: SessionDump) -> None:
+        task = dump.tasks[0]
+        dump.tasks[0] = dataclasses.replace(task, state={"status": "pending", "checkpoint": {}})
+
+    chain = copy_chain(clean_chain, tmp_path)
+    with_dump(monkeypatch, chain, revive_a_task)
+    assert "1 tasks are still live" in findings(chain)
 
 
 def test_a_line_that_is_not_json_is_reported(clean_chain: AgentChain, tmp_path: Path) -> None:
