@@ -139,13 +139,21 @@ def _sequence_length(byte: int) -> int:
     return 0
 
 
-def _inside_character(data: bytes | bytearray, index: int) -> int:
-    """Return how far before ``index`` its character starts (0 when ``index`` is a boundary)."""
+def _inside_character(data: bytes | bytearray, index: int, suffix: bool = False) -> int:
+    """Return how far before ``index`` its character starts (0 when ``index`` is a boundary).
+
+    Args:
+        data: The bytes.
+        index: A position in them.
+        suffix: ``data`` is the end of a longer stream whose earlier bytes are gone
+            (skipped, or not kept): continuation bytes at its very start belong to
+            a character that began before it, so they are inside one.
+    """
     if index >= len(data) or not 0x80 <= data[index] <= 0xBF:
         return 0
     for back in (1, 2, 3):
         if index - back < 0:
-            return 0
+            return back if suffix else 0
         byte = data[index - back]
         if 0x80 <= byte <= 0xBF:
             continue
@@ -211,7 +219,9 @@ def tail_window(
         newline = data.find(b"\n", start, body_end)
         if newline < 0:
             # The last line alone is over-long: keep its final bytes from a boundary.
-            while _inside_character(data, start):
+            # REMINDER: after a skip, the kept bytes may begin with the tail of a
+            # character whose lead byte was skipped; it is not part of the window.
+            while _inside_character(data, start, suffix=not starts_line):
                 start += 1
             return start, 1 if start < size else 0
         start = newline + 1

@@ -7,7 +7,7 @@ import re
 import tracemalloc
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 from pi_durable_tui.harness._bounds import OutputLimits, bound_text, tail_window
@@ -61,6 +61,11 @@ def test_any_chunking_gives_the_bounded_text_of_the_whole_stream_r102(
 
 
 @given(long_streams, limits, st.lists(st.integers(0, 200), min_size=2, max_size=12))
+@example(  # a skip ending on a lead byte: the kept bytes begin with its continuation bytes
+    data=b"aaaaaaaaaaaaaabc" + "😀".encode() * 7 + b"abcbcbcbcbcbc" + "😀".encode() * 2,
+    limits=OutputLimits(max_bytes=22, max_lines=1, retain="tail"),
+    cuts=[1, 173],
+)
 def test_skipped_output_is_counted_as_if_every_byte_had_arrived_r105(
     data: bytes, limits: OutputLimits, cuts: list[int]
 ) -> None:
