@@ -186,7 +186,10 @@ class AgentFigures:
     sequential_rounds: int = 0
     parallel_rounds: int = 0
     canary_files: Counter[str] = field(default_factory=Counter)
+    """Files holding the canary by place: ``home`` (the store, its WAL, the title),
+    ``tmp`` (spill files) and ``logs`` (what the processes printed)."""
     scrubbed: Counter[bool] = field(default_factory=Counter)
+    redacted: Counter[bool] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -218,9 +221,12 @@ class AgentFigures:
             figures.sequential_rounds += report.sequential_rounds
             figures.parallel_rounds += report.parallel_rounds
             for name in report.canary_files:
-                figures.canary_files[name.split("/")[0].split("run")[0] or "logs"] += 1
+                place = name.split("/")[0]
+                figures.canary_files["logs" if place.startswith("run") else place] += 1
             if report.scrubbed is not None:
                 figures.scrubbed[report.scrubbed] += 1
+            if report.redacted is not None:
+                figures.redacted[report.redacted] += 1
             figures.problems += report.problems
         return figures
 
@@ -247,6 +253,7 @@ class AgentFigures:
             f"integrity failures {self.integrity_failures}",
             f"rounds sequential {self.sequential_rounds} / parallel {self.parallel_rounds}",
             f"env scrubbed in {self.scrubbed[True]} of {sum(self.scrubbed.values())}",
+            f"canary redacted in {self.redacted[True]} of {sum(self.redacted.values())} results",
             f"files holding the canary {dict(self.canary_files) or 0}",
             f"problems {len(self.problems)}",
         ]

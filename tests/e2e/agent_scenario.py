@@ -75,6 +75,8 @@ SECRET_FILE = "secret.txt"
 CANARY_ENV = "OPENAI_API_KEY"
 CANARY = "sk-canary-" + hashlib.sha256(b"pidurable crash canary").hexdigest()[:40]
 """The canary key value: in the agent's environment and in ``secret.txt``."""
+SECRET_LINE = "the key is "
+"""``secret.txt`` holds this and the canary; a ``bash`` call cats it."""
 ENV_ECHO = "env:["
 """The ``bash`` call of the secrets step prints ``env:[$OPENAI_API_KEY]``."""
 SHAPES: tuple[tuple[ToolName, ...], ...] = (
@@ -193,7 +195,7 @@ class Scenario:
             elif call.tool == "edit":
                 text = f"name = {call.call_id}\nvalue = 0\n"
                 (workspace / "e" / f"{call.call_id}.txt").write_text(text)
-        (workspace / SECRET_FILE).write_text(f"the key is {CANARY}\n")
+        (workspace / SECRET_FILE).write_text(f"{SECRET_LINE}{CANARY}\n")
         (workspace.parent / EFFECT_SCRIPT).write_text(_EFFECT_SH)
         script.write_text(json.dumps(self.faux_script(), indent=1))
 

@@ -30,8 +30,9 @@ scripted session:
   before it answered again (R90).
 - **Tasks**: none is live once the session completed.
 - **Secrets** (X1): the ``bash`` call that echoes ``$OPENAI_API_KEY`` saw it
-  empty (the environment scrubbed it); files holding the canary are counted
-  (the figure the redaction work must bring to 0).
+  empty (the environment scrubbed it); the one that cats ``secret.txt`` (the
+  canary key value) shows it redacted in its result; files holding the canary
+  are counted by place (the store, its WAL, the logs, the spill files).
 """
 
 from __future__ import annotations
@@ -41,7 +42,16 @@ from dataclasses import dataclass, field
 
 from pi_durable_tui.storage import StoredEntry
 from tests.e2e.agent_runner import AgentChain, AgentRun
-from tests.e2e.agent_scenario import ENV_ECHO, FINAL_TEXT, PROMPT, REQUEST_ID, ROOT, Scenario
+from tests.e2e.agent_scenario import (
+    CANARY,
+    ENV_ECHO,
+    FINAL_TEXT,
+    PROMPT,
+    REQUEST_ID,
+    ROOT,
+    SECRET_LINE,
+    Scenario,
+)
 from tests.e2e.agent_store import (
     ROOT_CONVERSATION,
     SessionDump,
@@ -85,6 +95,8 @@ class AgentReport:
     canary_files: set[str] = field(default_factory=set)
     scrubbed: bool | None = None
     """Whether the ``bash`` call saw ``$OPENAI_API_KEY`` empty (``None``: interrupted)."""
+    redacted: bool | None = None
+    """Whether the result of the ``bash`` call that cats the canary hides it."""
 
     def fail(self, run: AgentRun | None, message: str) -> None:
         self.problems.append(f"{self.chain.describe(run)}: {message}")
@@ -287,6 +299,8 @@ def _check_result_text(report: AgentReport, call_id: str, tool: str, stored: Sto
         report.scrubbed = f"{ENV_ECHO}]" in text
         if not report.scrubbed:
             report.fail(None, f"the bash call {call_id} saw $OPENAI_API_KEY: {text[:200]!r}")
+    if SECRET_LINE in text:
+        report.redacted = CANARY not in text
 
 
 def _check_window_kills(

@@ -99,12 +99,21 @@ def test_tool_processes_never_see_the_api_key_in_their_environment_x1(
     assert campaign.scrubbed[True] >= 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: the harness does not redact configured key values from tool output yet, "
-    "and the bash spill file keeps the full output",
-)
-def test_no_byte_of_the_canary_key_is_persisted_in_the_store_wal_spill_files_or_logs_x1(
+def test_no_byte_of_the_canary_key_reaches_the_store_its_wal_or_the_logs_x1(
     campaign: AgentFigures,
 ) -> None:
-    assert not campaign.canary_files, campaign.summary("the canary was persisted")
+    # The canary reaches the bash output (the file it cats); the harness redacts
+    # it before any commit, so no entry, WAL frame or printed line holds it.
+    assert campaign.redacted[False] == 0
+    assert campaign.redacted[True] >= 1
+    assert campaign.canary_files["home"] == 0, campaign.summary("the canary was persisted")
+    assert campaign.canary_files["logs"] == 0, campaign.summary("the canary was printed")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 7: the bash full-output spill file keeps the command's raw output, "
+    "secrets included (reliability.md 12.3 asks for redaction there too)",
+)
+def test_no_byte_of_the_canary_key_reaches_a_spill_file_x1(campaign: AgentFigures) -> None:
+    assert campaign.canary_files["tmp"] == 0, campaign.summary("the canary was spilled")
