@@ -12,11 +12,15 @@ every chain (R2, R59, R92, R95, R100); the figures are printed (``-s``) and
 asserted here, one row per test.
 
 One campaign (``campaign``, module scope) feeds every test: at least 50 kills
-at random times on chains of at most 4 kills, plus 16 kills inside the effect
+at random times on chains of at most 4 kills (a quarter timed from the spawn, so
+they land in start-up and recovery, the rest from the first JSON line), 4 kills
+right after each of a fresh session's first COMMITs (one of them between the
+prompt's admission and its acknowledgement), plus 16 kills inside the effect
 windows of reads, writes, edits and bash commands of the root conversation, of
-a subagent's conversation and of a sequential round. Seeds are fixed; a
-failure message names the trial, the kill times and the command that replays
-it. The soak variant is in ``test_agent_crash_soak``.
+a subagent's conversation and of a sequential round. The chains run at once
+(about 20 processes, mostly waiting on the faux pacing): about 75 s of CPU in
+all. Seeds are fixed; a failure message names the trial, the kill times and the
+command that replays it. The soak variant is in ``test_agent_crash_soak``.
 """
 
 from __future__ import annotations
