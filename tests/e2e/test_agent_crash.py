@@ -114,10 +114,5 @@ def test_no_byte_of_the_canary_key_reaches_the_store_its_wal_or_the_logs_x1(
     assert campaign.canary_files["logs"] == 0, campaign.summary("the canary was printed")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7: the bash full-output spill file keeps the command's raw output, "
-    "secrets included (reliability.md 12.3 asks for redaction there too)",
-)
 def test_no_byte_of_the_canary_key_reaches_a_spill_file_x1(campaign: AgentFigures) -> None:
     assert campaign.canary_files["tmp"] == 0, campaign.summary("the canary was spilled")
