@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from pi_durable_tui import __version__
 from pi_durable_tui.cli import main
@@ -31,7 +34,7 @@ def test_help_describes_the_durable_agent() -> None:
 
 
 def test_print_mode_without_a_model_starts_and_says_how_to_configure_one(
-    tmp_path, monkeypatch, capsys
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
