@@ -139,9 +139,7 @@ async def test_load_older_pages_earlier_blocks_in_before_the_loaded_ones(
     assert changes[-1] == ViewChange(older_loaded=50)
     assert model.has_older
     assert await within(model.load_older(100)) == 40
-    assert not model.has_older
-    assert model.blocks[0].text == "message 0"
-    assert len(model.blocks) == 150
+    assert (model.has_older, len(model.blocks), model.blocks[0].text) == (False, 150, "message 0")
     assert await within(model.load_older(10)) == 0
     await model.close()
 
