@@ -15,20 +15,28 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 import pytest
 
-from pi_durable_tui.ai import FauxProvider, FauxResponse, faux_response, faux_text, faux_tool_call
+from pi_durable_tui.ai import (
+    FauxMatch,
+    FauxProvider,
+    FauxResponse,
+    faux_response,
+    faux_text,
+    faux_tool_call,
+)
 from pi_durable_tui.app import (
     AgentApp,
     AgentController,
     AppOptions,
     Block,
     LiveScreenModel,
+    TaskNode,
     ViewChange,
     start_screen,
 )
@@ -72,6 +80,40 @@ def gate_command(name: str = "go") -> str:
     return f"echo started; while [ ! -e {name} ]; do sleep 0.01; done; echo released"
 
 
+FOREGROUND = FauxMatch(user="[fg]")
+BACKGROUND = FauxMatch(user="[bg]")
+
+
+def background_subagent(*main: FauxResponse) -> list[FauxResponse]:
+    """Steps of a main turn that starts the background subagent ``[bg] review``.
+
+    Its child runs a command gated by ``bg-go`` (``rig.release("bg-go")``), then
+    answers ``Findings: fine.``, which reaches the main conversation later as a
+    ``[subagent <id> report]`` follow-up. ``main`` answer the main conversation
+    after the start (its answer, then whatever the test does next).
+    """
+    return [
+        faux_response(faux_tool_call("bash", {"command": gate_command("bg-go")}), match=BACKGROUND),
+        faux_response(faux_text("Findings: fine."), match=BACKGROUND),
+        call("subagent", task="[bg] review", background=True),
+        *main,
+    ]
+
+
+def walk(nodes: Sequence[TaskNode]) -> list[TaskNode]:
+    """Every node of a task tree, depth first."""
+    return [n for node in nodes for n in (node, *walk(node.children))]
+
+
+def running_commands(rig: ScreenRig) -> list[TaskNode]:
+    """The ``bash`` calls past their durable intent (phase ``execute``, R93)."""
+    return [
+        n
+        for n in walk(rig.model.tasks)
+        if n.label.startswith("bash") and (n.status, n.phase) == ("running", "execute")
+    ]
+
+
 @dataclass(eq=False)
 class ScreenRig:
     """An open session with its screen model, controller, faux provider and workspace."""
@@ -106,6 +148,10 @@ class ScreenRig:
         """The output on the newest card of a tool, or empty while there is none."""
         cards = [b.tool for b in self.blocks("tool") if b.tool is not None and b.tool.name == name]
         return cards[-1].output if cards else ""
+
+    def task(self, kind: str) -> TaskNode | None:
+        """The first node of the task tree of this kind, at any depth."""
+        return next((n for n in walk(self.model.tasks) if n.kind == kind), None)
 
     def release(self, name: str = "go") -> None:
         """Let ``gate_command`` commands finish."""
@@ -188,3 +234,31 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
     yield factory
     for rig in opened:
         await within(rig.controller.close())
+
+
+async def crash_mid_run(open_screen: ScreenFactory) -> ScreenRig:
+    """Leave a store mid-run, as ``kill -9`` would, and return the closed rig.
+
+    The main turn runs three calls at once: a command gated by ``go``, a
+    foreground subagent ``[fg] check the tests`` and a background subagent ``[bg]
+    review the docs``, whose children each run a command (gated by ``fg-go`` and
+    ``bg-go``). Once the three commands run and the main one committed output,
+    the session closes (``Harness.close()`` writes no outcome, R27). Reopen with
+    ``continue_session=True``; the children then answer to ``[fg]`` and ``[bg]``.
+    """
+    rig = await open_screen(
+        faux_response(faux_tool_call("bash", {"command": gate_command("fg-go")}), match=FOREGROUND),
+        faux_response(faux_tool_call("bash", {"command": gate_command("bg-go")}), match=BACKGROUND),
+        faux_response(
+            faux_text("Working on three fronts."),
+            faux_tool_call("bash", {"command": gate_command()}),
+            faux_tool_call("subagent", {"task": "[fg] check the tests"}),
+            faux_tool_call("subagent", {"task": "[bg] review the docs", "background": True}),
+        ),
+        settings={"progress": {"output_interval_ms": 10}},
+    )
+    await within(rig.controller.submit("go"))
+    await rig.until(lambda: len(running_commands(rig)) == 3, "three commands run")
+    await rig.until(lambda: "started" in rig.card_output("bash"), "committed output")
+    await within(rig.controller.close())
+    return rig

@@ -18,13 +18,13 @@ from pi_durable_tui.ai import (
     faux_model,
     faux_response,
     faux_text,
-    faux_tool_call,
 )
 from pi_durable_tui.app._controller import compaction_notice
 from pi_durable_tui.harness import LIVE_DOC, HarnessClosed
 from tests.app.screen_support import (
     ScreenFactory,
     ScreenRig,
+    background_subagent,
     call,
     gate_command,
     say,
@@ -65,14 +65,9 @@ async def test_abort_returns_withdrawn_queued_texts_and_leaves_a_background_suba
     open_screen: ScreenFactory,
 ) -> None:
     rig = await open_screen(
-        faux_response(
-            faux_tool_call("bash", {"command": gate_command("bg-go")}), match=FauxMatch(user="[bg]")
-        ),
-        faux_response(faux_text("Findings: fine."), match=FauxMatch(user="[bg]")),
-        call("subagent", task="[bg] review", background=True),
-        say("Started."),
-        call("bash", command=gate_command()),
-        say("Read the report."),
+        *background_subagent(
+            say("Started."), call("bash", command=gate_command()), say("Read the report.")
+        )
     )
     await rig.ask("start a reviewer")
     await busy_with_a_command(rig, "now run this")
@@ -82,7 +77,8 @@ async def test_abort_returns_withdrawn_queued_texts_and_leaves_a_background_suba
     assert await within(rig.controller.abort()) == ["steer text", "follow-up text"]
     await rig.until(lambda: not rig.model.busy and not rig.model.queue, "aborted")
     assert rig.card("bash").tool.status == "aborted"  # type: ignore[union-attr]
-    (subagent,) = [n for n in rig.model.tasks if n.kind == "pi.subagent"]
+    subagent = rig.task("pi.subagent")
+    assert subagent is not None
     assert subagent.background
     assert not subagent.aborting
     rig.release("bg-go")

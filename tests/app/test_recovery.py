@@ -9,49 +9,19 @@ block, then the work carries on.
 
 from __future__ import annotations
 
-from pi_durable_tui.ai import (
-    FauxMatch,
-    FauxResponse,
-    faux_response,
-    faux_text,
-    faux_tool_call,
+from pi_durable_tui.ai import FauxMatch, FauxResponse, faux_response, faux_text
+from tests.app.screen_support import (
+    BACKGROUND,
+    FOREGROUND,
+    ScreenFactory,
+    crash_mid_run,
+    say,
+    within,
 )
-from pi_durable_tui.app import TaskNode
-from tests.app.screen_support import ScreenFactory, ScreenRig, gate_command, say, within
-
-FG, BG = FauxMatch(user="[fg]"), FauxMatch(user="[bg]")
 
 
 def child_answer(match: FauxMatch, text: str) -> FauxResponse:
     return faux_response(faux_text(text), match=match)
-
-
-def walk(nodes: tuple[TaskNode, ...] | list[TaskNode]) -> list[TaskNode]:
-    return [n for node in nodes for n in (node, *walk(node.children))]
-
-
-def running_commands(rig: ScreenRig) -> int:
-    return sum(1 for n in walk(list(rig.model.tasks)) if n.label.startswith("bash"))
-
-
-async def crash_mid_run(open_screen: ScreenFactory) -> ScreenRig:
-    """A main turn running a command, a foreground and a background subagent, then a crash."""
-    rig = await open_screen(
-        faux_response(faux_tool_call("bash", {"command": gate_command("fg-go")}), match=FG),
-        faux_response(faux_tool_call("bash", {"command": gate_command("bg-go")}), match=BG),
-        faux_response(
-            faux_text("Working on three fronts."),
-            faux_tool_call("bash", {"command": gate_command()}),
-            faux_tool_call("subagent", {"task": "[fg] check the tests"}),
-            faux_tool_call("subagent", {"task": "[bg] review the docs", "background": True}),
-        ),
-        settings={"progress": {"output_interval_ms": 10}},
-    )
-    await within(rig.controller.submit("go"))
-    await rig.until(lambda: running_commands(rig) == 3, "three commands run")
-    await rig.until(lambda: "started" in rig.card_output("bash"), "committed output")
-    await within(rig.controller.close())  # the store is left as a kill -9 would leave it
-    return rig
 
 
 async def test_continue_reports_the_resumed_turn_the_cut_calls_and_the_background_task_R95(
@@ -59,8 +29,8 @@ async def test_continue_reports_the_resumed_turn_the_cut_calls_and_the_backgroun
 ) -> None:
     await crash_mid_run(open_screen)
     rig = await open_screen(
-        child_answer(FG, "Tests are fine."),
-        child_answer(BG, "Docs need an example."),
+        child_answer(FOREGROUND, "Tests are fine."),
+        child_answer(BACKGROUND, "Docs need an example."),
         say("The command was interrupted; the subagent says the tests are fine."),
         say("Noted the docs review."),
         continue_session=True,

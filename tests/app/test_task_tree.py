@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_durable_tui.ai import FauxMatch, faux_response, faux_text, faux_tool_call
 from pi_durable_tui.app import TaskNode
 from pi_durable_tui.app._task_tree import build_tree
-from tests.app.screen_support import ScreenFactory, ScreenRig, call, gate_command, say, within
+from tests.app.screen_support import (
+    ScreenFactory,
+    background_subagent,
+    call,
+    gate_command,
+    running_commands,
+    say,
+    within,
+)
 
 
 def node(task_id: int, kind: str, conversation: int, **fields: Any) -> dict[str, Any]:
@@ -60,7 +67,7 @@ async def test_a_running_tool_call_shows_under_its_turn_and_the_tree_empties_whe
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("done"))
     await within(rig.controller.submit("run"))
-    await rig.until(lambda: bool(rig.model.tasks) and bool(rig.model.tasks[0].children), "tree")
+    await rig.until(lambda: bool(running_commands(rig)), "the command runs")
     (turn,) = rig.model.tasks
     assert (turn.kind, turn.label) == ("pi.generation", "turn")
     (tool,) = turn.children
@@ -73,47 +80,23 @@ async def test_a_running_tool_call_shows_under_its_turn_and_the_tree_empties_whe
     await rig.until(lambda: not rig.model.tasks, "empty tree")
 
 
-async def background_subagent(open_screen: ScreenFactory) -> ScreenRig:
-    """A main turn that starts a background subagent whose child waits on a gated command."""
-    rig = await open_screen(
-        faux_response(
-            faux_tool_call("bash", {"command": gate_command()}), match=FauxMatch(user="[bg]")
-        ),
-        faux_response(faux_text("Findings: all fine."), match=FauxMatch(user="[bg]")),
-        call("subagent", task="[bg] look around", background=True),
-        say("Started a reviewer in the background."),
-        say("Read the report."),
-    )
-    await rig.ask("review in the background")
-    await rig.until(lambda: _child_tool(rig) is not None, "the subagent's command runs")
-    return rig
-
-
-def _subagent(rig: ScreenRig) -> TaskNode | None:
-    return next((n for n in rig.model.tasks if n.kind == "pi.subagent"), None)
-
-
-def _child_tool(rig: ScreenRig) -> TaskNode | None:
-    subagent = _subagent(rig)
-    turns = subagent.children if subagent is not None else ()
-    return next((tool for turn in turns for tool in turn.children), None)
-
-
 async def test_a_background_subagent_is_a_root_marked_background_with_its_child_conversation(
     open_screen: ScreenFactory,
 ) -> None:
-    rig = await background_subagent(open_screen)
+    rig = await open_screen(*background_subagent(say("Started."), say("Read the report.")))
+    await rig.ask("review in the background")
+    await rig.until(lambda: bool(running_commands(rig)), "the subagent's command runs")
     assert not rig.model.busy
-    subagent = _subagent(rig)
+    subagent = rig.task("pi.subagent")
     assert subagent is not None
     assert subagent.background
-    assert subagent.label == "subagent: [bg] look around"
+    assert subagent.label == "subagent: [bg] review"
     child = subagent.subagent_conversation_id
     assert child is not None
     (turn,) = subagent.children
     assert turn.label == f"turn (conversation {child})"
     assert [t.label.split(":")[0] for t in turn.children] == ["bash"]
-    rig.release()
+    rig.release("bg-go")
     await rig.until(lambda: "Read the report." in rig.texts("assistant"), "report answered")
     await rig.until(lambda: not rig.model.tasks, "empty tree")
     assert any(t.startswith(f"[subagent {child} report] Findings") for t in rig.texts("user"))
