@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._agent_app import AgentApp
@@ -34,12 +34,11 @@ from pi_durable_tui.app._ports import ExportFormat
 from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
 from pi_durable_tui.app._sessions import list_sessions, sessions_dir, write_title
-from pi_durable_tui.app._view import ConversationInfo, ModelChoice, SessionInfo
-from pi_durable_tui.harness import AgentChange, Input, WhenBusy
+from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
+from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
 from pi_durable_tui.storage import EntryRecord
 
 T = TypeVar("T")
-NoticeLevel = Literal["info", "warning", "error"]
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
@@ -200,9 +199,14 @@ class AgentController:
                     (_entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
                 )
                 label = conversation_label(record.id, record.owner is not None, self.app.root.id)
+                live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
                 found.append(
                     ConversationInfo(
-                        record.id, label, title[:80], shown=record.id == self.model.conversation_id
+                        record.id,
+                        label,
+                        title[:80],
+                        shown=record.id == self.model.conversation_id,
+                        busy="run" in live,
                     )
                 )
             if page.cursor is None:

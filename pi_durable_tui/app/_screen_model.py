@@ -7,6 +7,13 @@ commit is missed), then follows commit publications. One commit becomes at most
 one ``ViewChange``: blocks appended, cards changed, the queue, the footer, the
 status line, the task tree. Older entries are paged in on demand (``load_older``),
 so a 10,000-entry session mounts as fast as a short one.
+
+It does not use ``Conversation.view_state`` (R123): that view holds the ACTIVE
+entries (a compaction or a reset drops what it summarized), while the transcript
+keeps showing the history above a compaction; and one commit's publication gives
+everything the screen needs at once (entries, documents, submissions for the
+notices, tasks for the tree), where a view would need a second subscription.
+Both mount on the line and read one page, so neither is faster.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from pi_durable_tui.app._view import (
     Block,
     Footer,
     Notice,
+    NoticeLevel,
     QueueItem,
     TaskNode,
     ViewChange,
@@ -432,10 +440,16 @@ class LiveScreenModel:
 
     # -- notices, ticking --
 
-    def add_notice(self, level: str, text: str, *, emit: bool = True) -> None:
-        """Show a one-line notice (the newest 20 are kept, 4 shown)."""
+    def add_notice(self, level: NoticeLevel, text: str, *, emit: bool = True) -> None:
+        """Show a one-line notice (the newest 20 are kept, 4 shown).
+
+        Args:
+            level: ``info``, ``warning`` or ``error``.
+            text: One line.
+            emit: Announce the change now (``False`` inside a commit's change).
+        """
         self._notice_id += 1
-        self._notices.append(Notice(level, text, self._notice_id))  # type: ignore[arg-type]
+        self._notices.append(Notice(level, text, self._notice_id))
         del self._notices[:-NOTICES_KEPT]
         if emit:
             self._emit(ViewChange(notices=True))

@@ -165,11 +165,15 @@ class Footer:
         return 100.0 * self.context_tokens / self.context_window
 
 
+NoticeLevel = Literal["info", "warning", "error"]
+"""How a notice is shown: muted, in the warning colour, in the error colour."""
+
+
 @dataclass(frozen=True, slots=True)
 class Notice:
     """A one-line transient message."""
 
-    level: Literal["info", "warning", "error"]
+    level: NoticeLevel
     text: str
     id: int = 0
 

@@ -28,12 +28,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 
-from pi_durable_tui.app import Controller, Notice, ScreenModel, ViewChange
+from pi_durable_tui.app import Controller, Notice, NoticeLevel, ScreenModel, ViewChange
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
     COMMANDS,
     CommandError,
-    NoticeLevel,
     as_message,
     fork_from_picker,
     parse_command,

@@ -14,15 +14,14 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar, get_args
+from typing import Protocol, TypeVar, get_args
 
 from textual.content import Content
 
-from pi_durable_tui.app import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel
 from pi_durable_tui.tui._picker import PickerItem
 
 T = TypeVar("T")
-NoticeLevel = Literal["info", "warning", "error"]
 
 
 class CommandHost(Protocol):

@@ -26,8 +26,7 @@ from textual.binding import Binding, BindingType
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app import Controller, ScreenModel
-    from pi_durable_tui.tui._commands import NoticeLevel
+    from pi_durable_tui.app import Controller, NoticeLevel, ScreenModel
     from pi_durable_tui.tui._editor import PromptEditor
     from pi_durable_tui.tui._render_context import RenderContext
     from pi_durable_tui.tui._task_panel import TaskPanel

@@ -42,6 +42,7 @@ async def test_enter_while_busy_steers_after_the_tool_round_and_a_follow_up_wait
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("done"), say("linted"))
     await busy_with_a_command(rig)
+    assert [c.busy for c in await within(rig.controller.conversations())] == [True]
     await within(rig.controller.submit("use pathlib"))
     await within(rig.controller.submit("then lint", follow_up=True))
     rig.release()
@@ -193,6 +194,7 @@ async def test_conversations_lists_main_first_then_subagents_newest_first_with_t
         ("subagent", "[a] first job"),
     ]
     assert [c.shown for c in found] == [True, False, False]
+    assert not any(c.busy for c in found)
     child = found[2].conversation_id
     before = len(rig.changes)
     await within(rig.controller.switch_conversation(child))
