@@ -58,9 +58,15 @@ def _slow_tests(pace: float) -> str:
     )
 
 
-def _paced(tokens_per_second: float, pace: float) -> float:
-    """The faux pacing at ``pace`` (``0`` streams without waiting)."""
-    return tokens_per_second / pace if pace > 0 else 0
+def _script(description: str, pace: float, responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """A demo's faux script: 45 tokens a second at ``pace`` 1 (``0`` streams at once)."""
+    return {
+        "description": description,
+        "tokens_per_second": 45 / pace if pace > 0 else 0,
+        "when_exhausted": "repeat_last",
+        "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
+        "responses": responses,
+    }
 
 
 CODING_FILES = {
@@ -80,12 +86,10 @@ CODING_FILES = {
 
 def coding_script(pace: float = 1.0) -> dict[str, Any]:
     """The coding demo's faux script; ``pace`` scales its waits (1 is the pace people see)."""
-    return {
-        "description": "pidurable --demo: a scripted coding session",
-        "tokens_per_second": _paced(45, pace),
-        "when_exhausted": "repeat_last",
-        "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
-        "responses": [
+    return _script(
+        "pidurable --demo: a scripted coding session",
+        pace,
+        [
             {
                 "content": [
                     {"type": "thinking", "text": "I should look at the code and its tests first."},
@@ -158,7 +162,7 @@ def coding_script(pace: float = 1.0) -> dict[str, Any]:
                 ],
             },
         ],
-    }
+    )
 
 
 class SearchArgs(BaseModel):
@@ -203,12 +207,10 @@ def search_extension(pace: float = 1.0) -> Extension:
 
 def planner_script(pace: float = 1.0) -> dict[str, Any]:
     """The planner demo's faux script; ``pace`` scales its waits."""
-    return {
-        "description": "pidurable --demo planner: research in background subagents",
-        "tokens_per_second": _paced(45, pace),
-        "when_exhausted": "repeat_last",
-        "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
-        "responses": [
+    return _script(
+        "pidurable --demo planner: research in background subagents",
+        pace,
+        [
             {
                 "content": [
                     _text(
@@ -265,7 +267,7 @@ def planner_script(pace: float = 1.0) -> dict[str, Any]:
                 ],
             },
         ],
-    }
+    )
 
 
 def _no_extensions(pace: float) -> tuple[Extension, ...]:

@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 import pytest
 
@@ -41,15 +40,7 @@ from pi_durable_tui.app import (
     start_screen,
 )
 from pi_durable_tui.kernel import ManualClock
-
-T = TypeVar("T")
-WAIT = 10.0
-"""Seconds any single wait of a test may take before it fails."""
-
-
-async def within(awaitable: Awaitable[T], timeout: float = WAIT) -> T:
-    """Await with a deadline."""
-    return await asyncio.wait_for(awaitable, timeout)
+from tests.harness.run_support import WAIT, within
 
 
 async def until(predicate: Callable[[], bool], timeout: float = WAIT, what: str = "") -> None:
@@ -171,21 +162,9 @@ class ScreenRig:
         await self.idle()
 
 
-class ScreenFactory(Protocol):
-    """``await open_screen(*responses, ...)``: see ``open_screen``."""
-
-    def __call__(
-        self,
-        *responses: FauxResponse,
-        faux: FauxProvider | None = None,
-        clock: ManualClock | None = None,
-        continue_session: bool = False,
-        demo: str | None = None,
-        demo_pace: float = 1.0,
-        model: str | None = "faux/faux-1",
-        settings: dict[str, object] | None = None,
-        verbose: bool = False,
-    ) -> Awaitable[ScreenRig]: ...
+ScreenFactory = Callable[..., Awaitable["ScreenRig"]]
+"""``await open_screen(*responses, faux=, clock=, continue_session=, demo=, demo_pace=,
+model="faux/faux-1", settings=, verbose=)``: see ``open_screen``."""
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from pi_durable_tui.ai import (
     faux_tool_call,
 )
 from pi_durable_tui.app._blocks import status_line
-from tests.app.screen_support import FAST, ScreenFactory, call, gate_command, say, within
+from tests.app.screen_support import FAST, ScreenFactory, call, gate_command, say
+from tests.harness.run_support import within
 
 
 async def test_a_turn_shows_the_user_message_the_answer_with_its_thinking_and_a_card_per_call(

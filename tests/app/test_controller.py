@@ -28,8 +28,8 @@ from tests.app.screen_support import (
     call,
     gate_command,
     say,
-    within,
 )
+from tests.harness.run_support import within
 
 
 async def busy_with_a_command(rig: ScreenRig, prompt: str = "run it") -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from pi_durable_tui.app import DEMOS
 from pi_durable_tui.app._demos import coding_script, read_marker
-from tests.app.screen_support import ScreenFactory, ScreenRig, within
+from tests.app.screen_support import ScreenFactory, ScreenRig
+from tests.harness.run_support import within
 
 
 def workspace(rig: ScreenRig) -> Path:

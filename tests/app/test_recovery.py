@@ -10,14 +10,8 @@ block, then the work carries on.
 from __future__ import annotations
 
 from pi_durable_tui.ai import FauxMatch, FauxResponse, faux_response, faux_text
-from tests.app.screen_support import (
-    BACKGROUND,
-    FOREGROUND,
-    ScreenFactory,
-    crash_mid_run,
-    say,
-    within,
-)
+from tests.app.screen_support import BACKGROUND, FOREGROUND, ScreenFactory, crash_mid_run, say
+from tests.harness.run_support import within
 
 
 def child_answer(match: FauxMatch, text: str) -> FauxResponse:

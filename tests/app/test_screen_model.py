@@ -17,14 +17,8 @@ from pi_durable_tui.app import LiveScreenModel, ViewChange
 from pi_durable_tui.app._screen_model import PAGE
 from pi_durable_tui.harness import LIVE_DOC
 from pi_durable_tui.kernel import CommitInfo, ManualClock, Tx
-from tests.app.screen_support import (
-    ScreenFactory,
-    ScreenRig,
-    call,
-    gate_command,
-    say,
-    within,
-)
+from tests.app.screen_support import ScreenFactory, ScreenRig, call, gate_command, say
+from tests.harness.run_support import within
 
 
 def user(text: str) -> list[Any]:

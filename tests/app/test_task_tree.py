@@ -13,8 +13,8 @@ from tests.app.screen_support import (
     gate_command,
     running_commands,
     say,
-    within,
 )
+from tests.harness.run_support import within
 
 
 def node(task_id: int, kind: str, conversation: int, **fields: Any) -> dict[str, Any]:

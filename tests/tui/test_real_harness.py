@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -36,21 +37,27 @@ from tests.app.screen_support import (
 from tests.tui.conftest import running, shown, text_of
 
 SIZE = (120, 40)
-Build = Callable[[ScreenRig], PidurableApp]
+Run = Callable[[ScreenRig], AbstractAsyncContextManager[tuple[PidurableApp, Pilot[None]]]]
 
 
 @pytest.fixture
-def pidurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Build:
-    """Build the app over a started screen rig (colour on, no user themes)."""
+def pidurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
+    """Run the app over a started screen rig, headless (colour on, no user themes).
+
+    ``async with pidurable(rig) as (app, pilot): ...``
+    """
     monkeypatch.delenv("NO_COLOR", raising=False)
     themes = tmp_path / "themes"
     themes.mkdir()
 
-    def build(rig: ScreenRig) -> PidurableApp:
+    @asynccontextmanager
+    async def run(rig: ScreenRig) -> AsyncIterator[tuple[PidurableApp, Pilot[None]]]:
         log = tmp_path / "session" / "pidurable.log"
-        return PidurableApp(rig.model, rig.controller, log_path=log, themes_dir=themes)
+        app = PidurableApp(rig.model, rig.controller, log_path=log, themes_dir=themes)
+        async with app.run_test(size=SIZE) as pilot:
+            yield app, pilot
 
-    return build
+    return run
 
 
 async def until(pilot: Pilot[None], predicate: Callable[[], bool], what: str) -> None:
@@ -106,13 +113,20 @@ async def type_line(pilot: Pilot[None], text: str, key: str = "enter") -> None:
     await pilot.press(key)
 
 
+async def exchange(pilot: Pilot[None], prompt: str, answer: str) -> None:
+    """Send a prompt and wait until its answer shows in the transcript."""
+    app = pilot.app
+    assert isinstance(app, PidurableApp)
+    await type_line(pilot, prompt)
+    await until(pilot, lambda: answer in transcript(app), f"the answer {answer!r}")
+
+
 async def test_a_prompt_streams_its_answer_into_a_live_block_that_becomes_a_static_one(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     answer = "Here is **the answer**, " + "streamed word by word, " * 20
     rig = await open_screen(faux=FauxProvider([say(answer)], tokens_per_second=300))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await type_line(pilot, "explain")
         await until(pilot, lambda: app.transcript.view("live") is not None, "a live answer")
         assert app.editor.text == ""
@@ -130,11 +144,10 @@ async def busy(pilot: Pilot[None], rig: ScreenRig, prompt: str = "run it") -> No
 
 
 async def test_enter_while_the_agent_works_steers_after_the_tool_round_R61(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("Steered."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await busy(pilot, rig)
         assert "steers" in str(app.editor.placeholder)
         assert shown(app.status_line)
@@ -152,11 +165,10 @@ async def test_enter_while_the_agent_works_steers_after_the_tool_round_R61(
 
 @pytest.mark.parametrize("key", ["alt+enter", "ctrl+f"])
 async def test_the_follow_up_keys_queue_a_message_placed_when_the_run_answers(
-    open_screen: ScreenFactory, pidurable: Build, key: str
+    open_screen: ScreenFactory, pidurable: Run, key: str
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("Ran."), say("Linted."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await busy(pilot, rig)
         await type_line(pilot, "then lint", key)
         await until(pilot, lambda: panel_lines(app.queue_panel) == ["[follow-up] then lint"], "q")
@@ -167,17 +179,15 @@ async def test_the_follow_up_keys_queue_a_message_placed_when_the_run_answers(
 
 
 async def test_esc_aborts_restores_queued_text_and_leaves_a_background_subagent_running_R57(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(
         *background_subagent(
             say("Reviewer started."), call("bash", command=gate_command()), say("Read the report.")
         )
     )
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
-        await type_line(pilot, "start a reviewer")
-        await until(pilot, lambda: "Reviewer started." in transcript(app), "the reviewer starts")
+    async with pidurable(rig) as (app, pilot):
+        await exchange(pilot, "start a reviewer", "Reviewer started.")
         await busy(pilot, rig, "now run this")
         await type_line(pilot, "steer text")
         await type_line(pilot, "follow-up text", "ctrl+f")
@@ -195,11 +205,10 @@ async def test_esc_aborts_restores_queued_text_and_leaves_a_background_subagent_
 
 
 async def test_delete_on_a_queued_item_withdraws_it_into_the_editor(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await busy(pilot, rig)
         await type_line(pilot, "first steer")
         await type_line(pilot, "second thought", "alt+enter")
@@ -215,11 +224,10 @@ async def test_delete_on_a_queued_item_withdraws_it_into_the_editor(
 
 
 async def test_the_task_tree_follows_the_work_live_R126(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         assert not shown(app.task_panel)
         await busy(pilot, rig)
         await until(pilot, lambda: len(panel_lines(app.task_panel)) == 2, "turn and tool")
@@ -233,7 +241,7 @@ async def test_the_task_tree_follows_the_work_live_R126(
 
 
 async def test_a_reopened_store_left_mid_run_shows_the_recovery_report_then_the_resumed_work(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     await crash_mid_run(open_screen)
     rig = await open_screen(
@@ -243,8 +251,7 @@ async def test_a_reopened_store_left_mid_run_shows_the_recovery_report_then_the_
         say("Noted the review."),
         continue_session=True,
     )
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await until(pilot, lambda: "resumed/1" in app.transcript.mounted_keys, "the report")
         report = shown_text(app, "resumed/1")
         assert "The turn in the main conversation resumes" in report
@@ -271,26 +278,24 @@ def two_models() -> FauxProvider:
 
 @pytest.mark.parametrize("keys", [(), ("f", "a", "u", "x", "-", "2", "enter")])
 async def test_model_command_switches_the_shown_conversations_model(
-    open_screen: ScreenFactory, pidurable: Build, keys: tuple[str, ...]
+    open_screen: ScreenFactory, pidurable: Run, keys: tuple[str, ...]
 ) -> None:
     rig = await open_screen(faux=two_models())
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await run_command(pilot, "/model faux/faux-2" if not keys else "/model", *keys)
         await until(pilot, lambda: rig.model.footer.model == "faux/faux-2", "the new model")
         await until(pilot, lambda: "faux/faux-2" in text_of(app.footer_bar.content), "the footer")
 
 
 async def test_compact_command_summarizes_and_says_so(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(
         say("A long answer worth a summary. " * 5),
         say("The summary."),
         settings={"compaction": {"keep_recent_tokens": 1}},
     )
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await type_line(pilot, "first")
         await until(pilot, lambda: not rig.model.busy and bool(rig.blocks("assistant")), "answer")
         await run_command(pilot, "/compact keep it short")
@@ -299,17 +304,15 @@ async def test_compact_command_summarizes_and_says_so(
 
 
 async def test_agents_command_switches_to_a_subagent_conversation(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(
         FauxResponse(say("Child answer.").content, match=FOREGROUND),
         call("subagent", task="[fg] look"),
         say("Parent answer."),
     )
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
-        await type_line(pilot, "delegate")
-        await until(pilot, lambda: "Parent answer." in transcript(app), "the parent's answer")
+    async with pidurable(rig) as (app, pilot):
+        await exchange(pilot, "delegate", "Parent answer.")
         await run_command(pilot, "/agents", *"subagent", "enter")
         await until(pilot, lambda: rig.model.conversation_id != rig.app.root.id, "switched")
         await until(pilot, lambda: "Child answer." in transcript(app), "the child's transcript")
@@ -318,11 +321,10 @@ async def test_agents_command_switches_to_a_subagent_conversation(
 
 
 async def test_tasks_command_hides_and_shows_the_task_tree(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await busy(pilot, rig)
         await until(pilot, lambda: shown(app.task_panel), "the tree")
         await run_command(pilot, "/tasks")
@@ -333,15 +335,12 @@ async def test_tasks_command_hides_and_shows_the_task_tree(
 
 
 async def test_fork_command_forks_before_a_message_and_puts_it_in_the_editor(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(say("One."), say("Two."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
-        await type_line(pilot, "first question")
-        await until(pilot, lambda: "One." in transcript(app), "the first answer")
-        await type_line(pilot, "second question")
-        await until(pilot, lambda: "Two." in transcript(app), "the second answer")
+    async with pidurable(rig) as (app, pilot):
+        await exchange(pilot, "first question", "One.")
+        await exchange(pilot, "second question", "Two.")
         await run_command(pilot, "/fork", *"second", "enter")
         await until(pilot, lambda: app.editor.text == "second question", "the text to edit")
         assert rig.model.conversation_id != rig.app.root.id
@@ -350,42 +349,36 @@ async def test_fork_command_forks_before_a_message_and_puts_it_in_the_editor(
 
 
 async def test_new_and_resume_commands_switch_sessions(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(say("Old answer."), say("New answer."))
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
-        await type_line(pilot, "old session question")
-        await until(pilot, lambda: "Old answer." in transcript(app), "the first answer")
+    async with pidurable(rig) as (app, pilot):
+        await exchange(pilot, "old session question", "Old answer.")
         first = rig.app
         await run_command(pilot, "/new")
         await until(pilot, lambda: rig.app is not first and not app.transcript.mounted_keys, "new")
-        await type_line(pilot, "new session question")
-        await until(pilot, lambda: "New answer." in transcript(app), "the new session's answer")
+        await exchange(pilot, "new session question", "New answer.")
         await run_command(pilot, "/resume", *"old session", "enter")
         await until(pilot, lambda: "Old answer." in transcript(app), "the old session again")
         assert "New answer." not in transcript(app)
 
 
 async def test_export_command_writes_the_transcript_and_says_where(
-    open_screen: ScreenFactory, pidurable: Build
+    open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(say("Exported."))
-    app = pidurable(rig)
     target = rig.workdir / "notes.md"
-    async with app.run_test(size=SIZE) as pilot:
-        await type_line(pilot, "write this down")
-        await until(pilot, lambda: "Exported." in transcript(app), "the answer")
+    async with pidurable(rig) as (app, pilot):
+        await exchange(pilot, "write this down", "Exported.")
         await run_command(pilot, f"/export markdown {target}")
         await until(pilot, lambda: target.exists(), "the file")
         await until(pilot, lambda: str(target) in notices(app), "the notice")
         assert "write this down" in target.read_text("utf-8")
 
 
-async def test_theme_help_and_quit_commands(open_screen: ScreenFactory, pidurable: Build) -> None:
+async def test_theme_help_and_quit_commands(open_screen: ScreenFactory, pidurable: Run) -> None:
     rig = await open_screen()
-    app = pidurable(rig)
-    async with app.run_test(size=SIZE) as pilot:
+    async with pidurable(rig) as (app, pilot):
         await run_command(pilot, "/theme light")
         await until(pilot, lambda: app.theme == "light", "the light theme")
         await run_command(pilot, "/help")
