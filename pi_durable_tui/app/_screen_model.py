@@ -200,30 +200,42 @@ class LiveScreenModel:
     # -- mounting --
 
     async def attach(self, conversation_id: int) -> None:
-        """Show a conversation: mount its newest page and documents on the line."""
+        """Show a conversation: mount its newest page and documents on the line.
+
+        Raises:
+            ValueError: The conversation does not exist.
+        """
         self.detach()
         session = self._app.harness.session
         storage = session.storage
 
-        async def mount(tx: Tx) -> tuple[list[EntryRecord], dict[str, Any], str]:
+        async def mount(tx: Tx) -> None:
             record = await tx.conversation(conversation_id)
             if record is None:
                 raise ValueError(f"Conversation {conversation_id} does not exist")
-            label = conversation_label(record.id, record.owner is not None, self._app.root.id)
             page = await storage.scan_entries(conversation_id, order="desc", limit=PAGE + 1)
             docs = {
                 definition.kind: await session.snapshot(definition, conversation_id) or {}
                 for definition in (LIVE_DOC, INBOX_DOC, USAGE_DOC, AGENT_DOC)
             }
-            # REMINDER: subscribing inside the callback, while this commit holds the
-            # line, is what guarantees that no commit lands between mount and follow.
+            # REMINDER: from here on nothing awaits: the state is rebuilt and the model
+            # subscribed while this commit holds the line, so no later commit can be
+            # published before the mount (it would be lost) or applied to the old one.
+            self.conversation_id = conversation_id
+            self._label = conversation_label(record.id, record.owner is not None, self._app.root.id)
+            entries = [stored.entry for stored in page.items]
+            self._mount(entries, docs)
             self._unsubscribe = session.subscribe(self._on_commit)
-            return [stored.entry for stored in page.items], docs, label
 
-        entries, docs, self._label = await session.commit(mount)
-        self.conversation_id = conversation_id
-        self._has_older = len(entries) > PAGE
-        entries = list(reversed(entries[:PAGE]))
+        await session.commit(mount)
+        self._tree.schedule()
+        self._emit(
+            ViewChange(transcript_reset=True, queue=True, footer=True, status=True, tasks=True)
+        )
+
+    def _mount(self, newest_first: list[EntryRecord], docs: Mapping[str, Any]) -> None:
+        self._has_older = len(newest_first) > PAGE
+        entries = list(reversed(newest_first[:PAGE]))
         self._stored, self._index, self._cards, self._live = [], {}, {}, []
         self._unplaced_results = {}
         self._context_tokens = None
@@ -231,10 +243,6 @@ class LiveScreenModel:
         self._append_entries(entries, [])
         self._apply_docs(docs)
         self._refresh_live([], [])
-        self._tree.schedule()
-        self._emit(
-            ViewChange(transcript_reset=True, queue=True, footer=True, status=True, tasks=True)
-        )
 
     def detach(self) -> None:
         """Stop following commits."""
