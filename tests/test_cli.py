@@ -37,4 +37,4 @@ def test_print_mode_without_a_model_starts_and_says_how_to_configure_one(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["-p", "hello"]) == 1
-    assert "no model is configured" in capsys.readouterr().err
+    assert "No model is configured; use --model" in capsys.readouterr().err

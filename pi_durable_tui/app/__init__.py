@@ -9,8 +9,9 @@ from pi_durable_tui.app._agent_app import AgentApp, AppOptions
 from pi_durable_tui.app._config import AppSettings, SettingsError, SettingsFiles, load_settings
 from pi_durable_tui.app._context_files import ContextFile, discover_context_files
 from pi_durable_tui.app._export import export_main, export_transcript
-from pi_durable_tui.app._headless import run_json, run_print
+from pi_durable_tui.app._headless import HeadlessMode, run_headless
 from pi_durable_tui.app._model_setup import (
+    ModelChoiceError,
     ModelSelection,
     build_models,
     choose_model,
@@ -19,6 +20,7 @@ from pi_durable_tui.app._model_setup import (
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app._sessions import (
     NoSession,
+    SessionUnavailable,
     StoredSession,
     list_sessions,
     new_session_path,
@@ -35,8 +37,11 @@ __all__ = [
     "AppOptions",
     "AppSettings",
     "ContextFile",
+    "HeadlessMode",
+    "ModelChoiceError",
     "ModelSelection",
     "NoSession",
+    "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
     "StoredSession",
@@ -52,7 +57,6 @@ __all__ = [
     "load_settings",
     "new_session_path",
     "newest_session",
-    "run_json",
-    "run_print",
+    "run_headless",
     "sessions_dir",
 ]

@@ -12,6 +12,8 @@ It owns everything a front end (print mode, JSON mode, the TUI) shares:
   the model and the thinking level; ``--model`` on a continued session switches it.
 
 ``close()`` closes the harness and the store on every path; it is idempotent.
+Opening and closing run to their end even when the caller is cancelled
+(``_uncancelled``), so Ctrl-C or SIGTERM at any moment leaves the store closed.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from pi_durable_tui.ai import ModelRef, Models, ThinkingLevel
 from pi_durable_tui.app._config import AppSettings, SettingsFiles
 from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-from pi_durable_tui.app._sessions import new_session_path, newest_session
+from pi_durable_tui.app._sessions import SessionUnavailable, new_session_path, newest_session
 from pi_durable_tui.app._subagent import SUBAGENTS
+from pi_durable_tui.app._uncancelled import complete
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
     AgentChange,
@@ -38,7 +41,7 @@ from pi_durable_tui.harness import (
     create_registry,
 )
 from pi_durable_tui.kernel import Report
-from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.storage import SqliteStorage, StorageError
 from pi_durable_tui.tools import coding_tools
 
 
@@ -76,7 +79,7 @@ class AgentApp:
     reports: list[Report] = field(default_factory=list)
     created: bool = False
     """Whether this open created the session (a new store)."""
-    _closed: bool = False
+    _closing: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -84,14 +87,22 @@ class AgentApp:
     ) -> AgentApp:
         """Open the session the options name and the harness on it (dispatching nothing).
 
+        A cancellation (Ctrl-C, SIGTERM) while it opens waits for the open to end,
+        closes what it opened, and then propagates: nothing is left half open.
+
         Raises:
             SettingsError: A settings file is malformed.
             NoSession: ``--continue`` found no session for this directory.
-            StoreLocked: Another process holds the session.
-            StorageCorrupted: The store is damaged.
-            ValueError: A malformed ``--model``.
+            SessionUnavailable: The store is locked by another process or damaged.
+            ModelChoiceError: A malformed or unknown ``--model``, a bad ``--base-url``.
             FauxScriptError: A malformed faux script.
         """
+        return await complete(cls._open(options, on_report), undo=lambda app: app.close())
+
+    @classmethod
+    async def _open(
+        cls, options: AppOptions, on_report: Callable[[Report], None] | None
+    ) -> AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
@@ -105,7 +116,10 @@ class AgentApp:
         else:
             store = new_session_path(cwd)
         created = not store.exists()
-        storage = await SqliteStorage.open(store)
+        try:
+            storage = await SqliteStorage.open(store)
+        except StorageError as error:
+            raise SessionUnavailable(store, error) from error
         reports: list[Report] = []
 
         def report(item: Report) -> None:
@@ -126,8 +140,10 @@ class AgentApp:
                 env=_env_factory(settings),
                 on_report=report,
             )
-        except BaseException:
+        except BaseException as error:
             await storage.close()
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         try:
@@ -140,12 +156,17 @@ class AgentApp:
         return app
 
     async def close(self) -> None:
-        """Close the harness and the store (idempotent, never raises for a closed store)."""
-        if self._closed:
-            return
-        self._closed = True
+        """Close the harness and the store; idempotent, never raises for a closed store.
+
+        A cancellation while it closes waits for the close to end, then propagates.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_harness())
+        await complete(self._closing)
+
+    async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.harness.close())
+            await self.harness.close()
 
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""
