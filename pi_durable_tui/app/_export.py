@@ -15,6 +15,7 @@ import asyncio
 import html
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
@@ -64,7 +65,7 @@ def _markdown_entry(entry: EntryRecord) -> str:
         kind = block.get("type")
         if kind == "text":
             text = block.get("text", "")
-            parts.append(f"```\n{text}\n```\n" if role == "toolResult" else f"{text}\n")
+            parts.append(_fenced(text) if role == "toolResult" else f"{text}\n")
         elif kind == "thinking":
             parts.append("> " + block.get("thinking", "").replace("\n", "\n> ") + "\n")
         elif kind == "tool_call":
@@ -75,6 +76,13 @@ def _markdown_entry(entry: EntryRecord) -> str:
     if message.get("stop_reason") in ("error", "aborted"):
         parts.append(f"*[{message.get('stop_reason')}] {message.get('error_message') or ''}*\n")
     return "\n".join(parts)
+
+
+def _fenced(text: str) -> str:
+    """A code block around ``text`` whose fence is longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text.removesuffix(chr(10))}\n{fence}\n"
 
 
 def _text(message: dict[str, Any]) -> str:
