@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from pi_durable_tui import __version__
-from pi_durable_tui.app._headless import message_text
 from pi_durable_tui.cli import main
+from pi_durable_tui.harness import text_of
 from tests.app.support import stored_entries
 
 DEADLINE = 60.0
@@ -122,7 +122,7 @@ def stored_messages(store: Path) -> list[tuple[str, str]]:
         if entry.model and isinstance(entry.model[0], dict)
     ]
     return [
-        (message.get("stop_reason") or message["role"], message_text(message))
+        (message.get("stop_reason") or message["role"], text_of(message))
         for message in messages
         if message["role"] in ("user", "assistant")
     ]

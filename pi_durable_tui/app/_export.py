@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
 
 from pi_durable_tui.app._sessions import NoSession, newest_session
+from pi_durable_tui.harness import text_of
 from pi_durable_tui.storage import EntryRecord, SqliteStorage, Storage, StorageError
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
@@ -52,7 +53,7 @@ def _markdown_entry(entry: EntryRecord) -> str:
     if entry.kind == "pi.system":
         return ""
     if entry.kind == "pi.compaction":
-        return "## Earlier context (summary)\n\n" + _text(message) + "\n"
+        return "## Earlier context (summary)\n\n" + text_of(message) + "\n"
     if entry.kind == "pi.reset":
         return "---\n\n*New context*\n"
     title = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result"}.get(
@@ -83,10 +84,6 @@ def _fenced(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text.removesuffix(chr(10))}\n{fence}\n"
-
-
-def _text(message: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in _blocks(message) if b.get("type") == "text")
 
 
 _CSS = (

@@ -27,7 +27,7 @@ from typing import Literal, TextIO
 
 from pi_durable_tui.app._agent_app import AgentApp
 from pi_durable_tui.app._sessions import write_title
-from pi_durable_tui.harness import EventStream, Input, watch_events
+from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
 
@@ -46,23 +46,11 @@ _REASONS = {
 _NO_MODEL_HINT = 'use --model provider/id, or set "model" in settings'
 
 
-def message_text(message: object) -> str:
-    """The text of a stored model message: its text blocks joined (thinking and calls left out)."""
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    return "".join(
-        block.get("text", "")
-        for block in content or []
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
-
-
 async def _answer_text(app: AgentApp, entry_id: int) -> str:
     stored = await app.harness.session.storage.entry(entry_id)
-    if stored is None or not stored.entry.model:
+    if stored is None or not stored.entry.model or not isinstance(stored.entry.model[0], dict):
         return ""
-    return message_text(stored.entry.model[0])
+    return text_of(stored.entry.model[0])
 
 
 async def newest_input(app: AgentApp) -> SubmissionRecord | None:

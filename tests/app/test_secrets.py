@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app._headless import message_text
-from pi_durable_tui.harness import TOOL_RESULT
+from pi_durable_tui.harness import TOOL_RESULT, text_of
 from tests.app.conftest import OpenApp
 from tests.app.support import (
     FAUX,
@@ -35,7 +34,9 @@ async def env_printed_by_bash(open_app: OpenApp, project: Path) -> tuple[Path, s
     await app.close()
     [result] = [e for e in await stored_entries(app.store) if e.kind == TOOL_RESULT]
     assert result.model is not None
-    return app.store, message_text(result.model[0])
+    message = result.model[0]
+    assert isinstance(message, dict)
+    return app.store, text_of(message)
 
 
 async def test_an_api_key_in_the_environment_reaches_neither_the_tool_process_nor_the_store(
