@@ -269,6 +269,7 @@ async def _run(args: argparse.Namespace, signals: SignalGuard) -> int:
             model=args.model,
             base_url=args.base_url,
             faux_script=args.faux_script,
+            demo=args.demo,
         )
         try:
             app = await AgentApp.open(options)

@@ -53,14 +53,15 @@ def parse_model_option(text: str) -> tuple[ModelRef, ThinkingLevel | None]:
     return ModelRef.parse(text), None
 
 
-def build_models(settings: AppSettings, *, faux_script: str | None = None) -> Models:
+def build_models(
+    settings: AppSettings, *, faux_script: str | None = None, faux: FauxProvider | None = None
+) -> Models:
     """Build the models of a run (the ``--base-url`` model is added by ``choose_model``).
 
     Raises:
         FauxScriptError: A malformed faux script (the message names file and place).
         ModelChoiceError: A custom provider whose name clashes with a built-in one.
     """
-    faux: FauxProvider | None = None
     if faux_script:
         faux = load_faux_script(faux_script).provider()
     try:

@@ -4,8 +4,9 @@ Tools see this narrow face, never the tool task or the Harness:
 
 - ``output(chunk)`` streams text into a bounded buffer whose retained window is
   committed to ``pi.live`` with the progress throttle (R102, R103);
-- ``details(value)`` replaces the running details and resolves once committed
-  (R104); ``diagnostic(...)`` adds a model-visible remark (R104);
+- ``details(value)`` replaces the running details at once and returns an
+  awaitable that resolves once they are committed (R104); ``diagnostic(...)``
+  adds a model-visible remark (R104);
 - ``env`` is the conversation's execution environment, built for this execution
   (R118); it raises ``No execution environment is configured`` when there is none;
 - ``commit(fn)`` is a runtime commit as the tool task (entries get ``by_task_id``);
@@ -22,19 +23,41 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from pi_durable_tui.storage.json_ops import Json
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
-    from pi_durable_tui.harness._define import Severity
     from pi_durable_tui.harness._submission_types import Input
-    from pi_durable_tui.harness._submissions import Submission
     from pi_durable_tui.harness._task_def import HarnessTask
     from pi_durable_tui.kernel import TaskDefinition, Tx
+    from pi_durable_tui.storage.records import SubmissionRecord
 
 T = TypeVar("T")
+
+Severity = Literal["info", "warn", "error"]
+"""How serious a diagnostic is (R98)."""
+
+
+class SubmissionView(Protocol):
+    """A submission as a tool holds it; ``Submission`` is one.
+
+    Defined here so that the protocols tools see import nothing above them.
+    """
+
+    @property
+    def id(self) -> int:
+        """The submission ID."""
+        ...
+
+    async def status(self) -> SubmissionRecord:
+        """Return the committed record (R68)."""
+        ...
+
+    async def wait(self) -> SubmissionRecord:
+        """Wait until the submission settles and return the settled record (R68)."""
+        ...
 
 
 class ToolConversation(Protocol):
@@ -45,7 +68,7 @@ class ToolConversation(Protocol):
         """The conversation."""
         ...
 
-    async def submit(self, submission: Input) -> Submission:
+    async def submit(self, submission: Input) -> SubmissionView:
         """Admit an input submission; derive request IDs from ``api.task_id`` (R107)."""
         ...
 
@@ -95,8 +118,8 @@ class ToolApi(Protocol):
         """Append output; ``skipped`` adds (bytes, newlines, ends_line) an environment skipped."""
         ...
 
-    async def details(self, value: Json) -> None:
-        """Replace the running details; resolves after the commit holding them (R104)."""
+    def details(self, value: Json) -> Awaitable[None]:
+        """Replace the running details now; await the result to know they are committed (R104)."""
         ...
 
     def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
