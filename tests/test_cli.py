@@ -15,9 +15,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -39,6 +39,9 @@ signal, and no resume waits for pacing."""
 class Pidurable:
     """One ``pidurable`` process, with its stdout read line by line."""
 
+    started: ClassVar[list[Pidurable]] = []
+    """Processes of the current test (``_no_process_left`` kills what is left)."""
+
     def __init__(self, cwd: Path, *args: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pi_durable_tui", *args],
@@ -48,8 +51,10 @@ class Pidurable:
             text=True,
         )
         self._watchdog = threading.Timer(DEADLINE, self.process.kill)
+        self._watchdog.daemon = True
         self._watchdog.start()
         self.lines: list[str] = []
+        Pidurable.started.append(self)
 
     @property
     def pid(self) -> int:
@@ -131,6 +136,16 @@ def stored_messages(store: Path) -> list[tuple[str, str]]:
 def integrity(store: Path) -> str:
     with sqlite3.connect(store) as db:
         return str(db.execute("pragma integrity_check").fetchone()[0])
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    yield
+    while Pidurable.started:
+        left = Pidurable.started.pop()
+        if left.process.poll() is None:
+            left.process.kill()
+        left.finish()
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,23 +133,32 @@ class AgentApp:
         else:
             store = new_session_path(cwd)
         created = not store.exists()
-        if options.demo is not None and created:
-            demo = DEMOS[options.demo]
-            write_marker(store, demo, create_workspace(demo, home()))
-        marker = read_marker(store)
-        faux = None
-        workspace = cwd
-        model_option = options.model
-        if marker is not None:
-            faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}").provider()
-            workspace = marker.workspace
-            model_option = model_option or "faux/faux-1"
-        models = build_models(app_settings, faux_script=options.faux_script, faux=faux)
-        choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
         try:
+            if options.demo is not None and created:
+                demo = DEMOS[options.demo]
+                write_marker(store, demo, create_workspace(demo, home()))
+            marker = read_marker(store)
+            faux = None
+            workspace = cwd
+            model_option = options.model
+            if marker is not None:
+                faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}")
+                workspace = marker.workspace
+                model_option = model_option or "faux/faux-1"
+            models = build_models(
+                app_settings,
+                faux_script=options.faux_script,
+                faux=faux.provider() if faux is not None else None,
+            )
+            choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
             storage = await SqliteStorage.open(store)
-        except StorageError as error:
-            raise SessionUnavailable(store, error) from error
+        except BaseException as error:
+            if not options.session and not options.continue_session:
+                # A session that never started leaves no empty directory behind.
+                shutil.rmtree(store.parent, ignore_errors=True)
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error) from error
+            raise
         reports: list[Report] = []
 
         def report(item: Report) -> None:

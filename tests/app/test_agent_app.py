@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app import AgentApp, AppOptions, SessionUnavailable
+from pi_durable_tui.app import (
+    AgentApp,
+    AppOptions,
+    ModelChoiceError,
+    SessionUnavailable,
+    list_sessions,
+    sessions_dir,
+)
 from pi_durable_tui.storage import SqliteStorage, StoreLocked
 from tests.app.support import FAUX, text, write_script
 
@@ -91,3 +98,13 @@ async def test_a_damaged_store_is_refused_and_left_as_it_was(home: Path, project
         await AgentApp.open(AppOptions(cwd=str(project), session=str(store)))
 
     assert store.read_bytes() == b"not a database " * 100
+
+
+async def test_a_new_session_that_cannot_start_leaves_no_directory_behind(
+    home: Path, project: Path
+) -> None:
+    with pytest.raises(ModelChoiceError):
+        await AgentApp.open(AppOptions(cwd=str(project), model="openai/nope"))
+
+    assert list_sessions(project) == []
+    assert list(sessions_dir(project).iterdir()) == []
