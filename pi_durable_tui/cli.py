@@ -21,6 +21,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,9 @@ class SignalGuard:
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
-        """Take SIGINT and SIGTERM over before the event loop exists."""
+        """Take SIGINT and SIGTERM over before the event loop exists (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may handle signals: leave them as they are
         for signum in STOP_SIGNALS:
             self._previous[signum] = signal.signal(signum, self._raise)
 
@@ -84,7 +87,7 @@ class SignalGuard:
     def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[int]) -> None:
         """Route the signals through ``loop``: the first one cancels ``task``."""
         self._target = task
-        for signum in STOP_SIGNALS:
+        for signum in self._previous:
             loop.add_signal_handler(signum, self._cancel, signum)
 
     def _cancel(self, signum: int) -> None:
@@ -99,13 +102,13 @@ class SignalGuard:
 
     def detach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Take the signals back from ``loop`` before it closes (it would restore the defaults)."""
-        for signum in STOP_SIGNALS:
+        for signum in self._previous:
             loop.remove_signal_handler(signum)
             signal.signal(signum, self._record)
 
     def ignore(self) -> None:
         """Record and ignore the signals until the process exits."""
-        for signum in STOP_SIGNALS:
+        for signum in self._previous:
             signal.signal(signum, self._record)
 
     def restore(self) -> None:

@@ -385,3 +385,15 @@ def test_main_called_from_python_gives_the_signal_handlers_back(project: Path) -
     main(["-p", "hello"])
 
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_main_called_from_another_thread_runs_without_touching_signals(project: Path) -> None:
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    statuses: list[int] = []
+
+    worker = threading.Thread(target=lambda: statuses.append(main(["-p", "hello"])))
+    worker.start()
+    worker.join(DEADLINE)
+
+    assert statuses == [1]  # no model: answered with its one line, not a crash
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
