@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from pi_durable_tui.app import AgentApp, AppOptions
-from tests.ai.sse_server import SseServer
+from tests.ai.conftest import sse_server  # the model-layer tests' fixture
 
 OpenApp = Callable[..., Awaitable[AgentApp]]
+__all__ = ["OpenApp", "sse_server"]
 
 
 @pytest.fixture
@@ -47,13 +48,3 @@ async def open_app(home: Path, project: Path) -> AsyncIterator[OpenApp]:
     yield open_
     for app in opened:
         await app.close()
-
-
-@pytest.fixture
-async def sse_server() -> AsyncIterator[SseServer]:
-    server = SseServer()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.close()
