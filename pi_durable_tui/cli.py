@@ -3,7 +3,8 @@
 - ``pidurable`` opens the terminal app on a new session for the working
   directory; ``-c/--continue`` opens the newest one and resumes what a killed
   process left; ``-r/--resume`` picks one; ``--session PATH`` opens a given store.
-- ``-p/--print [PROMPT]`` runs headless and prints the final answer;
+- ``-p/--print [PROMPT]`` runs headless and prints the final answer (with no
+  prompt, it finishes the newest input of the session);
   ``--mode json`` prints agent events as JSON lines instead.
 - ``pidurable export --format jsonl|markdown|html`` writes a transcript.
 
@@ -29,6 +30,8 @@ from pi_durable_tui import __version__
 
 if TYPE_CHECKING:
     import asyncio
+
+    from pi_durable_tui.app import AgentApp
 
 EXIT_USAGE = 2
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -237,13 +240,15 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         except Exception as error:
             return _startup_failed(error, describe_startup_error(error))
         return 0
-    if args.prompt is None:
-        sys.stderr.write("pidurable: the terminal app is not available yet; use -p PROMPT\n")
-        return EXIT_USAGE
+    session = args.session
+    if args.resume:
+        session = _pick_session()
+        if session is None:
+            return EXIT_USAGE
     import asyncio
 
     try:
-        return asyncio.run(_run(args, signals))
+        return asyncio.run(_run(args, session, signals))
     except asyncio.CancelledError:  # a stop that reached the loop's edge
         return signals.stopped(signals.received, None)
 
@@ -255,7 +260,7 @@ def _startup_failed(error: Exception, message: str | None) -> int:
     return EXIT_USAGE
 
 
-async def _run(args: argparse.Namespace, signals: SignalGuard) -> int:
+async def _run(args: argparse.Namespace, session: str | None, signals: SignalGuard) -> int:
     import asyncio
 
     from pi_durable_tui.app import AgentApp, AppOptions, describe_startup_error, run_headless
@@ -267,7 +272,7 @@ async def _run(args: argparse.Namespace, signals: SignalGuard) -> int:
     try:
         options = AppOptions(
             cwd=os.getcwd(),
-            session=args.session,
+            session=session,
             continue_session=args.continue_session,
             model=args.model,
             base_url=args.base_url,
@@ -281,6 +286,9 @@ async def _run(args: argparse.Namespace, signals: SignalGuard) -> int:
         except Exception as error:
             return _startup_failed(error, describe_startup_error(error))
         try:
+            if args.prompt is None:
+                reopened = args.continue_session or args.resume or bool(session)
+                return await _run_screen(app, reopened=reopened)
             return await run_headless(
                 app,
                 args.prompt or None,
@@ -299,6 +307,61 @@ async def _run(args: argparse.Namespace, signals: SignalGuard) -> int:
 
 
 def _continue_hint(args: argparse.Namespace) -> str:
-    if args.session:
-        return f"pidurable --session {args.session} -p"
-    return "pidurable -c -p"
+    command = f"pidurable --session {args.session}" if args.session else "pidurable -c"
+    return command + (" -p" if args.prompt is not None else "")
+
+
+def _pick_session() -> str | None:
+    """``-r/--resume``: list this directory's sessions and read a choice from the terminal."""
+    import datetime
+
+    from pi_durable_tui.app import list_sessions
+
+    sessions = list_sessions(os.getcwd())
+    if not sessions:
+        sys.stderr.write(f"pidurable: No session exists for {os.path.realpath(os.getcwd())}\n")
+        return None
+    for number, stored in enumerate(sessions[:20], 1):
+        when = datetime.datetime.fromtimestamp(stored.last_activity_ms / 1000)
+        size = f"{stored.size_bytes / 1024:.0f} KiB"
+        title = stored.title or "(no message yet)"
+        sys.stdout.write(f"{number:>3}  {when:%Y-%m-%d %H:%M}  {size:>9}  {title[:70]}\n")
+    try:
+        answer = input(f"Open which session? [1-{min(len(sessions), 20)}, Enter for 1] ").strip()
+    except EOFError:
+        return None
+    index = int(answer) - 1 if answer.isdigit() else 0
+    if not 0 <= index < min(len(sessions), 20):
+        sys.stderr.write(f"pidurable: no session numbered {answer}\n")
+        return None
+    return str(sessions[index].path)
+
+
+async def _run_screen(app: AgentApp, *, reopened: bool) -> int:
+    """Run the terminal app on an open session until the user leaves it."""
+    from pi_durable_tui.app import AgentController, LiveScreenModel, recovery_report
+    from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
+
+    model = LiveScreenModel(app)
+    controller = AgentController(app, model)
+    try:
+        report = await recovery_report(app) if reopened else []
+        await model.attach(app.root.id)
+        model.show_recovery(report)
+        app.harness.resume()
+        if app.demo is not None:
+            if app.created:
+                await controller.submit(app.demo.prompt)
+            model.add_notice("info", app.demo_banner())
+        elif not model.footer.model:
+            model.add_notice("warning", "No model configured; select one with /model.")
+        screen = PidurableApp(
+            model,
+            controller,
+            theme=app.settings_now().theme or DEFAULT_THEME,
+            log_path=app.store.parent / "pidurable.log",
+        )
+        await screen.run_async()
+        return int(screen.return_code or 0)
+    finally:
+        await controller.close()

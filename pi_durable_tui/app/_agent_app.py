@@ -209,6 +209,15 @@ class AgentApp:
         with contextlib.suppress(Exception):
             await self.harness.close()
 
+    def demo_banner(self) -> str:
+        """What a demo session tells the user about killing and continuing it."""
+        cwd = self.cwd
+        return (
+            f"Demo: a scripted model drives real tools in a temporary workspace. Kill the "
+            f"terminal or the process at any moment (kill -9 {os.getpid()}), then run "
+            f"`pidurable --continue` in {cwd}: nothing committed is lost."
+        )
+
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""
         return self.settings.current()

@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage._batch import PreparedBatch
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl._columns import Sections
 from pi_durable_tui.storage.jsonl._documents import Documents

@@ -20,7 +20,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_durable_tui.storage.batch import PreparedBatch, PreparedRevision
+from pi_durable_tui.storage._batch import PreparedBatch, PreparedRevision
 from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import Op, apply_ops, loads
 from pi_durable_tui.storage.jsonl._files import (
