@@ -72,6 +72,8 @@ class SignalGuard:
     def __init__(self) -> None:
         self.received: int | None = None
         """The first stop signal received, if any."""
+        self.cancelled = False
+        """Whether that signal cancelled the work (rather than arriving while it closed)."""
         self._target: asyncio.Task[int] | None = None
         self._previous: dict[int, Any] = {}
 
@@ -97,6 +99,7 @@ class SignalGuard:
         if self.received is None:
             self.received = signum
             if self._target is not None:
+                self.cancelled = True
                 self._target.cancel()
 
     def release(self) -> None:
@@ -285,23 +288,30 @@ async def _run(args: argparse.Namespace, session: str | None, signals: SignalGua
             return signals.stopped(signals.received, None)
         except Exception as error:
             return _startup_failed(error, describe_startup_error(error))
+        status = EXIT_USAGE
         try:
             if args.prompt is None:
                 reopened = args.continue_session or args.resume or bool(session)
-                return await _run_screen(app, reopened=reopened)
-            return await run_headless(
-                app,
-                args.prompt or None,
-                sys.stdout,
-                sys.stderr,
-                mode=args.mode,
-                request_id=args.request_id,
-            )
+                status = await _run_screen(app, reopened=reopened)
+            else:
+                status = await run_headless(
+                    app,
+                    args.prompt or None,
+                    sys.stdout,
+                    sys.stderr,
+                    mode=args.mode,
+                    request_id=args.request_id,
+                )
         except asyncio.CancelledError:
-            return signals.stopped(signals.received, _continue_hint(args))
+            pass  # a stop signal: reported below, once the store is closed
         finally:
             signals.release()  # the close below must run to its end
             await app.close()
+        # REMINDER: the screen may end quietly when its task is cancelled, so the
+        # guard, not the CancelledError, says whether a signal stopped the work.
+        if signals.cancelled:
+            return signals.stopped(signals.received, _continue_hint(args))
+        return status
     finally:
         signals.detach(loop)
 
