@@ -17,8 +17,9 @@ from pi_durable_tui.app._context_files import ContextFile, discover_context_file
 from pi_durable_tui.app._controller import AgentController
 from pi_durable_tui.app._demos import DEMOS, Demo
 from pi_durable_tui.app._export import export_main, export_transcript
-from pi_durable_tui.app._headless import run_json, run_print
+from pi_durable_tui.app._headless import HeadlessMode, run_headless
 from pi_durable_tui.app._model_setup import (
+    ModelChoiceError,
     ModelSelection,
     build_models,
     choose_model,
@@ -31,6 +32,7 @@ from pi_durable_tui.app._screen_model import LiveScreenModel
 from pi_durable_tui.app._screen_start import start_screen
 from pi_durable_tui.app._sessions import (
     NoSession,
+    SessionUnavailable,
     StoredSession,
     list_sessions,
     new_session_path,
@@ -69,8 +71,10 @@ __all__ = [
     "Demo",
     "ExportFormat",
     "Footer",
+    "HeadlessMode",
     "LiveScreenModel",
     "ModelChoice",
+    "ModelChoiceError",
     "ModelSelection",
     "NoSession",
     "Notice",
@@ -78,6 +82,7 @@ __all__ = [
     "QueueItem",
     "ScreenModel",
     "SessionInfo",
+    "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
     "StoredSession",
@@ -98,8 +103,7 @@ __all__ = [
     "new_session_path",
     "newest_session",
     "recovery_report",
-    "run_json",
-    "run_print",
+    "run_headless",
     "sessions_dir",
     "start_screen",
 ]

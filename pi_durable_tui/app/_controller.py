@@ -10,6 +10,8 @@ anything: each action's effect reaches the screen as committed state through the
 - ``abort`` (Esc): ``Conversation.abort()`` on the shown conversation; background
   tasks keep running; the texts of the queued inputs it withdrew come back for
   the editor.
+- ``compact``: starts a manual compaction; a notice says how it ended
+  (``Compacted.``, queued, dropped, nothing to compact, aborted, failed).
 - ``fork``: a new conversation that sees the history before a user message, shown
   at once; the message's text comes back for the editor (to edit and resend).
 - ``new_session`` / ``open_session``: open another session of the directory with

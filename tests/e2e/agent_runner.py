@@ -211,8 +211,16 @@ class AgentRun:
 
     @property
     def acks(self) -> list[dict[str, Any]]:
-        """The entries this process acknowledged (``entry_appended`` lines)."""
-        return [event["entry"] for event in self.events if event.get("type") == "entry_appended"]
+        """The entries this process acknowledged: the committed entries its JSON lines carried.
+
+        ``--mode json`` prints agent events (R125); an entry arrives as the ``entry``
+        of a ``message_end`` (a message) or of an ``entry_appended`` (anything else).
+        """
+        return [
+            event["entry"]
+            for event in self.events
+            if event.get("type") in ("entry_appended", "message_end") and "entry" in event
+        ]
 
     @property
     def resubmitted(self) -> bool:
