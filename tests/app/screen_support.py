@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ from pi_durable_tui.app import (
     ViewChange,
     start_screen,
 )
-from pi_durable_tui.kernel import ManualClock
+from pi_durable_tui.kernel import ManualClock, Tx
 from tests.harness.run_support import WAIT, within
 
 
@@ -241,3 +242,46 @@ async def crash_mid_run(open_screen: ScreenFactory) -> ScreenRig:
     await rig.until(lambda: "started" in rig.card_output("bash"), "committed output")
     await within(rig.controller.close())
     return rig
+
+
+def user(text: str) -> list[Any]:
+    return [{"role": "user", "content": text, "timestamp": 0}]
+
+
+async def seed_history(rig: ScreenRig, count: int, *, call_at: int | None = None) -> None:
+    """Append ``count`` user entries to the main conversation, in commits of 1,000.
+
+    With ``call_at``, the entry at that position is an assistant tool call followed
+    by its result (two entries, so the history holds ``count + 1``).
+    """
+    root = rig.app.root.id
+    for start in range(0, count, 1000):
+
+        def append(tx: Tx, start: int = start) -> None:
+            for n in range(start, min(count, start + 1000)):
+                if n == call_at:
+                    tx.append(root, "pi.assistant", model=[_call_message("c1")])
+                    tx.append(
+                        root, "pi.tool-result", model=[_result("c1")], data={"diagnostics": []}
+                    )
+                else:
+                    tx.append(root, "pi.user", model=user(f"message {n}"))
+
+        await within(rig.app.root.commit(append))
+
+
+def _call_message(call_id: str) -> dict[str, Any]:
+    block = {"type": "tool_call", "id": call_id, "name": "bash", "arguments": {"command": "ls"}}
+    return {"role": "assistant", "content": [block], "stop_reason": "toolUse", "timestamp": 0}
+
+
+def _result(call_id: str) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "tool_call_id": call_id,
+        "tool_name": "bash",
+        "content": [{"type": "text", "text": "README.md\n"}],
+        "is_error": False,
+        "details": {"exit_code": 0},
+        "timestamp": 0,
+    }

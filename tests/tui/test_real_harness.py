@@ -33,6 +33,7 @@ from tests.app.screen_support import (
     crash_mid_run,
     gate_command,
     say,
+    seed_history,
 )
 from tests.tui.conftest import running, shown, text_of
 
@@ -136,6 +137,28 @@ async def test_a_prompt_streams_its_answer_into_a_live_block_that_becomes_a_stat
         assert app.transcript.mounted_keys[-2:] == [rig.blocks("user")[-1].key, final]
         assert "streamed word by word" in shown_text(app, final)
         assert "explain" in shown_text(app, rig.blocks("user")[-1].key)
+
+
+async def test_scrolling_to_the_top_pages_older_entries_in_from_the_store(
+    open_screen: ScreenFactory, pidurable: Run
+) -> None:
+    rig = await open_screen()
+    await seed_history(rig, 200)
+    await rig.model.attach(rig.app.root.id)  # remount: only the newest page is loaded
+    assert rig.model.has_older
+    async with pidurable(rig) as (app, pilot):
+
+        def oldest_mounted() -> str:
+            block = rig.model.block(app.transcript.mounted_keys[0])
+            return block.text if block is not None else ""
+
+        for _ in range(40):
+            if oldest_mounted() == "message 0":
+                break
+            app.transcript.scroll_home(animate=True, duration=0.02)
+            await pilot.pause(0.05)
+        assert oldest_mounted() == "message 0"
+        assert (rig.model.has_older, len(rig.model.blocks)) == (False, 200)
 
 
 async def busy(pilot: Pilot[None], rig: ScreenRig, prompt: str = "run it") -> None:
