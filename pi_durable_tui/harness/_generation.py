@@ -158,7 +158,9 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
         if not (isinstance(result, dict) and result.get("entry_id")):
             await _fail(runtime, "model_error", str(checkpoint["overflow"]))
             return
-    view = await load_context(services.session.storage, runtime.conversation_id)
+    view = await load_context(
+        services.session.storage, runtime.conversation_id, cache=services.contexts
+    )
     if not view.entries:
         raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
     sections = await _render_sections(runtime, view)
@@ -365,7 +367,12 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
             f"Model {ref.get('provider')}/{ref.get('model_id')} is not available",
         )
         return
-    view = await load_context(services.session.storage, conversation_id, int(checkpoint["cutoff"]))
+    view = await load_context(
+        services.session.storage,
+        conversation_id,
+        int(checkpoint["cutoff"]),
+        cache=services.contexts,
+    )
     message = await _stream(runtime, model, checkpoint, view)
     if runtime.aborted.is_set():
         return  # the abort (or close) path answers for this attempt (R37, R92)
