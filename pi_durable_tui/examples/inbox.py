@@ -1,0 +1,117 @@
+"""The inbox: steering, following up and refusing while the agent works.
+
+While the agent runs a slow ``bash`` command, three inputs arrive:
+
+- a steer (``when_busy="steer"``) is placed after the current tool round, so the
+  model reads it right after the command's result (R61, R62);
+- a follow-up (the default) waits until the run answers and then starts the next
+  run (R64);
+- a ``when_busy="reject"`` input is refused with ``ConversationBusy`` and leaves
+  no record (R59).
+
+Then, during a second slow command, a queued follow-up and a queued write (an
+application note) are pending when ``Conversation.abort()`` (Esc) runs: the
+input is withdrawn (``unanswered``/``aborted``), the write stays queued and is
+placed at the next boundary (R67).
+
+Run: ``python -m pi_durable_tui.examples.inbox``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from typing import Any
+
+from pi_durable_tui.ai import FauxProvider, ModelRef, Models, faux_response, faux_tool_call
+from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.examples._transcript import print_transcript
+from pi_durable_tui.harness import (
+    INBOX_DOC,
+    LIVE_DOC,
+    AgentChange,
+    ConversationBusy,
+    EntryDraft,
+    Harness,
+    Input,
+    Write,
+    create_registry,
+)
+from pi_durable_tui.kernel import DocumentState
+from pi_durable_tui.storage import MemoryStorage
+from pi_durable_tui.tools import CodingTools
+
+SCRIPT = [
+    faux_response(faux_tool_call("bash", {"command": "sleep 1; echo 12 passed"}), match="tests"),
+    faux_response("Tests pass (12) and lint is clean.", match="lint"),
+    faux_response("Summary: 12 tests pass, lint clean.", match="summary"),
+    faux_response(faux_tool_call("bash", {"command": "sleep 30"}), match="benchmarks"),
+    faux_response("Noted.", match="Anything new"),
+]
+
+
+async def tool_running(live: DocumentState) -> None:
+    """Return once a tool call of the current round is running (from committed state)."""
+    running = asyncio.Event()
+
+    def check(value: dict[str, Any] | None, _ops: object) -> None:
+        if any(slot["status"] == "running" for slot in (value or {}).get("tools", [])):
+            running.set()
+
+    unsubscribe = live.subscribe(check)
+    check(live.value, None)
+    await running.wait()
+    unsubscribe()
+
+
+async def main() -> None:
+    faux = FauxProvider(SCRIPT)
+    models = Models()
+    models.register_faux(faux)
+    with tempfile.TemporaryDirectory() as workdir:
+        harness = await Harness.open(
+            MemoryStorage(),
+            models=models,
+            registry=create_registry(CodingTools),
+            env=lambda target: LocalEnv(target.cwd or workdir),
+        )
+        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
+        live = await harness.session.document_state(LIVE_DOC, root.id)
+
+        first = await root.submit(Input("Run the tests"))
+        await tool_running(live)
+        print("busy: bash is running")
+        steer = await root.submit(Input("Also check lint", when_busy="steer"))
+        follow_up = await root.submit(Input("Then write a summary"))
+        try:
+            await root.submit(Input("Are you there?", when_busy="reject"))
+        except ConversationBusy as error:
+            print("reject:", error)
+        inbox = await root.snapshot(INBOX_DOC) or {}
+        print("inbox:", [(item["mode"], item["content"]) for item in inbox["items"]])
+        for name, handle in (("first", first), ("steer", steer), ("follow-up", follow_up)):
+            print(f"{name}: {(await handle.wait()).status}")
+        print("transcript:")
+        print_transcript(await root.entries())
+
+        print("--- Esc while a follow-up and a write are queued ---")
+        await root.submit(Input("Run the benchmarks"))
+        await tool_running(live)
+        queued_input = await root.submit(Input("Compare with yesterday"))
+        note = EntryDraft("example.note", data={"text": "benchmarks were started by hand"})
+        queued_write = await root.submit(Write(note))
+        await root.abort()
+        record = await queued_input.status()
+        print(f"queued input after abort: {record.status}/{record.reason}")
+        print(f"queued write after abort: {(await queued_write.status()).status}")
+        inbox = await root.snapshot(INBOX_DOC) or {}
+        print("inbox after abort:", [item["mode"] for item in inbox["items"]])
+        await (await root.submit(Input("Anything new?"))).wait()
+        print(f"queued write after the next input: {(await queued_write.status()).status}")
+        print("transcript since the benchmarks:")
+        print_transcript(await root.entries(limit=6))
+        await harness.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
