@@ -23,11 +23,17 @@ def message_text(message: dict[str, Any]) -> str:
     return " ".join(str(content or "").split())
 
 
+def message_of(entry: EntryRecord) -> dict[str, Any]:
+    """The entry's first model message (``{}`` for an entry that gives the model nothing)."""
+    message = entry.model[0] if entry.model else None
+    return message if isinstance(message, dict) else {}
+
+
 def entry_line(entry: EntryRecord) -> str:
     """One line for an entry: its kind, what it says, and a stop reason other than the usual."""
-    if not entry.model:
+    message = message_of(entry)
+    if not message:
         return f"{entry.kind}: {entry.data}"
-    message = entry.model[0]
     text = message_text(message)
     reason = message.get("stop_reason")
     if reason not in (None, "stop", "toolUse"):

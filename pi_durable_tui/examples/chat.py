@@ -51,42 +51,49 @@ def streamed_text(live: dict[str, Any]) -> str | None:
     return "".join(block.get("text", "") for block in message["content"])
 
 
+def show_streamed(value: dict[str, Any] | None, _ops: object) -> None:
+    """Print the partial answer each commit to ``pi.live`` brings."""
+    text = streamed_text(value or {})
+    if text:
+        print(f"  streamed: {text!r}")
+
+
+async def chat(harness: Harness) -> None:
+    """Two turns with streamed answers, then the spend."""
+    root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1")))
+    live = await harness.session.document_state(LIVE_DOC, root.id)
+    live.subscribe(show_streamed)
+    for prompt in ("What is a durable agent?", "And after kill -9?"):
+        print(f"user: {prompt}")
+        record = await (await root.submit(Input(prompt))).wait()
+        [answer] = await root.entries(limit=1)  # the newest entry is the answer
+        assert answer.id == record.answer
+        print(f"{entry_line(answer)} ({record.status})")
+        print("pi.live after the turn:", await root.snapshot(LIVE_DOC))
+    print("transcript:")
+    print_transcript(await root.entries())
+    ledger = await root.snapshot(USAGE_DOC) or {}
+    for model, spent in ledger["models"].items():
+        print(f"pi.usage[{model}]: {spent['total_tokens']} tokens")
+    usage = await harness.usage()  # the sum over every conversation of the session
+    tokens = f"{usage['input']} input + {usage['output']} output tokens"
+    print(f"session usage: {tokens}, ${usage['cost']['total']:.6f}")
+
+
 async def main() -> None:
-    # 25 tokens per second (4 characters each): each answer streams for about a second.
+    # 40 tokens per second (4 characters each): each answer streams for over half a second.
     # A priced model ($3 / $15 per million input / output tokens), so the spend has a cost.
     priced = faux_model("faux-1", cost=ModelCost(input=3.0, output=15.0))
-    faux = FauxProvider(ANSWERS, models=[priced], tokens_per_second=25)
+    faux = FauxProvider(ANSWERS, models=[priced], tokens_per_second=40)
     models = Models()
     models.register_faux(faux)
     with tempfile.TemporaryDirectory() as directory:
         storage = await SqliteStorage.open(Path(directory) / "session.sqlite")
         harness = await Harness.open(storage, models=models, registry=create_registry())
-        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1")))
-
-        live = await harness.session.document_state(LIVE_DOC, root.id)
-
-        def show(value: dict[str, Any] | None, _ops: object) -> None:
-            text = streamed_text(value or {})
-            if text:
-                print(f"  streamed: {text!r}")
-
-        live.subscribe(show)
-        for prompt in ("What is a durable agent?", "And after kill -9?"):
-            print(f"user: {prompt}")
-            record = await (await root.submit(Input(prompt))).wait()
-            [answer] = await root.entries(limit=1)  # the newest entry is the answer
-            assert answer.id == record.answer
-            print(f"{entry_line(answer)} ({record.status})")
-            print("pi.live after the turn:", await root.snapshot(LIVE_DOC))
-        print("transcript:")
-        print_transcript(await root.entries())
-        ledger = await root.snapshot(USAGE_DOC) or {}
-        for model, spent in ledger["models"].items():
-            print(f"pi.usage[{model}]: {spent['total_tokens']} tokens")
-        usage = await harness.usage()  # the sum over every conversation of the session
-        tokens = f"{usage['input']} input + {usage['output']} output tokens"
-        print(f"session usage: {tokens}, ${usage['cost']['total']:.6f}")
-        await harness.close()
+        try:
+            await chat(harness)
+        finally:
+            await harness.close()  # an unclosed SQLite store keeps the process alive
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 
 from pi_durable_tui.ai import FauxMatch, FauxProvider, ModelRef, Models, faux_model, faux_response
-from pi_durable_tui.examples._transcript import message_text
+from pi_durable_tui.examples._transcript import message_of, message_text
 from pi_durable_tui.harness import (
     COMPACTION,
     AgentChange,
@@ -76,7 +76,7 @@ async def show_context(conversation: Conversation, label: str, at: int | None = 
 
 def show_summary(entry: EntryRecord) -> None:
     """Print a summary entry: why it was made, where it starts, the summary text."""
-    text = message_text(entry.model[0]) if entry.model else ""
+    text = message_text(message_of(entry))
     summary = text.partition("<summary>")[2].partition("</summary>")[0].strip()
     print(f"{entry.kind} entry {entry.id}: data {entry.data}, head {entry.head} (first kept entry)")
     print(f"    summary: {summary}")
@@ -85,7 +85,7 @@ def show_summary(entry: EntryRecord) -> None:
 async def newest_usage(conversation: Conversation) -> int:
     """The tokens the newest model request counted (input plus output)."""
     for entry in await conversation.entries():
-        usage = (entry.model or [{}])[0].get("usage")
+        usage = message_of(entry).get("usage")
         if usage:
             return int(usage["input"] + usage["output"])
     return 0

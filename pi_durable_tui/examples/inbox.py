@@ -42,7 +42,7 @@ from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.tools import CodingTools
 
 SCRIPT = [
-    faux_response(faux_tool_call("bash", {"command": "sleep 1; echo 12 passed"}), match="tests"),
+    faux_response(faux_tool_call("bash", {"command": "sleep 0.5; echo 12 passed"}), match="tests"),
     faux_response("Tests pass (12) and lint is clean.", match="lint"),
     faux_response("Summary: 12 tests pass, lint clean.", match="summary"),
     faux_response(faux_tool_call("bash", {"command": "sleep 30"}), match="benchmarks"),

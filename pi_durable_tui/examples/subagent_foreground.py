@@ -28,7 +28,7 @@ from pi_durable_tui.ai import (
 from pi_durable_tui.app import SUBAGENTS
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.examples._task_tree import graph_reaches, print_task_tree, running_commands
-from pi_durable_tui.examples._transcript import print_transcript
+from pi_durable_tui.examples._transcript import message_of, print_transcript
 from pi_durable_tui.harness import AgentChange, Harness, Input, create_registry
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.tools import CodingTools
@@ -73,7 +73,7 @@ async def main() -> None:
         print(f"main conversation ({record.status}):")
         print_transcript(await root.entries())
         [tool_result] = [e for e in await root.entries() if e.kind == "pi.tool-result"]
-        child = harness.conversation(tool_result.model[0]["details"]["conversation_id"])
+        child = harness.conversation(message_of(tool_result)["details"]["conversation_id"])
         print(f"subagent conversation {child.id}:")
         print_transcript(await child.entries())
         print("task graph after the answer:")
