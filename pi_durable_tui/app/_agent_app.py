@@ -24,10 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pi_durable_tui.ai import ModelRef, Models, ThinkingLevel
+from pi_durable_tui.ai.faux import parse_faux_script
 from pi_durable_tui.app._config import AppSettings, SettingsFiles
+from pi_durable_tui.app._demos import (
+    DEMOS,
+    Demo,
+    create_workspace,
+    read_marker,
+    script_text,
+    write_marker,
+)
 from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-from pi_durable_tui.app._sessions import new_session_path, newest_session
+from pi_durable_tui.app._sessions import home, new_session_path, newest_session
 from pi_durable_tui.app._subagent import SUBAGENTS
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
@@ -53,6 +62,7 @@ class AppOptions:
         model: ``provider/model-id[:thinking]`` (``--model``).
         base_url: An OpenAI-compatible server for unknown model IDs (``--base-url``).
         faux_script: A faux script file serving provider ``faux`` (``--faux-script``).
+        demo: Start an offline demo (``--demo``): ``coding`` or ``planner``.
     """
 
     cwd: str
@@ -61,6 +71,7 @@ class AppOptions:
     model: str | None = None
     base_url: str | None = None
     faux_script: str | None = None
+    demo: str | None = None
 
 
 @dataclass(eq=False)
@@ -76,6 +87,8 @@ class AgentApp:
     reports: list[Report] = field(default_factory=list)
     created: bool = False
     """Whether this open created the session (a new store)."""
+    demo: Demo | None = None
+    """The demo this session runs, if any."""
     _closed: bool = False
 
     @classmethod
@@ -95,8 +108,6 @@ class AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
-        models = build_models(app_settings, faux_script=options.faux_script)
-        choice = choose_model(models, options.model, app_settings, base_url=options.base_url)
         if options.session:
             store = Path(options.session).expanduser().resolve()
             store.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +116,19 @@ class AgentApp:
         else:
             store = new_session_path(cwd)
         created = not store.exists()
+        if options.demo is not None and created:
+            demo = DEMOS[options.demo]
+            write_marker(store, demo, create_workspace(demo, home()))
+        marker = read_marker(store)
+        faux = None
+        workspace = cwd
+        model_option = options.model
+        if marker is not None:
+            faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}").provider()
+            workspace = marker.workspace
+            model_option = model_option or "faux/faux-1"
+        models = build_models(app_settings, faux_script=options.faux_script, faux=faux)
+        choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
         storage = await SqliteStorage.open(store)
         reports: list[Report] = []
 
@@ -121,6 +145,7 @@ class AgentApp:
                     CODING_PROMPT,
                     coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
                     SUBAGENTS,
+                    *(marker.demo.extensions if marker is not None else ()),
                 ),
                 settings=settings.harness,
                 env=_env_factory(settings),
@@ -130,8 +155,9 @@ class AgentApp:
             await storage.close()
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
+        app.demo = marker.demo if marker is not None else None
         try:
-            app.root = await harness.root(agent=_initial_agent(choice, app_settings, cwd))
+            app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
                 await app.root.configure(_model_change(choice))
         except BaseException:
@@ -152,7 +178,7 @@ class AgentApp:
         return self.settings.current()
 
 
-def _initial_agent(choice: ModelSelection | None, settings: AppSettings, cwd: str) -> AgentChange:
+def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:
     change = _model_change(choice)
     return AgentChange(model=change.model, thinking_level=change.thinking_level, cwd=cwd)
 

@@ -50,7 +50,7 @@ def parse_model_option(text: str) -> tuple[ModelRef, ThinkingLevel | None]:
 
 
 def build_models(
-    settings: AppSettings, *, base_url: str | None = None, faux_script: str | None = None
+    settings: AppSettings, *, faux_script: str | None = None, faux: FauxProvider | None = None
 ) -> Models:
     """Build the models of a run (the ``--base-url`` model is added by ``choose_model``).
 
@@ -58,7 +58,6 @@ def build_models(
         FauxScriptError: A malformed faux script (the message names file and place).
         ValueError: A custom provider whose name clashes with a built-in one.
     """
-    faux: FauxProvider | None = None
     if faux_script:
         faux = load_faux_script(faux_script).provider()
     return default_models(declarations=settings.providers, faux=faux)

@@ -77,6 +77,7 @@ from pi_durable_tui.harness._errors import (
     SubmissionRejected,
     UnknownSubmission,
 )
+from pi_durable_tui.harness._events import EventStream, watch_events
 from pi_durable_tui.harness._harness import Harness
 from pi_durable_tui.harness._output import OutputChange, ToolOutputBuffer
 from pi_durable_tui.harness._ports import ToolApi, ToolConversation
@@ -93,6 +94,8 @@ from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy
 from pi_durable_tui.harness._submissions import Submission
 from pi_durable_tui.harness._task_def import HarnessTask, define_task
 from pi_durable_tui.harness._throttle import ProgressThrottle
+from pi_durable_tui.harness._view_mount import UnknownConversation
+from pi_durable_tui.harness._views import ViewState, ViewWatch
 
 __all__ = [
     "AGENT_DOC",
@@ -119,6 +122,7 @@ __all__ = [
     "EntryDraft",
     "EnvFactory",
     "EnvTarget",
+    "EventStream",
     "Extension",
     "ExtensionEdit",
     "Harness",
@@ -153,7 +157,10 @@ __all__ = [
     "ToolRemoval",
     "ToolResult",
     "ToolWrapper",
+    "UnknownConversation",
     "UnknownSubmission",
+    "ViewState",
+    "ViewWatch",
     "WhenBusy",
     "Write",
     "bound_text",
@@ -166,6 +173,7 @@ __all__ = [
     "hook",
     "section",
     "truncation_notice",
+    "watch_events",
     "wrap_section",
     "wrap_tool",
 ]

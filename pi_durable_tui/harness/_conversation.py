@@ -2,27 +2,27 @@
 
 A handle names one conversation of an open harness; holding it costs nothing and it
 never caches transcript state. Operations that ask for progress (``submit``,
-``abort``, ``compact``, ``wait_for_idle``) start scheduling (R23); reads never do.
+``abort``, ``compact``, ``wait_for_idle``) start scheduling (R23); reads never do,
+and neither do views and watches (``view_state``, ``watch``, R123, R124).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pi_durable_tui.harness._agent import AgentChange, configure
+from pi_durable_tui.harness._context import ContextView, load_context
 from pi_durable_tui.harness._creation import CreationHook
 from pi_durable_tui.harness._docs import RESET
 from pi_durable_tui.harness._inbox import admit
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, Write
 from pi_durable_tui.harness._submissions import Submission
+from pi_durable_tui.harness._views import ViewState, ViewWatch, view_state, watch_view
 from pi_durable_tui.kernel import ConversationOwned, DocDefinition, Ownerless, TaskOwned, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
-
-if TYPE_CHECKING:
-    from pi_durable_tui.harness._context import ContextView
 
 Init = Callable[[Tx, int], "Awaitable[None] | None"]
 """``init(tx, conversation_id)``: runs last in a creating commit (R24-R26)."""
@@ -125,6 +125,27 @@ class Conversation:
         services.session.resume()
         return task_id
 
+    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
+        """Run a raw commit and return what ``fn`` returned (R1, R70).
+
+        A raw commit follows no admission rules: ``tx.create_submission`` writes a
+        record without a busy check or an inbox item, and ``tx.create_task`` or
+        ``tx.create_conversation`` work as in the kernel (a conversation created
+        here still gets the harness documents, R25). It does not start scheduling.
+
+        Args:
+            fn: ``fn(tx)``, sync or async; pass this conversation's ``id`` to
+                the ``Tx`` methods that take a conversation.
+
+        Returns:
+            What ``fn`` returned.
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
+        return await self._services.session.commit(fn)
+
     # -- configuration and structure --
 
     async def configure(self, change: AgentChange) -> None:
@@ -162,14 +183,16 @@ class Conversation:
         record = await self._services.session.commit(fork)
         return Conversation(self._services, self._creation, record.id)
 
-    # -- reads (never start scheduling) --
+    # -- reads (never start scheduling; after close they raise HarnessClosed) --
 
     async def snapshot(self, definition: DocDefinition) -> JsonObject | None:
         """Return a committed document of the conversation (``None`` when absent)."""
+        self._services.check_open()
         return await self._services.session.snapshot(definition, self.id)
 
     async def entries(self, *, before: int | None = None, limit: int = 50) -> list[EntryRecord]:
         """Return up to ``limit`` visible entries before ``before``, newest first."""
+        self._services.check_open()
         page = await self._services.session.storage.scan_entries(
             self.id,
             max_entry_id=None if before is None else before - 1,
@@ -178,10 +201,42 @@ class Conversation:
         )
         return [stored.entry for stored in page.items]
 
+    async def view_state(self, tail: int | None = None) -> ViewState:
+        """Mount the conversation's view: active entries and built-in documents (R123).
+
+        Args:
+            tail: ``None`` for every active entry, or keep the head marker and only
+                the newest ``tail`` other entries (page older ones with
+                ``view.older(before=...)``).
+
+        Returns:
+            The state; ``close()`` it when done (it also ends when the harness closes).
+
+        Raises:
+            UnknownConversation: The conversation does not exist.
+            ValueError: A negative or non-integer ``tail``.
+        """
+        services = self._services
+        return await view_state(services.session, self.id, tail, services.report)
+
+    async def watch(self, tail: int | None = None) -> ViewWatch:
+        """Watch the conversation's view frame by frame: ``async for frame in watch`` (R124).
+
+        Args:
+            tail: As for ``view_state``.
+
+        Returns:
+            The watch; ``await watch.stop()`` when done.
+
+        Raises:
+            UnknownConversation: The conversation does not exist.
+            ValueError: A negative or non-integer ``tail``.
+        """
+        return await watch_view(self._services.session, self.id, tail)
+
     async def context(self, at: int | None = None) -> ContextView:
         """Return the model context as of an entry (or now) (R71-R76)."""
-        from pi_durable_tui.harness._context import load_context
-
+        self._services.check_open()
         return await load_context(self._services.session.storage, self.id, at)
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from pi_durable_tui.ai import ImageContent, TextContent, Usage
 from pi_durable_tui.harness._bounds import OutputLimits
+from pi_durable_tui.harness._ports import Severity as Severity
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 Replay = Literal["safe", "unsafe"]
 ExecutionMode = Literal["parallel", "sequential"]
-Severity = Literal["info", "warn", "error"]
 P = TypeVar("P", bound=BaseModel)
 
 _SECTION_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -223,10 +223,7 @@ def section(key: str, render: SectionRender, *, tag: bool = True) -> Section:
     Raises:
         ValueError: For a malformed or reserved key.
     """
-    if not _SECTION_KEY.match(key):
-        raise ValueError(f"Section key {key!r} must match ^[a-z][a-z0-9_-]*$")
-    if key == "instructions":
-        raise ValueError("Section key 'instructions' is reserved for the agent's instructions")
+    _check_section_key(key)
     return Section(key, render, tag)
 
 
@@ -376,11 +373,37 @@ def define_extension(
     Raises:
         ValueError: For an empty name, or duplicate tool names or section keys.
     """
+    extension = Extension(
+        name, tuple(tools), tuple(sections), tuple(hooks), tuple(wraps), tuple(tasks)
+    )
+    check_extension(extension)
+    return extension
+
+
+def check_extension(extension: Extension) -> None:
+    """Check the rules one extension keeps on its own (R32).
+
+    ``define_extension`` and ``Registry.install`` both call it, so an extension
+    built by hand is held to the same rules.
+
+    Raises:
+        ValueError: For an empty name, duplicate tool names or section keys, or a
+            malformed or reserved section key.
+    """
+    name = extension.name
     if not name:
         raise ValueError("An extension needs a non-empty name")
-    _unique([t.name for t in tools], f"Extension {name} has two tools named")
-    _unique([s.key for s in sections], f"Extension {name} has two sections keyed")
-    return Extension(name, tuple(tools), tuple(sections), tuple(hooks), tuple(wraps), tuple(tasks))
+    _unique([t.name for t in extension.tools], f"Extension {name} has two tools named")
+    _unique([s.key for s in extension.sections], f"Extension {name} has two sections keyed")
+    for sec in extension.sections:
+        _check_section_key(sec.key)
+
+
+def _check_section_key(key: str) -> None:
+    if not _SECTION_KEY.match(key):
+        raise ValueError(f"Section key {key!r} must match ^[a-z][a-z0-9_-]*$")
+    if key == "instructions":
+        raise ValueError("Section key 'instructions' is reserved for the agent's instructions")
 
 
 def _unique(names: list[str], message: str) -> None:

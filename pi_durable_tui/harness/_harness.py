@@ -28,13 +28,15 @@ from pi_durable_tui.harness._agent import AgentChange
 from pi_durable_tui.harness._conversation import Conversation, Init, finish_creation
 from pi_durable_tui.harness._creation import ConversationCreated, CreationHook
 from pi_durable_tui.harness._docs import USAGE_DOC
-from pi_durable_tui.harness._errors import RegistryIncomplete
+from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
+from pi_durable_tui.harness._inbox import withdraw
 from pi_durable_tui.harness._registry import BUILTIN_TASKS, Registry
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
 from pi_durable_tui.harness._session_hooks import HarnessHooks
 from pi_durable_tui.harness._settings import Settings, SettingsSource
 from pi_durable_tui.harness._submissions import Submission
+from pi_durable_tui.harness._task_def import HarnessTask
 from pi_durable_tui.harness._usage import total_usage
 from pi_durable_tui.kernel import (
     Clock,
@@ -42,6 +44,7 @@ from pi_durable_tui.kernel import (
     Ownerless,
     Report,
     Session,
+    TaskDefinition,
     TaskGraphState,
     TaskOwned,
     Tx,
@@ -130,8 +133,10 @@ class Harness:
         if future.cancelled():
             return
         reason = future.result()
-        if reason.error is not None:
-            self._services.submissions.fail_all(reason.error)
+        # REMINDER: a wait still pending when the harness ends would never settle.
+        self._services.submissions.fail_all(
+            reason.error if reason.error is not None else HarnessClosed()
+        )
 
     # -- state --
 
@@ -225,10 +230,50 @@ class Harness:
 
     # -- submissions and tasks --
 
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
+        """Return the kernel definition installed for a harness task, for ``tx.create_task``.
+
+        Args:
+            task: A ``define_task`` definition, or its name.
+
+        Returns:
+            The definition the session runs for that task name now.
+
+        Raises:
+            KeyError: When no task of that name is installed.
+        """
+        return self._services.task_definition(task if isinstance(task, str) else task.name)
+
     async def submission(self, submission_id: int) -> Submission | None:
-        """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68)."""
+        """Reacquire a submission handle (after a reopen, say); ``None`` if unknown (R68).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         record = await self._services.session.storage.submission(submission_id)
         return None if record is None else Submission(self._services, record)
+
+    async def abort_submission(
+        self, submission_id: int, conversation_id: int | None = None
+    ) -> Literal["aborted", "already_placed", "settled", "not_found"]:
+        """Withdraw a submission if it is still queued (R66).
+
+        Args:
+            submission_id: The submission.
+            conversation_id: When given, a submission of another conversation
+                counts as unknown.
+
+        Returns:
+            ``aborted`` (withdrawn: settled ``unanswered``/``aborted`` and removed
+            from the inbox), ``already_placed``, ``settled``, or ``not_found``.
+        """
+        self._services.check_open()
+
+        async def abort(tx: Tx) -> Literal["aborted", "already_placed", "settled", "not_found"]:
+            return await withdraw(tx, submission_id, conversation_id)
+
+        return await self._services.session.commit(abort)
 
     async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
         """Abort one task (R46); explicit aborts reach background tasks too."""
@@ -251,7 +296,12 @@ class Harness:
     # -- reads (never start scheduling) --
 
     async def inspect(self) -> JsonObject:
-        """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28)."""
+        """Return ``{scheduling, tasks, submissions}`` at one point of the line (R28).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         return await self._services.session.inspect()
 
     def task_graph(self) -> JsonObject:
@@ -263,7 +313,12 @@ class Harness:
         return self._services.session.watch_task_graph()
 
     async def usage(self) -> JsonObject:
-        """Sum the spend of every conversation (R116)."""
+        """Sum the spend of every conversation (R116).
+
+        Raises:
+            HarnessClosed: After ``close()``.
+        """
+        self._services.check_open()
         session = self._services.session
         ledgers: list[JsonObject] = []
         cursor = None

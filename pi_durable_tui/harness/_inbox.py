@@ -19,7 +19,7 @@ Inbox items: ``{"id", "mode": "steer"|"follow_up", "content"}`` for input and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pi_durable_tui.harness._docs import COMPACTION, INBOX_DOC, LIVE_DOC
@@ -44,6 +44,8 @@ class Boundary:
     """Input submissions placed, in ID order."""
     reset: bool = False
     """A ``head: "self"`` write was placed (the boundary behaved as ``final``)."""
+    records: dict[int, SubmissionRecord] = field(default_factory=dict)
+    """Every submission the boundary placed or found stale, as it left them."""
 
 
 async def admit(
@@ -79,6 +81,8 @@ async def admit(
             placed = await run_boundary(tx, services, conversation_id, "final")
             if placed.user_inputs:
                 start_run(tx, services, conversation_id, live, placed.user_inputs)
+            # REMINDER: the boundary may have placed (or found stale) the new record.
+            return placed.records.get(record.id, record)
         return record
     if isinstance(submission, Write):
         return await _write_now(tx, services, conversation_id, submission)
@@ -106,9 +110,8 @@ def _item(submission_id: int, submission: Input | Write) -> JsonObject:
 async def _write_now(
     tx: Tx, services: HarnessServices, conversation_id: int, write: Write
 ) -> SubmissionRecord:
-    range_start = await _range_start(services, conversation_id)
     await _done_with(tx, conversation_id, write.entry)
-    if _stale(write.entry, range_start):
+    if _stale(write.entry, await _range_start(services, conversation_id)):
         return tx.create_submission(
             conversation_id,
             "write",
@@ -142,7 +145,7 @@ def _append_draft(tx: Tx, conversation_id: int, draft: EntryDraft) -> Any:
 
 
 async def _range_start(services: HarnessServices, conversation_id: int) -> int | None:
-    """The start of the active range: the newest head marker's ``head`` (R63, R71)."""
+    """The start of the committed active range: the newest head marker's ``head`` (R63, R71)."""
     # REMINDER: read directly from storage: the line is held, so this is the
     # committed state, and it is not a table read of the Tx (which may have written).
     marker = await services.session.storage.find_latest_head_marker(conversation_id)
@@ -170,9 +173,27 @@ def start_run(
 
 
 async def run_boundary(
-    tx: Tx, services: HarnessServices, conversation_id: int, kind: BoundaryKind
+    tx: Tx,
+    services: HarnessServices,
+    conversation_id: int,
+    kind: BoundaryKind,
+    *,
+    head: int | None = None,
 ) -> Boundary:
-    """Place what a boundary selects (R61-R63); the caller decides what runs next (R64)."""
+    """Place what a boundary selects (R61-R63); the caller decides what runs next (R64).
+
+    Args:
+        tx: The commit.
+        services: The harness services.
+        conversation_id: The conversation.
+        kind: ``post_tools`` or ``final``.
+        head: The ``head`` of a head marker this commit appended before the
+            boundary (a handoff's reset): the active range starts there, so head
+            writes older than it are stale (R63).
+
+    Returns:
+        What the boundary placed.
+    """
     inbox = await tx.doc(INBOX_DOC, conversation_id)
     items: list[JsonObject] = inbox.get("items") or []
     settings = services.settings()
@@ -184,27 +205,29 @@ async def run_boundary(
         users += _select(items, "follow_up", settings.follow_up_mode)
     users.sort(key=lambda item: item["id"])
     boundary = Boundary(kind, [])
-    range_start = await _range_start(services, conversation_id) if writes else None
+    range_start = head
+    if range_start is None and writes:
+        range_start = await _range_start(services, conversation_id)
     taken: set[int] = set()
     for item in writes:
         taken.add(item["id"])
         draft = EntryDraft.from_json(item["entry"])
         await _done_with(tx, conversation_id, draft)
         if _stale(draft, range_start):
-            await tx.settle_submission(item["id"], "unanswered", reason="stale")
+            boundary.records[item["id"]] = await tx.settle_submission(
+                item["id"], "unanswered", reason="stale"
+            )
             continue
         entry = _append_draft(tx, conversation_id, draft)
-        await tx.place_submission(item["id"], entry.id)
-        if draft.head == "self":
-            boundary.reset = True
-            range_start = entry.id
-        elif isinstance(draft.head, int):
-            range_start = draft.head
+        boundary.records[item["id"]] = await tx.place_submission(item["id"], entry.id)
+        if entry.head is not None:  # heads placed earlier in this boundary count (R63)
+            range_start = entry.head
+        boundary.reset = boundary.reset or draft.head == "self"
     now = services.session.clock.now()
     for item in users:
         taken.add(item["id"])
         entry = append_user(tx, conversation_id, item["content"], now)
-        await tx.place_submission(item["id"], entry.id)
+        boundary.records[item["id"]] = await tx.place_submission(item["id"], entry.id)
         boundary.user_inputs.append(item["id"])
     if taken:
         inbox["items"] = [item for item in items if item["id"] not in taken]

@@ -22,19 +22,41 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from pi_durable_tui.storage.json_ops import Json
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
-    from pi_durable_tui.harness._define import Severity
     from pi_durable_tui.harness._submission_types import Input
-    from pi_durable_tui.harness._submissions import Submission
     from pi_durable_tui.harness._task_def import HarnessTask
     from pi_durable_tui.kernel import TaskDefinition, Tx
+    from pi_durable_tui.storage.records import SubmissionRecord
 
 T = TypeVar("T")
+
+Severity = Literal["info", "warn", "error"]
+"""How serious a diagnostic is (R98)."""
+
+
+class SubmissionView(Protocol):
+    """A submission as a tool holds it; ``Submission`` is one.
+
+    Defined here so that the protocols tools see import nothing above them.
+    """
+
+    @property
+    def id(self) -> int:
+        """The submission ID."""
+        ...
+
+    async def status(self) -> SubmissionRecord:
+        """Return the committed record (R68)."""
+        ...
+
+    async def wait(self) -> SubmissionRecord:
+        """Wait until the submission settles and return the settled record (R68)."""
+        ...
 
 
 class ToolConversation(Protocol):
@@ -45,7 +67,7 @@ class ToolConversation(Protocol):
         """The conversation."""
         ...
 
-    async def submit(self, submission: Input) -> Submission:
+    async def submit(self, submission: Input) -> SubmissionView:
         """Admit an input submission; derive request IDs from ``api.task_id`` (R107)."""
         ...
 

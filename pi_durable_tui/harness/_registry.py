@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pi_durable_tui.harness._define import Extension
+from pi_durable_tui.harness._define import Extension, check_extension
 from pi_durable_tui.harness._task_def import HarnessTask
 
 BUILTIN_TASKS = ("pi.generation", "pi.tool", "pi.compaction")
@@ -58,8 +58,8 @@ class Registry:
         """Install extensions, replacing installed ones of the same name in place (R32).
 
         Raises:
-            ValueError: When the result would be invalid (a task name used twice);
-                nothing changes then.
+            ValueError: When the result would be invalid (a task name used twice,
+                or an extension breaking ``check_extension``); nothing changes then.
         """
         updated = list(self._extensions)
         for extension in extensions:
@@ -89,6 +89,7 @@ class Registry:
     def _build(self, extensions: list[Extension]) -> RegistrySnapshot:
         tasks = dict(self._builtins)
         for extension in extensions:
+            check_extension(extension)
             for task in extension.tasks:
                 if task.name in tasks:
                     raise ValueError(

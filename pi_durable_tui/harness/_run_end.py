@@ -44,6 +44,8 @@ async def answer(
     conversation_id: int,
     answer_entry: int,
     continuation: str | None = None,
+    *,
+    head: int | None = None,
 ) -> None:
     """Settle the run with its answer and apply the final boundary (R64, R65).
 
@@ -53,12 +55,13 @@ async def answer(
         conversation_id: The conversation.
         answer_entry: The final assistant entry (or the tool-calling one).
         continuation: An ``on_yield`` continuation to apply if nothing was placed.
+        head: The ``head`` of a head marker this commit appended (a handoff's reset).
     """
     live = await tx.doc(LIVE_DOC, conversation_id)
     inputs = run_inputs(live)
     live.pop("generation", None)
     live.pop("tools", None)
-    boundary = await run_boundary(tx, services, conversation_id, "final")
+    boundary = await run_boundary(tx, services, conversation_id, "final", head=head)
     if continuation is not None and not boundary.user_inputs and not boundary.reset:
         append_user(tx, conversation_id, continuation, services.session.clock.now())
         start_run(tx, services, conversation_id, live, inputs)

@@ -12,13 +12,15 @@ services <- tasks and handles <- harness).
   the line (R118);
 - ``task_definition(name)`` is the kernel definition the session runs for a task
   name (the harness wraps its tasks once per definition object, R35);
-- ``submissions`` resolves ``Submission.wait()`` from commit publications.
+- ``submissions`` keeps submission handles current and resolves
+  ``Submission.wait()`` from commit publications.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -57,11 +59,35 @@ class TaskDefinitions(Protocol):
         ...
 
 
+class SubmissionHandle(Protocol):
+    """What ``SubmissionWaiters`` keeps current: a handle's view of its record."""
+
+    @property
+    def id(self) -> int:
+        """The submission ID."""
+        ...
+
+    def observe(self, record: SubmissionRecord) -> None:
+        """Take a newly committed version of the record."""
+        ...
+
+
 class SubmissionWaiters:
-    """Futures for ``Submission.wait()``, resolved by the commit that settles them (R68)."""
+    """Keeps submission handles current and resolves ``Submission.wait()`` (R68).
+
+    Both follow commit publications, never storage reads: a handle learns every
+    committed version of its record (so a handle whose submission settled before
+    ``close()`` still resolves ``wait()`` afterwards, R27), and a waiter's future
+    resolves with the commit that settles its submission.
+    """
 
     def __init__(self) -> None:
         self._waiters: dict[int, list[asyncio.Future[SubmissionRecord]]] = {}
+        self._handles: weakref.WeakSet[SubmissionHandle] = weakref.WeakSet()
+
+    def track(self, handle: SubmissionHandle) -> None:
+        """Keep ``handle`` current for as long as it lives."""
+        self._handles.add(handle)
 
     def register(self, submission_id: int) -> asyncio.Future[SubmissionRecord]:
         """Return a future resolved when the submission settles."""
@@ -78,15 +104,22 @@ class SubmissionWaiters:
                 del self._waiters[submission_id]
 
     def on_commit(self, info: CommitInfo) -> None:
-        """Resolve the waiters of every submission the commit settled."""
-        for record in info.submissions:
+        """Update handles and resolve the waiters of every submission the commit settled."""
+        if not info.submissions:
+            return
+        committed = {record.id: record for record in info.submissions}
+        for handle in list(self._handles):
+            record = committed.get(handle.id)
+            if record is not None:
+                handle.observe(record)
+        for record in committed.values():
             if record.status in ("done", "unanswered"):
                 for future in self._waiters.pop(record.id, []):
                     if not future.done():
                         future.set_result(record)
 
     def fail_all(self, error: BaseException) -> None:
-        """Fail every pending waiter (the session failed, R8)."""
+        """Fail every pending waiter (the harness closed or the session failed, R8, R27)."""
         for futures in self._waiters.values():
             for future in futures:
                 if not future.done():

@@ -31,6 +31,7 @@ class Submission:
     def __init__(self, services: HarnessServices, record: SubmissionRecord) -> None:
         self._services = services
         self._record = record
+        services.submissions.track(self)
 
     @property
     def id(self) -> int:
@@ -49,8 +50,12 @@ class Submission:
 
     @property
     def record(self) -> SubmissionRecord:
-        """The record as last seen by this handle."""
+        """The record as last committed (the handle follows commits while it lives)."""
         return self._record
+
+    def observe(self, record: SubmissionRecord) -> None:
+        """Take a newly committed version of the record (called by the harness)."""
+        self._record = record
 
     async def status(self) -> SubmissionRecord:
         """Return the committed record (R68).
@@ -58,7 +63,9 @@ class Submission:
         Raises:
             UnknownSubmission: When the submission no longer exists (never happens
                 for a handle made by ``submit``).
+            HarnessClosed: After ``close()``.
         """
+        self._services.check_open()
         record = await self._services.session.storage.submission(self.id)
         if record is None:
             raise UnknownSubmission(self.id)
@@ -68,8 +75,11 @@ class Submission:
     async def wait(self) -> SubmissionRecord:
         """Wait until the submission settles and return the settled record (R68).
 
+        A submission that settled before ``close()`` still resolves afterwards (R27).
+
         Raises:
-            SessionFailed: When the session fails meanwhile.
+            HarnessClosed: The harness closed before the submission settled.
+            SessionFailed: The session failed meanwhile (R8).
         """
         if self._record.status in _SETTLED:
             return self._record

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Any, TypeAlias
 
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
-if TYPE_CHECKING:
-    from pi_durable_tui.harness._runtime import HarnessRuntime
+HarnessPhase: TypeAlias = Callable[[TaskRecord, Any], Awaitable[None]]
+"""``async def phase(task, runtime)``; moves the task only through ``runtime.commit``.
 
-HarnessPhase: TypeAlias = "Callable[[TaskRecord, HarnessRuntime], Awaitable[None]]"
-"""``async def phase(task, runtime)``; moves the task only through ``runtime.commit``."""
+``runtime`` is a ``HarnessRuntime``. It is typed ``Any`` here because the runtime
+sits above the definitions (it needs the registry that holds them); annotate the
+parameter as ``HarnessRuntime`` in a phase.
+"""
 
 
 @dataclass(frozen=True, eq=False)

@@ -164,10 +164,11 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
         if add_tools:
             await _add_tools(tx, conversation_id, add_tools)
         if terminate or handoffs:
+            head = None
             if handoffs:
                 user = {"role": "user", "content": handoffs[-1], "timestamp": int(runtime.now())}
-                tx.append(conversation_id, RESET, model=[user], head="self")
-            await answer(tx, services, conversation_id, assistant_id)
+                head = tx.append(conversation_id, RESET, model=[user], head="self").id
+            await answer(tx, services, conversation_id, assistant_id, head=head)
             return Completed({"entry_id": assistant_id})
         live = await tx.doc(LIVE_DOC, conversation_id)
         live.pop("tools", None)

@@ -13,7 +13,7 @@ from pi_durable_tui.harness._prompt import (
     render_section,
     replay_prompt,
 )
-from pi_durable_tui.storage import EntryRecord, JsonObject
+from pi_durable_tui.storage import EntryRecord, Json, JsonObject
 from tests.harness.transcript import (
     assistant_entry,
     entry,
@@ -40,7 +40,13 @@ def applied(view: ContextView, drafts: list[SystemEntryDraft]) -> ContextView:
     """The context after appending the planned entries."""
     next_id = max(e.id for e in view.entries) + 1
     new = [
-        EntryRecord(next_id + i, 1, "pi.system", model=d.model, edits=d.edits)
+        EntryRecord(
+            next_id + i,
+            1,
+            "pi.system",
+            model=list[Json](d.model),
+            edits=None if d.edits is None else list[Json](d.edits),
+        )
         for i, d in enumerate(drafts)
     ]
     return view_of(*sorted([*view.entries, *new], key=lambda e: e.id))

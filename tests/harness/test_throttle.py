@@ -44,7 +44,7 @@ def test_changes_during_a_commit_coalesce_and_end_says_when_the_next_is_due_r103
     assert not throttle.pending
     assert throttle.changed(40.0) is None
     assert throttle.changed(60.0) is None
-    assert throttle.pending
+    assert getattr(throttle, "pending")  # noqa: B009 - mypy keeps the narrowing of `not pending`
     assert throttle.end(250.0, 100) == 250.0  # the commit took longer than the interval
     assert not throttle.in_flight
 

@@ -20,7 +20,7 @@ from pi_durable_tui.ai import (
     UserMessage,
 )
 from pi_durable_tui.harness._context import ContextView, active_range, derive_context
-from pi_durable_tui.storage import EntryRecord, JsonObject
+from pi_durable_tui.storage import EntryRecord, Json, JsonObject
 
 
 def user(text: str, timestamp: int = 1) -> JsonObject:
@@ -76,9 +76,9 @@ def entry(
         entry_id,
         conversation_id,
         kind,
-        model=list(messages) if messages else None,
+        model=list[Json](messages) if messages else None,
         head=head,
-        edits=edits,
+        edits=None if edits is None else list[Json](edits),
     )
 
 
@@ -132,7 +132,7 @@ def texts(messages: list[JsonObject]) -> list[str]:
         else:
             content = message["content"]
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            parts = [b.get("text") or b.get("id") for b in blocks if b["type"] != "thinking"]
+            parts = [str(b.get("text") or b.get("id")) for b in blocks if b["type"] != "thinking"]
             rendered.append(f"{role}:{'+'.join(parts)}")
     return rendered
 

@@ -1,0 +1,163 @@
+"""What the screen reads and what it calls: the two narrow faces of the app layer.
+
+The TUI (layer 6) depends on these protocols only. ``ScreenModel`` is the view
+model: plain values derived from committed state, plus a subscription that says
+what changed. ``Controller`` is every action the screen can take; each one goes
+through the harness and comes back to the screen only as committed state (the
+screen never shows an optimistic echo, DESIGN.md section 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
+
+from pi_durable_tui.app._view import (
+    Block,
+    ConversationInfo,
+    Footer,
+    ModelChoice,
+    Notice,
+    QueueItem,
+    SessionInfo,
+    TaskNode,
+    ViewChange,
+)
+
+ExportFormat = Literal["jsonl", "markdown", "html"]
+
+
+class ScreenModel(Protocol):
+    """The state of the shown conversation and the session, as the screen renders it."""
+
+    @property
+    def blocks(self) -> Sequence[Block]:
+        """The loaded part of the transcript, oldest first (the newest page at start)."""
+        ...
+
+    @property
+    def has_older(self) -> bool:
+        """Whether older blocks exist before ``blocks[0]`` (``Controller.load_older``)."""
+        ...
+
+    @property
+    def queue(self) -> Sequence[QueueItem]:
+        """Pending steers, follow-ups and writes of the shown conversation, in order."""
+        ...
+
+    @property
+    def tasks(self) -> Sequence[TaskNode]:
+        """Roots of the live task tree of the whole session."""
+        ...
+
+    @property
+    def footer(self) -> Footer:
+        """Spend, context use, cwd, model and thinking level."""
+        ...
+
+    @property
+    def status(self) -> str:
+        """The status line, or empty when idle.
+
+        For example ``Working... (esc to abort)``, ``Retrying in 4s (attempt 2): ...``,
+        ``Running bash... (esc to abort)`` or ``Compacting (threshold)...``.
+        """
+        ...
+
+    @property
+    def busy(self) -> bool:
+        """Whether the shown conversation runs (Enter then steers)."""
+        ...
+
+    @property
+    def notices(self) -> Sequence[Notice]:
+        """The newest notices (at most 4 shown)."""
+        ...
+
+    def block(self, key: str) -> Block | None:
+        """Return the loaded block with this key."""
+        ...
+
+    def subscribe(self, listener: Callable[[ViewChange], None]) -> Callable[[], None]:
+        """Call ``listener`` after each change (on the event loop); returns unsubscribe."""
+        ...
+
+
+class Controller(Protocol):
+    """Every action the screen takes. Actions run one at a time in order, except ``abort``."""
+
+    async def submit(self, text: str, *, follow_up: bool = False) -> None:
+        """Submit text: a prompt when idle; a steer when busy, or a follow-up if asked."""
+        ...
+
+    async def abort(self) -> list[str]:
+        """Abort the shown conversation's foreground work (Esc, R57).
+
+        Returns:
+            The texts of the withdrawn queued inputs, oldest first, for the editor.
+        """
+        ...
+
+    async def withdraw(self, submission_id: int) -> str | None:
+        """Withdraw one queued item; returns its text for the editor (None if already placed)."""
+        ...
+
+    async def load_older(self, count: int) -> int:
+        """Load up to ``count`` older blocks before the loaded ones; returns how many came."""
+        ...
+
+    async def compact(self, instructions: str | None = None) -> None:
+        """Compact the shown conversation (``/compact``)."""
+        ...
+
+    async def cycle_thinking(self) -> str:
+        """Move to the model's next thinking level; returns it (Shift+Tab)."""
+        ...
+
+    def models(self) -> list[ModelChoice]:
+        """The models ``/model`` offers: the catalog and configured custom providers."""
+        ...
+
+    async def set_model(self, ref: str) -> None:
+        """Use ``provider/model-id`` in the shown conversation."""
+        ...
+
+    async def conversations(self) -> list[ConversationInfo]:
+        """The main conversation and every subagent conversation (``/agents``)."""
+        ...
+
+    async def switch_conversation(self, conversation_id: int) -> None:
+        """Show another conversation; the editor then talks to it."""
+        ...
+
+    async def fork(self, entry_id: int) -> str:
+        """Fork the shown conversation at an entry; returns the entry's text for the editor."""
+        ...
+
+    async def new_session(self) -> None:
+        """Start a new session for the working directory (``/new``)."""
+        ...
+
+    async def sessions(self) -> list[SessionInfo]:
+        """The stored sessions of this directory, newest first (``/resume``)."""
+        ...
+
+    async def open_session(self, path: str) -> None:
+        """Switch to another stored session."""
+        ...
+
+    async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
+        """Write the transcript; returns the path written."""
+        ...
+
+    def complete_path(self, prefix: str) -> list[str]:
+        """Paths under the working directory for ``@`` completion (at most 50)."""
+        ...
+
+    def history(self) -> Sequence[str]:
+        """Earlier prompts of this directory, oldest first (editor Up/Down)."""
+        ...
+
+    async def close(self) -> None:
+        """Close the harness and storage; safe to call twice."""
+        ...

@@ -1,0 +1,229 @@
+"""The view model's data: what the screen shows, as plain immutable values.
+
+Everything here is derived from committed state (the harness's views and watches),
+so anything on screen survives ``kill -9``. The TUI renders these values and never
+reads a Harness or a Storage (DESIGN.md section 1, layer 5 -> 6). Values are frozen
+dataclasses; a change produces new values and a ``ViewChange`` saying what moved, so
+the screen updates only what changed (one block, the footer, the queue, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+BlockKind = Literal[
+    "user",  # a user message (pi.user)
+    "assistant",  # assistant text (Markdown) with its thinking parts; may be streaming
+    "tool",  # one tool call: its card
+    "compaction",  # a compaction summary (collapsed by default)
+    "reset",  # "[new context]"
+    "error",  # a failed model attempt (retry or final failure), or a harness error
+    "resumed",  # a separator where a continued session resumed, with the recovery report
+    "system",  # a system-prompt change (usually hidden; shown only in verbose mode)
+]
+
+ToolStatus = Literal[
+    "streaming",  # the model is still writing the call's arguments
+    "pending",  # queued behind another call of a sequential round
+    "running",  # executing; output is the committed retained window
+    "done",  # finished successfully
+    "error",  # finished with is_error (tool_error, invalid_arguments, blocked, ...)
+    "interrupted",  # cut by a crash and not replay-safe: reported to the model
+    "aborted",  # cut by Esc / abort
+    "not_run",  # the answer carrying the call ended without running it
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    """One thinking block of an assistant message (dimmed, collapsible)."""
+
+    text: str
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One unit of the transcript, keyed stably so the screen can patch it in place.
+
+    ``key`` is unique in a transcript and never reused for another block:
+    ``e<entry id>`` for an entry, ``e<entry id>/<call id>`` for a tool card of an
+    assistant entry, ``live`` for the streaming assistant message, ``live/<call id>``
+    for a tool card still being streamed, ``resumed/<n>`` for a resume separator.
+    ``entry_id`` is the entry the block comes from (``None`` for live blocks); it is
+    what "fork from here" uses.
+    """
+
+    key: str
+    kind: BlockKind
+    entry_id: int | None = None
+    text: str = ""
+    """User text; assistant Markdown; compaction summary; error message; reset handoff."""
+    thinking: tuple[ThinkingPart, ...] = ()
+    streaming: bool = False
+    """The text is still growing (assistant) or the card is live (tool)."""
+    mark: Literal["", "interrupted", "aborted", "error"] = ""
+    """Shown as ``[interrupted]`` / ``[aborted]`` after the block."""
+    tool: ToolCard | None = None
+    detail: str = ""
+    """A second line: the retry countdown, the compaction reason, the error detail."""
+    timestamp_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCard:
+    """What a tool card shows. Which fields matter depends on ``name``.
+
+    - ``read``: ``path`` and ``line_range`` (``"12-80"``); collapsed by default.
+    - ``write``: ``path``, ``size_bytes`` and ``preview`` (the content, highlighted
+      by ``language``).
+    - ``edit``: ``path`` and ``diff`` (a unified diff, coloured by the screen).
+    - ``bash``: ``command``; ``output`` (a bounded tail while running, the retained
+      output when done); ``exit_code`` and ``duration_ms`` when finished.
+    - ``subagent`` and others: ``arguments`` and ``output``; ``conversation_id``
+      when the call runs a child conversation (selecting it opens that conversation).
+    """
+
+    call_id: str
+    name: str
+    status: ToolStatus
+    arguments: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+    line_range: str = ""
+    command: str = ""
+    output: str = ""
+    """Committed output: the retained window (R102), already bounded."""
+    dropped_lines: int = 0
+    dropped_bytes: int = 0
+    result_text: str = ""
+    """What the model saw (content text), for the expanded view."""
+    diff: str = ""
+    preview: str = ""
+    language: str = ""
+    size_bytes: int | None = None
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    error: str = ""
+    """The error message for ``error`` / ``interrupted`` / ``aborted``."""
+    conversation_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    """A pending steer or follow-up in the inbox (removable), or a queued write."""
+
+    submission_id: int
+    mode: Literal["steer", "follow_up", "write"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskNode:
+    """One live durable task in the task tree, nested by owner (R126)."""
+
+    task_id: int
+    kind: str
+    """``pi.generation``, ``pi.tool``, ``pi.compaction``, or an extension's task."""
+    label: str
+    """Human words: ``turn``, ``bash: npm test``, ``compaction (threshold)``, ``subagent 12``."""
+    status: Literal["pending", "running", "waiting", "completing", "blocked"]
+    phase: str = ""
+    elapsed_s: float | None = None
+    """Seconds since the task first ran (``started_at``), ``None`` if it never ran."""
+    background: bool = False
+    aborting: bool = False
+    subagent_conversation_id: int | None = None
+    """Set when the task owns a child conversation; selecting the node opens it."""
+    children: tuple[TaskNode, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Footer:
+    """The footer: spend, context use, where and with what the agent works."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    context_tokens: int | None = None
+    """``None`` before the first answer after the newest compaction (shown as ``?``)."""
+    context_window: int = 0
+    cwd: str = ""
+    model: str = ""
+    """``provider/model-id`` or empty when none is configured."""
+    thinking_level: str = "off"
+    conversation_label: str = "main"
+    """``main`` or ``subagent <id>``."""
+
+    @property
+    def context_percent(self) -> float | None:
+        """Context use in percent of the window, or ``None`` when unknown."""
+        if self.context_tokens is None or self.context_window <= 0:
+            return None
+        return 100.0 * self.context_tokens / self.context_window
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line transient message."""
+
+    level: Literal["info", "warning", "error"]
+    text: str
+    id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationInfo:
+    """A conversation the user can switch to (``/agents``)."""
+
+    conversation_id: int
+    label: str
+    title: str
+    """The first user message, shortened."""
+    shown: bool = False
+    busy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A stored session of this directory (``--resume`` picker)."""
+
+    path: str
+    first_message: str
+    last_activity_ms: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """A model the ``/model`` picker offers."""
+
+    ref: str
+    """``provider/model-id``."""
+    name: str
+    provider: str
+    context_window: int = 0
+    reasoning: bool = False
+    configured: bool = True
+    """False when the provider has no API key; shown dimmed with a hint."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewChange:
+    """What one update changed, so the screen patches only that."""
+
+    blocks_added: tuple[str, ...] = ()
+    """Keys appended at the end of the transcript, in order."""
+    blocks_changed: tuple[str, ...] = ()
+    blocks_removed: tuple[str, ...] = ()
+    transcript_reset: bool = False
+    """The transcript was rebuilt (switch of conversation, compaction): re-render it."""
+    older_loaded: int = 0
+    """How many blocks were prepended by ``load_older``."""
+    queue: bool = False
+    tasks: bool = False
+    footer: bool = False
+    status: bool = False
+    notices: bool = False
