@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from functools import cache
@@ -80,21 +81,24 @@ def depth(line: str) -> int:
     return (len(line) - len(line.lstrip(" "))) // 2 - 1
 
 
-def test_the_chat_example_streams_partials_through_commits_then_reports_usage_r85_r115() -> None:
+STREAMED = re.compile(r"  streamed: '(.*)' \(this commit appended '(.*)'\)")
+
+
+def test_the_chat_example_streams_the_answer_as_appends_in_commits_then_reports_usage_r85() -> None:
     out = run_example("chat")
     lines = out.splitlines()
     answers = [line for line in lines if line.startswith("pi.assistant: ")]
     assert len(answers) == 2
     first_answer = answers[0].removeprefix("pi.assistant: ").removesuffix(" (done)")
-    first_turn = lines[: lines.index(answers[0])]
-    partials = [line.split("'")[1] for line in first_turn if line.startswith("  streamed: ")]
-    # Several commits, each holding a longer prefix of the answer, came before the answer.
+    first_turn = [STREAMED.fullmatch(line) for line in lines[: lines.index(answers[0])]]
+    partials = [(m[1], m[2]) for m in first_turn if m is not None]
+    # Several commits came before the answer; each carried only the text it added.
     assert len(partials) >= 2
-    assert all(first_answer.startswith(text) for text in partials)
-    assert sorted(set(partials), key=len) == partials
+    assert "".join(appended for _, appended in partials) == partials[-1][0]
+    assert first_answer.startswith(partials[-1][0])
     assert out.count("pi.live after the turn: {}") == 2
-    assert "pi.usage[faux/faux-1]: 160 tokens" in out
-    assert "session usage: 120 input + 40 output tokens, $0.000960" in out
+    assert "pi.usage[faux/faux-1]: 160 tokens" in out  # R115
+    assert "session usage: 120 input + 40 output tokens, $0.000960" in out  # R116
 
 
 def test_the_inbox_example_steers_after_the_tool_round_and_follows_up_after_the_run_r61() -> None:

@@ -2,10 +2,11 @@
 
 The model is the offline faux provider, pacing its answers like a real stream.
 Streamed text is committed to the conversation's ``pi.live`` document at most
-every 100 ms (R85); the example prints each committed partial as it arrives,
-from a document state fed by commits, exactly as a screen would render it. When
-a turn ends, the answer is one ``pi.assistant`` entry and ``pi.live`` is empty
-again. Last, the spend of the session (R115, R116).
+every 100 ms (R85). The example follows the conversation's view (R123), as a
+screen would, and prints each committed partial as it arrives: every commit
+carries only the text it appended (an ``append`` operation). When a turn ends,
+the answer is one ``pi.assistant`` entry and ``pi.live`` is empty again. Last,
+the spend of the conversation and of the session (R115, R116).
 
 Run: ``python -m pi_durable_tui.examples.chat``
 """
@@ -43,26 +44,20 @@ ANSWERS = [
 ]
 
 
-def streamed_text(live: dict[str, Any]) -> str | None:
-    """The text of the partial answer ``pi.live`` holds, if a generation streams one."""
-    message = live.get("generation", {}).get("message")
-    if message is None:
-        return None
-    return "".join(block.get("text", "") for block in message["content"])
-
-
-def show_streamed(value: dict[str, Any] | None, _ops: object) -> None:
-    """Print the partial answer each commit to ``pi.live`` brings."""
-    text = streamed_text(value or {})
-    if text:
-        print(f"  streamed: {text!r}")
+def show_streamed(value: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+    """Print what a commit appended to the streamed answer, and the answer so far."""
+    for op in ops:
+        if op["op"] == "append" and op["path"][:3] == ["docs", "pi.live", "generation"]:
+            message = value["docs"]["pi.live"]["generation"]["message"]
+            text = "".join(block.get("text", "") for block in message["content"])
+            print(f"  streamed: {text!r} (this commit appended {op['text']!r})")
 
 
 async def chat(harness: Harness) -> None:
     """Two turns with streamed answers, then the spend."""
     root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1")))
-    live = await harness.session.document_state(LIVE_DOC, root.id)
-    live.subscribe(show_streamed)
+    view = await root.view_state()  # what a screen renders: entries and documents
+    view.subscribe(show_streamed)
     for prompt in ("What is a durable agent?", "And after kill -9?"):
         print(f"user: {prompt}")
         record = await (await root.submit(Input(prompt))).wait()

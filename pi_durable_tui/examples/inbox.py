@@ -28,16 +28,15 @@ from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.examples._transcript import print_transcript
 from pi_durable_tui.harness import (
     INBOX_DOC,
-    LIVE_DOC,
     AgentChange,
     ConversationBusy,
     EntryDraft,
     Harness,
     Input,
+    ViewState,
     Write,
     create_registry,
 )
-from pi_durable_tui.kernel import DocumentState
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.tools import CodingTools
 
@@ -50,16 +49,17 @@ SCRIPT = [
 ]
 
 
-async def tool_running(live: DocumentState) -> None:
+async def tool_running(view: ViewState) -> None:
     """Return once a tool call of the current round is running (from committed state)."""
     running = asyncio.Event()
 
-    def check(value: dict[str, Any] | None, _ops: object) -> None:
-        if any(slot["status"] == "running" for slot in (value or {}).get("tools", [])):
+    def check(value: dict[str, Any], _ops: object) -> None:
+        slots = value["docs"]["pi.live"].get("tools", [])
+        if any(slot["status"] == "running" for slot in slots):
             running.set()
 
-    unsubscribe = live.subscribe(check)
-    check(live.value, None)
+    unsubscribe = view.subscribe(check)
+    check(view.value, None)
     await running.wait()
     unsubscribe()
 
@@ -76,10 +76,10 @@ async def main() -> None:
             env=lambda target: LocalEnv(target.cwd or workdir),
         )
         root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
-        live = await harness.session.document_state(LIVE_DOC, root.id)
+        view = await root.view_state()  # what a screen renders
 
         first = await root.submit(Input("Run the tests"))
-        await tool_running(live)
+        await tool_running(view)
         print("busy: bash is running")
         steer = await root.submit(Input("Also check lint", when_busy="steer"))
         follow_up = await root.submit(Input("Then write a summary"))
@@ -96,7 +96,7 @@ async def main() -> None:
 
         print("--- Esc while a follow-up and a write are queued ---")
         await root.submit(Input("Run the benchmarks"))
-        await tool_running(live)
+        await tool_running(view)
         queued_input = await root.submit(Input("Compare with yesterday"))
         note = EntryDraft("example.note", data={"text": "benchmarks were started by hand"})
         queued_write = await root.submit(Write(note))

@@ -33,7 +33,6 @@ from pi_durable_tui.ai import FauxProvider, ModelRef, Models, faux_response, fau
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.examples._transcript import message_of, message_text
 from pi_durable_tui.harness import (
-    LIVE_DOC,
     TOOL_RESULT,
     AgentChange,
     Harness,
@@ -79,16 +78,16 @@ async def build(harness: Harness, workdir: str) -> None:
     root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
     shown = 0  # output lines printed so far
 
-    def show_output(value: dict[str, Any] | None, _ops: object) -> None:
+    def show_output(value: dict[str, Any], _ops: object) -> None:
         nonlocal shown
-        for slot in (value or {}).get("tools", []):
+        for slot in value["docs"]["pi.live"].get("tools", []):
             lines = str(slot.get("output", "")).splitlines()
             for line in lines[shown:]:
                 say(f"committed output: {line}")
             shown = max(shown, len(lines))
 
-    live = await harness.session.document_state(LIVE_DOC, root.id)
-    live.subscribe(show_output)
+    view = await root.view_state()  # what a screen renders
+    view.subscribe(show_output)
     submission = await root.submit(Input("Build the project", request_id="build-1"))
     say(f"submission {submission.id} for request build-1 is {submission.record.status}")
     record = await submission.wait()
