@@ -22,5 +22,7 @@ The agent harness:
 - ``tool_override``: a wrapper around ``bash`` refusing ``rm -rf``, a hook guarding a path;
 - ``kill_and_continue``: an agent killed with SIGKILL mid-command, resumed from the store.
 
-``_transcript`` and ``_task_tree`` print entries and the task graph for them.
+Shared by them: ``_coding_agent`` (a faux model with the coding tools), ``_transcript``
+and ``_task_tree`` (printing entries and the task graph), ``_workers`` (a worker
+process killed and run again).
 """

@@ -23,22 +23,17 @@ import asyncio
 import tempfile
 from typing import Any
 
-from pi_durable_tui.ai import FauxProvider, ModelRef, Models, faux_response, faux_tool_call
-from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.examples._coding_agent import open_coding_agent
 from pi_durable_tui.examples._transcript import print_transcript
 from pi_durable_tui.harness import (
     INBOX_DOC,
-    AgentChange,
     ConversationBusy,
     EntryDraft,
-    Harness,
     Input,
     ViewState,
     Write,
-    create_registry,
 )
-from pi_durable_tui.storage import MemoryStorage
-from pi_durable_tui.tools import CodingTools
 
 SCRIPT = [
     faux_response(faux_tool_call("bash", {"command": "sleep 0.5; echo 12 passed"}), match="tests"),
@@ -65,17 +60,8 @@ async def tool_running(view: ViewState) -> None:
 
 
 async def main() -> None:
-    faux = FauxProvider(SCRIPT)
-    models = Models()
-    models.register_faux(faux)
     with tempfile.TemporaryDirectory() as workdir:
-        harness = await Harness.open(
-            MemoryStorage(),
-            models=models,
-            registry=create_registry(CodingTools),
-            env=lambda target: LocalEnv(target.cwd or workdir),
-        )
-        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
+        harness, root = await open_coding_agent(SCRIPT, workdir)
         view = await root.view_state()  # what a screen renders
 
         first = await root.submit(Input("Run the tests"))

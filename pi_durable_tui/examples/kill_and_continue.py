@@ -22,25 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.ai import FauxProvider, ModelRef, Models, faux_response, faux_tool_call
-from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.examples._coding_agent import open_coding_agent
 from pi_durable_tui.examples._transcript import message_of, message_text
-from pi_durable_tui.harness import (
-    TOOL_RESULT,
-    AgentChange,
-    Harness,
-    Input,
-    create_registry,
-)
+from pi_durable_tui.examples._workers import kill_and_rerun
+from pi_durable_tui.harness import TOOL_RESULT, Conversation, Harness, Input
 from pi_durable_tui.storage import SqliteStorage
-from pi_durable_tui.tools import CodingTools
 
 # Each step prints, then sleeps; once the worker is gone, the next echo hits a
 # closed pipe and the shell ends, so nothing is left running after the kill.
@@ -56,26 +48,19 @@ def say(text: str) -> None:
 
 
 async def worker(store: str, workdir: str) -> None:
-    models = Models()
-    models.register_faux(FauxProvider(SCRIPT, choose_by="position"))
-    harness = await Harness.open(
-        await SqliteStorage.open(store),
-        models=models,
-        registry=create_registry(CodingTools),
-        env=lambda target: LocalEnv(target.cwd or workdir),
-    )
+    storage = await SqliteStorage.open(store)
+    harness, root = await open_coding_agent(SCRIPT, workdir, choose_by="position", storage=storage)
     try:
-        await build(harness, workdir)
+        await build(harness, root)
     finally:
         await harness.close()  # an unclosed SQLite store keeps the process alive
 
 
-async def build(harness: Harness, workdir: str) -> None:
+async def build(harness: Harness, root: Conversation) -> None:
     """Submit the build request (again, after a restart) and print how it ends."""
     tasks = (await harness.inspect())["tasks"]
     if tasks:
         say(f"reopened with live tasks: {[(t['kind'], t['state']['status']) for t in tasks]}")
-    root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
     shown = 0  # output lines printed so far
 
     def show_output(value: dict[str, Any], _ops: object) -> None:
@@ -106,18 +91,7 @@ def main() -> None:
         store = os.path.join(directory, "session.sqlite")
         module = "pi_durable_tui.examples.kill_and_continue"
         command = [sys.executable, "-m", module, "--worker", store, directory]
-        first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        assert first.stdout is not None
-        for line in first.stdout:
-            print("worker 1:", line.rstrip())
-            if line.startswith("committed output: step 2"):
-                first.send_signal(signal.SIGKILL)
-                break
-        first.wait()
-        print("worker 1 was killed with SIGKILL")
-        second = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-        for line in second.stdout.splitlines():
-            print("worker 2:", line)
+        kill_and_rerun(command, kill_at="committed output: step 2")
         print("ledger:", Path(directory, "ledger.txt").read_text().split())
 
 

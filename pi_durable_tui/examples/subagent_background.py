@@ -20,19 +20,14 @@ from typing import Any
 
 from pi_durable_tui.ai import (
     FauxMatch,
-    FauxProvider,
-    ModelRef,
-    Models,
     faux_response,
     faux_tool_call,
 )
 from pi_durable_tui.app import SUBAGENTS
-from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.examples._coding_agent import open_coding_agent
 from pi_durable_tui.examples._task_tree import graph_reaches, print_task_tree, running_commands
 from pi_durable_tui.examples._transcript import print_transcript
-from pi_durable_tui.harness import AgentChange, Harness, Input, create_registry
-from pi_durable_tui.storage import MemoryStorage
-from pi_durable_tui.tools import CodingTools
+from pi_durable_tui.harness import Input
 
 RESEARCH = "Find three sources on durable execution."
 CHILD = FauxMatch(user=RESEARCH)
@@ -59,17 +54,8 @@ def main_and_child_commands(graph: dict[str, Any]) -> bool:
 
 
 async def main() -> None:
-    faux = FauxProvider(SCRIPT, choose_by="position")
-    models = Models()
-    models.register_faux(faux)
     with tempfile.TemporaryDirectory() as workdir:
-        harness = await Harness.open(
-            MemoryStorage(),
-            models=models,
-            registry=create_registry(CodingTools, SUBAGENTS),
-            env=lambda target: LocalEnv(target.cwd or workdir),
-        )
-        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
+        harness, root = await open_coding_agent(SCRIPT, workdir, SUBAGENTS, choose_by="position")
         first = await root.submit(Input("Research durable execution in the background."))
         # Wait until both commands execute: the main agent's and the subagent's.
         graph = await graph_reaches(harness.watch_task_graph(), main_and_child_commands)

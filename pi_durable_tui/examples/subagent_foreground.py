@@ -19,19 +19,14 @@ from pathlib import Path
 
 from pi_durable_tui.ai import (
     FauxMatch,
-    FauxProvider,
-    ModelRef,
-    Models,
     faux_response,
     faux_tool_call,
 )
 from pi_durable_tui.app import SUBAGENTS
-from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.examples._coding_agent import open_coding_agent
 from pi_durable_tui.examples._task_tree import graph_reaches, print_task_tree, running_commands
 from pi_durable_tui.examples._transcript import message_of, print_transcript
-from pi_durable_tui.harness import AgentChange, Harness, Input, create_registry
-from pi_durable_tui.storage import MemoryStorage
-from pi_durable_tui.tools import CodingTools
+from pi_durable_tui.harness import Input
 
 MAIN = FauxMatch(user="How many notes")
 CHILD = FauxMatch(user="Count the lines")
@@ -48,18 +43,9 @@ SCRIPT = [
 
 
 async def main() -> None:
-    faux = FauxProvider(SCRIPT, choose_by="position")
-    models = Models()
-    models.register_faux(faux)
     with tempfile.TemporaryDirectory() as workdir:
         Path(workdir, "notes.txt").write_text("milk\nbread\neggs\n")
-        harness = await Harness.open(
-            MemoryStorage(),
-            models=models,
-            registry=create_registry(CodingTools, SUBAGENTS),
-            env=lambda target: LocalEnv(target.cwd or workdir),
-        )
-        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
+        harness, root = await open_coding_agent(SCRIPT, workdir, SUBAGENTS, choose_by="position")
 
         submission = await root.submit(Input("How many notes do I have?"))
         # The task graph, once a tool call executes outside the main conversation.

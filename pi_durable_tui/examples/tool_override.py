@@ -22,12 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.ai import FauxProvider, ModelRef, Models, faux_response, faux_tool_call
-from pi_durable_tui.env import LocalEnv
+from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.examples._coding_agent import open_coding_agent
 from pi_durable_tui.examples._transcript import message_text
 from pi_durable_tui.harness import (
-    AgentChange,
-    Harness,
     HarnessRuntime,
     Input,
     Tool,
@@ -35,13 +33,11 @@ from pi_durable_tui.harness import (
     ToolBlock,
     ToolCallInfo,
     ToolResult,
-    create_registry,
     define_extension,
     hook,
     wrap_tool,
 )
-from pi_durable_tui.storage import MemoryStorage
-from pi_durable_tui.tools import BashArgs, CodingTools
+from pi_durable_tui.tools import BashArgs
 
 SCRIPT = [
     faux_response(
@@ -84,20 +80,11 @@ GUARD = define_extension(
 
 
 async def main() -> None:
-    faux = FauxProvider(SCRIPT)
-    models = Models()
-    models.register_faux(faux)
     with tempfile.TemporaryDirectory() as workdir:
         Path(workdir, "build").mkdir()
         Path(workdir, "build", "app.o").write_bytes(b"\x7fELF")
         Path(workdir, ".env").write_text("API_TOKEN=secret\n")
-        harness = await Harness.open(
-            MemoryStorage(),
-            models=models,
-            registry=create_registry(CodingTools, GUARD),
-            env=lambda target: LocalEnv(target.cwd or workdir),
-        )
-        root = await harness.root(agent=AgentChange(model=ModelRef("faux", "faux-1"), cwd=workdir))
+        harness, root = await open_coding_agent(SCRIPT, workdir, GUARD)
         await (await root.submit(Input("Clean up the build directory and show me .env"))).wait()
         # The context the next request would send: tool results follow their calls (R74).
         for message in (await root.context()).messages:
