@@ -6,6 +6,8 @@
 - ``_isolated_home`` (autouse, once per run) points ``PIDURABLE_HOME`` at a
   temporary directory, so no test (or subprocess it starts) writes to the
   user's ``~/.pidurable``.
+- ``open_rig`` (from ``tests.harness.run_support``) opens a real harness over
+  the faux provider for the harness and tool tests.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+pytest_plugins = ["tests.harness.run_support"]
 
 
 class NetworkBlocked(RuntimeError):

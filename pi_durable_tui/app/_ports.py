@@ -25,6 +25,7 @@ from pi_durable_tui.app._view import (
 )
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
+"""The transcript formats ``Controller.export`` writes."""
 
 
 class ScreenModel(Protocol):

@@ -17,6 +17,7 @@ BENCHMARKS = {
         "1 GiB of bash output through the harness vs cat",
     ),
     "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
+    "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
 }
 
 

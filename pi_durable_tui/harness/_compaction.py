@@ -128,7 +128,7 @@ async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
         "thinking_level": agent.thinking_level,
         "stream_options": stream_options,
         "max_tokens": max_tokens,
-        "tail": view.entries[-1].id,
+        "tail": max(entry.id for entry in view.entries),  # the marker comes first
         "first_kept": cut.first_kept,
     }
     conversation_id = runtime.conversation_id

@@ -17,6 +17,8 @@ extension is a new object, which is how hot reload is noticed (R35).
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,11 +123,19 @@ class Tool(Generic[P]):
     output: OutputLimits = field(default_factory=OutputLimits)
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
-    def spec(self) -> JsonObject:
-        """Return the declaration sent to the model: name, description, JSON schema."""
+    @functools.cached_property
+    def _spec(self) -> JsonObject:
         schema = self.parameters.model_json_schema()
         schema.pop("title", None)
         return {"name": self.name, "description": self.description, "parameters": schema}
+
+    def spec(self) -> JsonObject:
+        """Return the declaration sent to the model: name, description, JSON schema.
+
+        Built once per tool (pydantic's schema generation is slow) and copied, so a
+        caller may change what it gets.
+        """
+        return copy.deepcopy(self._spec)
 
 
 def define_tool(

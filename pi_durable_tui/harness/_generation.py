@@ -39,7 +39,11 @@ from pi_durable_tui.ai import (
     is_retryable_error,
     retry_after_ms,
 )
-from pi_durable_tui.harness._compaction_range import estimate_tokens, select_cut
+from pi_durable_tui.harness._compaction_range import (
+    estimate_tokens,
+    select_cut,
+    tokens_upper_bound,
+)
 from pi_durable_tui.harness._context import ContextView, load_context
 from pi_durable_tui.harness._define import Continue, SectionInput
 from pi_durable_tui.harness._docs import LIVE_DOC, PROVIDER_DOC, SYSTEM
@@ -162,11 +166,21 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     settings = services.settings()
     compaction = settings.compaction
     background = False
-    if compaction.enabled and model.context_window > 0 and "compacted" not in checkpoint:
-        planned = [message for draft in drafts for message in draft.model]
-        estimate = estimate_tokens(view, planned)
-        blocking = model.context_window - compaction.reserve_tokens
-        cut = select_cut(view, compaction.keep_recent_tokens)
+    planned = [message for draft in drafts for message in draft.model]
+    blocking = model.context_window - compaction.reserve_tokens
+    lowest = (
+        blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking
+    )
+    if (
+        compaction.enabled
+        and model.context_window > 0
+        and "compacted" not in checkpoint
+        # REMINDER: a bound below both thresholds decides like the estimate would,
+        # without loading a tokenizer or walking the range for a cut (R108).
+        and tokens_upper_bound(view, planned) > lowest
+    ):
+        estimate = estimate_tokens(view, planned, model=model)
+        cut = select_cut(view, compaction.keep_recent_tokens, model=model)
         if cut is not None and estimate > blocking:
             await _start_blocking_compaction(runtime, "threshold", attempt, None)
             return
@@ -186,13 +200,17 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     if "compacted" in checkpoint:
         pinned["compacted"] = checkpoint["compacted"]
     conversation_id = runtime.conversation_id
-    tail = view.entries[-1].id
+    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
+    # newest entry (a compaction placed after the kept ones): take the largest ID.
+    tail = max(entry.id for entry in view.entries)
 
     async def to_request(tx: Tx) -> Running:
         cutoff = tail
         for draft in drafts:
             cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
         live = await tx.doc(LIVE_DOC, conversation_id)
+        # The request phase skips its opening commit when this is already so (R84).
+        live["generation"] = {"attempt": attempt}
         if background and not live.get("compactions"):
             compaction_task = tx.create_task(
                 services.task_definition("pi.compaction"),
@@ -216,14 +234,27 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
 
 async def _start_blocking_compaction(
-    runtime: HarnessRuntime, reason: str, attempt: int, overflow: str | None
+    runtime: HarnessRuntime,
+    reason: str,
+    attempt: int,
+    overflow: str | None,
+    *,
+    error: JsonObject | None = None,
 ) -> None:
-    """Create a compaction owned by this generation and wait for it (R86, R108)."""
+    """Create a compaction owned by this generation and wait for it (R86, R108).
+
+    For an overflow, the same commit files the failed response (``error``) and
+    clears the attempt's status, so a crash never separates the two (R86).
+    """
     services = services_of(runtime)
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
 
     async def start(tx: Tx) -> Waiting:
+        if error is not None:
+            append_assistant(tx, conversation_id, error)
+            await add_model_usage(tx, conversation_id, error)
+            (await tx.doc(LIVE_DOC, conversation_id)).pop("generation", None)
         compaction = tx.create_task(
             services.task_definition("pi.compaction"),
             {"reason": reason},
@@ -319,7 +350,12 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
         await convert_partial(tx, conversation_id, live)
         live["generation"] = {"attempt": attempt}
 
-    await runtime.commit(begin)
+    # REMINDER: the opening commit converts a partial an interrupted attempt left
+    # (R84); when preparation already set this attempt and nothing streamed, it
+    # would write nothing, so it is skipped (one commit less per turn).
+    committed = await services.session.snapshot(LIVE_DOC, conversation_id) or {}
+    if committed.get("generation") != {"attempt": attempt}:
+        await runtime.commit(begin)
     ref = checkpoint.get("model") or {}
     model = services.models.get(ModelRef(str(ref.get("provider")), str(ref.get("model_id"))))
     if model is None:
@@ -379,8 +415,7 @@ async def _classify(
         and "compacted" not in checkpoint
         and select_cut(view, settings.compaction.keep_recent_tokens) is not None
     ):
-        await _append_error(runtime, stored)
-        await _start_blocking_compaction(runtime, "overflow", attempt, text)
+        await _start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
         return
     retry = settings.retry
     delay = retry_delay_ms(retry, attempt, retry_after_ms(message))
@@ -413,18 +448,6 @@ async def _classify(
         return Failed(text, detail={"reason": "model_error"})
 
     await runtime.commit(failed)
-
-
-async def _append_error(runtime: HarnessRuntime, stored: JsonObject) -> None:
-    conversation_id = runtime.conversation_id
-
-    async def append(tx: Tx) -> None:
-        append_assistant(tx, conversation_id, stored)
-        await add_model_usage(tx, conversation_id, stored)
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        live.pop("generation", None)
-
-    await runtime.commit(append)
 
 
 async def _on_yield(runtime: HarnessRuntime, message: AssistantMessage) -> str | None:

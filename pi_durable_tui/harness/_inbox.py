@@ -287,5 +287,8 @@ async def withdraw(
     inbox = await tx.doc(INBOX_DOC, record.conversation_id)
     items: list[JsonObject] = inbox.get("items") or []
     await tx.settle_submission(submission_id, "unanswered", reason="aborted")
+    for item in items:  # a withdrawn compaction summary leaves its status (R114)
+        if item["id"] == submission_id and item["mode"] == "write":
+            await _done_with(tx, record.conversation_id, EntryDraft.from_json(item["entry"]))
     inbox["items"] = [item for item in items if item["id"] != submission_id]
     return "aborted"

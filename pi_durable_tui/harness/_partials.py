@@ -1,9 +1,12 @@
 """Streamed partials committed to ``pi.live.generation.message`` with a throttle (R85).
 
-A partial with empty content is never committed. At most one partial commit is in
+A partial with empty content (no block yet: the start of a response) is never
+committed. At most one partial commit is in
 flight; a new partial schedules a commit at most every
-``progress.partial_intervalMs`` (100 ms by default); the partial is copied when the
-commit runs, so the newest one wins. ``stop()`` ends the throttle and awaits a
+``progress.partial_interval_ms`` (100 ms by default), the first one an interval
+after the request started (a response that completes sooner commits no partial:
+its classification shows it whole); the partial is copied when the commit runs,
+so the newest one wins. ``stop()`` ends the throttle and awaits a
 commit in flight, so no stale partial lands after the classification commit.
 
 The interval is real time (``asyncio.sleep``): it bounds the commit rate of a real
@@ -41,7 +44,10 @@ class PartialCommitter:
         self._loop: asyncio.Task[None] | None = None
         self._in_commit = False
         self._stopped = False
-        self._last = 0.0
+        # REMINDER: the stream's start counts as the last commit, so a response that
+        # completes within one interval (most tool-calling turns) commits no partial
+        # at all: its classification commit shows it whole.
+        self._last = time.monotonic()
         self.commits = 0
 
     @property

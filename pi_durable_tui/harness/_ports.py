@@ -4,8 +4,9 @@ Tools see this narrow face, never the tool task or the Harness:
 
 - ``output(chunk)`` streams text into a bounded buffer whose retained window is
   committed to ``pi.live`` with the progress throttle (R102, R103);
-- ``details(value)`` replaces the running details and resolves once committed
-  (R104); ``diagnostic(...)`` adds a model-visible remark (R104);
+- ``details(value)`` replaces the running details at once and returns an
+  awaitable that resolves once they are committed (R104); ``diagnostic(...)``
+  adds a model-visible remark (R104);
 - ``env`` is the conversation's execution environment, built for this execution
   (R118); it raises ``No execution environment is configured`` when there is none;
 - ``commit(fn)`` is a runtime commit as the tool task (entries get ``by_task_id``);
@@ -117,8 +118,8 @@ class ToolApi(Protocol):
         """Append output; ``skipped`` adds (bytes, newlines, ends_line) an environment skipped."""
         ...
 
-    async def details(self, value: Json) -> None:
-        """Replace the running details; resolves after the commit holding them (R104)."""
+    def details(self, value: Json) -> Awaitable[None]:
+        """Replace the running details now; await the result to know they are committed (R104)."""
         ...
 
     def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:

@@ -6,15 +6,19 @@ the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``, ``details`
 ``diagnostics``) with the adaptive throttle of R103: the first change after an
 idle period at once, then at least ``progress.output_interval_ms`` apart and at
 most about 100 KiB/s of written bytes, one commit in flight, changes made
-meanwhile coalesced. A slot update applies only while the round still holds a
-slot with this task's ID. ``details()`` resolves once a commit holds the value
-(R104); the terminal commit is the final flush.
+meanwhile coalesced (real monotonic time, not the harness clock: it bounds the
+commit rate of a real process). A slot update applies only while the round still
+holds a slot with this task's ID. What a progress commit shows passes through a
+``SecretRedactor`` first: the output window (withholding a possible start of a
+secret at its end), the details and the diagnostics. ``details()`` resolves once
+a commit holds the value (R104); the terminal commit is the final flush.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -23,6 +27,7 @@ from pi_durable_tui.harness._define import Diagnostic, Severity
 from pi_durable_tui.harness._docs import LIVE_DOC
 from pi_durable_tui.harness._live import slot_of_task
 from pi_durable_tui.harness._output import ToolOutputBuffer
+from pi_durable_tui.harness._redaction import SecretRedactor
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
 from pi_durable_tui.harness._task_def import HarnessTask
 from pi_durable_tui.harness._throttle import ProgressThrottle
@@ -35,6 +40,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _UNSET: Any = object()
 _MISSING: Any = object()
+
+
+def _now_ms() -> float:
+    # REMINDER: real monotonic time, not the harness clock: the throttle bounds the
+    # commit rate of a real process (a test's ManualClock never moves by itself).
+    return time.monotonic() * 1000
 
 
 class NoEnvironment(RuntimeError):
@@ -80,6 +91,8 @@ class ToolCallApi:
         self._flusher: asyncio.Task[None] | None = None
         self._settled = False
         self._in_commit = False
+        self._committed_output = ""
+        self._redactor = SecretRedactor.from_environ()
 
     # -- the ToolApi face --
 
@@ -146,15 +159,23 @@ class ToolCallApi:
             self.buffer.write(chunk)
         self._changed()
 
-    async def details(self, value: Json) -> None:
-        """Replace the running details; resolves after the commit holding them (R104)."""
+    def details(self, value: Json) -> asyncio.Future[None]:
+        """Replace the running details now (R104).
+
+        Returns:
+            A future resolved after the commit holding the value; awaiting it is
+            optional (the value is recorded at the call).
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
         if self._settled:
             raise RuntimeError(f"Tool call {self._call_id} has settled")
         self.details_value = copy_json(value)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._details_waiters.append(future)
         self._changed()
-        await future
+        return future
 
     def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
         """Record a model-visible remark; it is committed with the next progress commit."""
@@ -191,59 +212,63 @@ class ToolCallApi:
             self._flusher = asyncio.ensure_future(self._flush_loop())
 
     async def _flush_loop(self) -> None:
-        clock = self._runtime
+        throttle = self._throttle
         try:
             while not self._settled:
                 await self._dirty.wait()
-                due = self._throttle.changed(clock.now())
-                if due is not None and due > clock.now():
-                    await self._sleep_until(due)
-                if self.settled:
+                due = throttle.changed(_now_ms())
+                if due is not None and due > _now_ms():
+                    await asyncio.sleep((due - _now_ms()) / 1000)
+                if self.settled:  # settle() may have run during the sleep
                     return
                 self._dirty.clear()
-                self._throttle.begin(clock.now())
+                throttle.begin(_now_ms())
                 written = 0
                 self._in_commit = True
                 try:
                     written = await self._commit_progress()
                 finally:
                     self._in_commit = False
-                    self._throttle.end(clock.now(), written)
+                    throttle.end(_now_ms(), written)
         except TaskGateClosed:
             return  # the call is being aborted or the harness closes: nothing more to show
 
-    async def _sleep_until(self, deadline: float) -> None:
-        # Real time: the throttle bounds commit rates of a real process.
-        await asyncio.sleep(max(0.0, (deadline - self._runtime.now()) / 1000))
-
     async def _commit_progress(self) -> int:
+        """Commit what changed; returns the bytes of output the commit wrote (R103)."""
         snapshot = self._progress_fields()
         waiters, self._details_waiters = self._details_waiters, []
+        output = snapshot["output"]
+        shown = self._committed_output
+        # An output that grew at its end is stored as an append of the new text;
+        # anything else (a sliding tail) replaces the whole string.
+        written = output[len(shown) :] if output.startswith(shown) else output
 
-        async def write(tx: Tx) -> int:
+        async def write(tx: Tx) -> bool:
             live = await tx.doc(LIVE_DOC, self.conversation_id)
             slot = slot_of_task(live, self.task_id)
             if slot is None:
-                return 0
+                return False
             slot.update(snapshot)
-            return len(str(snapshot.get("output", "")))
+            return True
 
-        written = await self._runtime.commit(write)
+        if await self._runtime.commit(write):
+            self._committed_output = output
         for future in waiters:
             if not future.done():
                 future.set_result(None)
-        return int(written)
+        return len(written.encode("utf-8", "surrogatepass"))
 
     def _progress_fields(self) -> dict[str, Any]:
+        redact = self._redactor
         fields: dict[str, Any] = {
-            "output": self.buffer.text,
+            "output": redact.streaming(self.buffer.text),
             "dropped_bytes": self.buffer.dropped_bytes,
             "dropped_lines": self.buffer.dropped_lines,
         }
         if self.details_value is not _UNSET:
-            fields["details"] = copy_json(self.details_value)
+            fields["details"] = redact.json(copy_json(self.details_value))
         if self.diagnostics:
-            fields["diagnostics"] = [d.to_json() for d in self.diagnostics]
+            fields["diagnostics"] = [redact.json(d.to_json()) for d in self.diagnostics]
         return fields
 
     async def settle(self) -> None:

@@ -15,12 +15,17 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
   output it had committed.
 - the abort handler (R101) commits an ``aborted`` result from the slot's durable
   output, after the ``on_abort`` chain.
+
+Every result entry is redacted before it is committed (``SecretRedactor``): the
+values of this process's secret-looking environment variables never reach the
+transcript (issue 7).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +45,7 @@ from pi_durable_tui.harness._docs import LIVE_DOC
 from pi_durable_tui.harness._entries import append_tool_result, message_of, tool_result_message
 from pi_durable_tui.harness._hook_calls import invoke
 from pi_durable_tui.harness._live import slot_of_task
+from pi_durable_tui.harness._redaction import SecretRedactor
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._task_def import define_task
@@ -116,7 +122,12 @@ def _text_item(text: str) -> list[JsonObject]:
 async def _commit_result(
     runtime: HarnessRuntime, call: _Call, result: _Result, outcome: str, message: str = ""
 ) -> None:
-    """Append the result entry, mark the slot done, count usage, end the task (R106)."""
+    """Append the result entry, mark the slot done, count usage, end the task (R106).
+
+    Everything the entry holds about the call is redacted first: no secret value
+    of this process reaches a committed entry (issue 7).
+    """
+    result = _redacted(result, SecretRedactor.from_environ())
     now = runtime.now()
     stored = tool_result_message(
         call_id=call.call_id,
@@ -152,6 +163,24 @@ async def _commit_result(
         return Completed(value)
 
     await runtime.commit(finish)
+
+
+def _redacted(result: _Result, redact: SecretRedactor) -> _Result:
+    """The result with its text, details and diagnostics passed through ``redact``."""
+    if not redact:
+        return result
+    content = [
+        {**item, "text": redact.text(item["text"])}
+        if item.get("type") == "text" and isinstance(item.get("text"), str)
+        else item
+        for item in result.content
+    ]
+    diagnostics = [
+        Diagnostic(d.severity, redact.text(d.message), d.code) for d in result.diagnostics
+    ]
+    return dataclasses.replace(
+        result, content=content, diagnostics=diagnostics, details=redact.json(result.details)
+    )
 
 
 async def _error_result(
@@ -245,7 +274,8 @@ async def _execute(
     agent: ResolvedAgent,
     tool: Tool[Any],
     call: _Call,
-    arguments: BaseModel,
+    arguments: dict[str, Any],
+    validated: BaseModel,
 ) -> None:
     services = services_of(runtime)
     env: Any = None
@@ -262,7 +292,7 @@ async def _execute(
     try:
         if env_error is not None:
             raise env_error
-        returned = await tool.execute(arguments, api)
+        returned = await tool.execute(validated, api)
     except asyncio.CancelledError:
         await api.settle()
         raise
@@ -284,13 +314,15 @@ async def _execute(
             details=api.last_details,
             duration_ms=duration,
         )
-        api.resolve_details()
-        await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+        try:
+            await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+        finally:
+            api.resolve_details()  # the terminal commit is the final flush (R104)
         return
     current = returned if isinstance(returned, ToolResult) else ToolResult()
     for hook in agent.hooks("pi.tool", "after_tool"):
         try:
-            replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
+            replaced = await invoke(hook, call.info(copy.deepcopy(arguments)), current, runtime)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -300,8 +332,10 @@ async def _execute(
             current = replaced
     result = _assemble(current, api, tool.output)
     result.duration_ms = duration
-    api.resolve_details()
-    await _commit_result(runtime, call, result, "completed")
+    try:
+        await _commit_result(runtime, call, result, "completed")
+    finally:
+        api.resolve_details()  # the terminal commit is the final flush (R104)
 
 
 async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -355,7 +389,7 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
         return Running(checkpoint)
 
     await runtime.commit(intent)
-    await _execute(runtime, agent, tool, call, validated)
+    await _execute(runtime, agent, tool, call, arguments, validated)
 
 
 async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -381,7 +415,7 @@ async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                         slot.pop(key, None)
 
             await runtime.commit(restart)
-            await _execute(runtime, agent, tool, call, validated)
+            await _execute(runtime, agent, tool, call, arguments, validated)
             return
     limits = tool.output if tool is not None else OutputLimits()
     result = _from_slot(await _slot(runtime), True, limits)

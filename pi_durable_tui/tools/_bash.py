@@ -90,7 +90,9 @@ def create_bash_tool(
         if result.spill_path:
             details["full_output"] = result.spill_path
             api.diagnostic("info", f"Full output: {result.spill_path}", "full_output")
-        await api.details(details)
+        # Recorded now for the failure path (a tool_error keeps the last details, R100);
+        # not awaited: the result commit holds them, so nothing waits for a progress commit.
+        api.details(details)
         if result.exit_code != 0:
             raise RuntimeError(f"Command exited with code {result.exit_code}")
         return ToolResult(details=details)

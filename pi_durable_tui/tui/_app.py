@@ -1,0 +1,354 @@
+"""``PidurableApp``: the main screen over a ``ScreenModel`` and a ``Controller``.
+
+The app renders committed state only: it subscribes to the model and patches
+exactly what each ``ViewChange`` names (one block, the queue, the footer...),
+and every action goes to the controller, whose effect comes back as a change
+(no optimistic echo, DESIGN.md section 5). Controller calls run as workers in
+the order they were made; a failing call becomes an error notice (its traceback
+goes to the log file), never a crash. Keys live in ``_keys``, commands in
+``_commands``.
+
+Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
+exception) closes the controller exactly once; an exception's traceback goes to
+the log file the app was given, and the terminal says where after the screen is
+restored.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.message import Message
+
+from pi_durable_tui.app import Controller, Notice, ScreenModel, ViewChange
+from pi_durable_tui.tui._block_views import OpenConversation
+from pi_durable_tui.tui._commands import (
+    COMMANDS,
+    CommandError,
+    NoticeLevel,
+    as_message,
+    fork_from_picker,
+    parse_command,
+)
+from pi_durable_tui.tui._completion import CompletionMenu
+from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
+from pi_durable_tui.tui._exit import GuardedApp, append_traceback
+from pi_durable_tui.tui._footer import FooterBar, StatusLine
+from pi_durable_tui.tui._help import HelpScreen, key_rows
+from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
+from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._picker import PickerItem, PickerScreen
+from pi_durable_tui.tui._queue_panel import QueuePanel, Withdraw
+from pi_durable_tui.tui._render_context import RenderContext
+from pi_durable_tui.tui._task_panel import TaskPanel
+from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
+from pi_durable_tui.tui._transcript import NeedOlder, Transcript
+
+T = TypeVar("T")
+
+
+class ModelChanged(Message):
+    """A ``ViewChange`` of the model, carried into the app's message loop."""
+
+    def __init__(self, change: ViewChange) -> None:
+        super().__init__()
+        self.change = change
+
+_KEPT_NOTICES = 20
+HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
+
+
+class PidurableApp(KeyActions, GuardedApp):
+    """The pidurable screen.
+
+    Args:
+        model: The view model of the shown conversation and the session.
+        controller: Where every action goes.
+        theme: The theme name (``dark``, ``light``, ``high-contrast``, ``ansi`` or a
+            user theme); ``NO_COLOR`` in the environment forces ``ansi`` without colour.
+        themes_dir: User themes (``$PIDURABLE_HOME/themes`` when omitted).
+        log_path: Where tracebacks go; ``None`` leaves Textual's own crash output.
+        verbose: Show system-prompt changes in the transcript.
+        clock: Monotonic seconds, for the task clocks, notices and double presses.
+
+    Example:
+        ``PidurableApp(model, controller, theme="light", log_path=session / "pidurable.log").run()``
+    """
+
+    CSS_PATH = Path(__file__).with_name("pidurable.tcss")
+    TITLE = "pidurable"
+    BINDINGS = KEY_BINDINGS
+
+    def __init__(
+        self,
+        model: ScreenModel,
+        controller: Controller,
+        *,
+        theme: str = DEFAULT_THEME,
+        themes_dir: Path | None = None,
+        log_path: Path | None = None,
+        verbose: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        no_color = "NO_COLOR" in os.environ
+        # REMINDER: Textual picks its NO_COLOR filter in App.__init__ from ansi_color:
+        # True strips every colour (NoColor), anything else only greys them.
+        super().__init__(controller.close, log_path, ansi_color=True if no_color else None)
+        self.model = model
+        self.controller = controller
+        self.clock = clock
+        self._catalog = load_themes(themes_dir)
+        for spec in self._catalog.themes.values():
+            self.register_theme(spec.to_textual())
+        wanted = "ansi" if no_color else theme
+        spec, problem = self._catalog.resolve(wanted)
+        self.theme = spec.name
+        self._startup_problems = [*self._catalog.problems(wanted), *([problem] if problem else [])]
+        self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
+        self._local_notices: list[Notice] = []
+        self._unsubscribe: Callable[[], None] | None = None
+        self.transcript = Transcript(model, self.ctx, id="transcript")
+        self.task_panel = TaskPanel(clock, id="tasks")
+        self.queue_panel = QueuePanel(id="queue")
+        self.notice_bar = NoticeBar(clock, id="notices")
+        self.status_line = StatusLine(id="status")
+        self.completion_menu = CompletionMenu(id="completion")
+        self.editor = PromptEditor(
+            self.completion_menu, controller.complete_path, controller.history, id="editor"
+        )
+        self.footer_bar = FooterBar(id="footer")
+        self.init_keys(clock)
+
+    def compose(self) -> ComposeResult:
+        """Transcript, task tree, queue, notices, status, completion, editor, footer."""
+        yield self.transcript
+        yield self.task_panel
+        yield self.queue_panel
+        yield self.notice_bar
+        yield self.status_line
+        yield self.completion_menu
+        yield self.editor
+        yield self.footer_bar
+
+    def on_mount(self) -> None:
+        """Show the model's current state, subscribe to its changes, focus the editor."""
+        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True))
+        for problem in self._startup_problems:
+            self.notice("warning", problem)
+        self._unsubscribe = self.model.subscribe(self._changed)
+        self.editor.focus()
+        # Startup objects are long-lived: freezing them keeps the collector's full passes
+        # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at unmount.
+        self.call_after_refresh(gc.freeze)
+
+    async def on_unmount(self) -> None:
+        """Stop listening, then close the controller (``GuardedApp``)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        gc.unfreeze()
+        await super().on_unmount()
+
+    def _changed(self, change: ViewChange) -> None:
+        # REMINDER: the model calls this from the harness's tasks, outside Textual's
+        # context (timers and mounts made there break later); the message queue
+        # brings the change into the app's own loop, in order.
+        self.post_message(ModelChanged(change))
+
+    @on(ModelChanged)
+    def _model_changed(self, event: ModelChanged) -> None:
+        self.apply_change(event.change)
+
+    def apply_change(self, change: ViewChange) -> None:
+        """Patch what one change names, and nothing else.
+
+        Args:
+            change: What moved in the model.
+        """
+        model, transcript = self.model, self.transcript
+        if change.transcript_reset:
+            transcript.rebuild()
+        else:
+            if change.blocks_removed:
+                transcript.blocks_removed(change.blocks_removed)
+            if change.older_loaded:
+                transcript.older_loaded(change.older_loaded)
+            if change.blocks_added:
+                transcript.blocks_added(change.blocks_added)
+            if change.blocks_changed:
+                transcript.blocks_changed(change.blocks_changed)
+        if change.queue:
+            self.queue_panel.show_queue(model.queue)
+        if change.tasks:
+            self.task_panel.show_tasks(model.tasks)
+        if change.footer:
+            self.footer_bar.show(model.footer, HINTS)
+        if change.status:
+            self.status_line.show(model.status)
+            self.editor.set_busy(model.busy)
+        if change.notices:
+            self._show_notices()
+
+    # -- notices and controller calls ---------------------------------------------------
+
+    def notice(self, level: NoticeLevel, text: str) -> None:
+        """Show a screen notice (one line, transient) next to the model's.
+
+        Args:
+            level: ``info``, ``warning`` or ``error``.
+            text: The sentence.
+        """
+        ids = [notice.id for notice in self._local_notices]
+        self._local_notices.append(Notice(level, text, id=min([0, *ids]) - 1))
+        del self._local_notices[:-_KEPT_NOTICES]
+        self._show_notices()
+
+    def _show_notices(self) -> None:
+        self.notice_bar.show([*self.model.notices, *self._local_notices])
+
+    def call(
+        self,
+        what: str,
+        action: Callable[[], Awaitable[T]],
+        then: Callable[[T], None] | None = None,
+        *,
+        on_error: Callable[[], None] | None = None,
+    ) -> None:
+        """Run a controller action in a worker; a failure becomes an error notice.
+
+        Args:
+            what: What the action is, for the notice (``submit``, ``/model``...).
+            action: Makes the awaitable (called inside the worker).
+            then: Called with the result on success.
+            on_error: Called after a failure was reported (to restore the editor).
+        """
+
+        async def run() -> None:
+            try:
+                result = await action()
+            except Exception as error:
+                self.report_failure(what, error)
+                if on_error is not None:
+                    on_error()
+                return
+            if then is not None:
+                then(result)
+
+        self.run_worker(run(), group="controller", exit_on_error=False)
+
+    def report_failure(self, what: str, error: Exception) -> None:
+        """Say that an action failed, and log its traceback."""
+        where = ""
+        if self.log_path is not None and append_traceback(self.log_path, error, what):
+            where = f" (details in {self.log_path})"
+        message = str(error) or type(error).__name__
+        if isinstance(error, CommandError):
+            self.notice("error", message)
+        else:
+            self.notice("error", f"{what} failed: {message}{where}")
+
+    async def pick(self, title: str, items: Sequence[PickerItem[T]]) -> T | None:
+        """Show a picker and wait for the choice (inside a worker).
+
+        Args:
+            title: The heading.
+            items: The choices.
+
+        Returns:
+            The chosen value, or ``None`` when the picker was closed.
+        """
+        if not items:
+            self.notice("info", f"{title}: nothing to choose from.")
+            return None
+        return await self.push_screen_wait(PickerScreen(title, items))
+
+    # -- what widgets ask for -----------------------------------------------------------
+
+    @on(PromptEditor.Submitted)
+    def _submitted(self, event: PromptEditor.Submitted) -> None:
+        text, follow_up = event.text, event.follow_up
+        try:
+            parsed = parse_command(text)
+        except CommandError as error:
+            self.notice("error", str(error))
+            return
+        self.editor.clear_input()
+        if parsed is not None:
+            command, arg = parsed
+            self.call(f"/{command.name}", lambda: command.run(self, arg))
+            return
+        self.transcript.follow()
+        self.call(
+            "follow-up" if follow_up else "submit",
+            lambda: self.controller.submit(as_message(text), follow_up=follow_up),
+            on_error=lambda: self.editor.put_text(text),
+        )
+
+    @on(PromptEditor.ExitRequested)
+    def _exit_requested(self) -> None:
+        self.exit()
+
+    @on(Withdraw)
+    def _withdraw(self, event: Withdraw) -> None:
+        self.call("withdraw", lambda: self.controller.withdraw(event.submission_id), self._put)
+
+    @on(OpenConversation)
+    def _open_conversation(self, event: OpenConversation) -> None:
+        self.call("switch", lambda: self.controller.switch_conversation(event.conversation_id))
+
+    @on(NeedOlder)
+    def _need_older(self, event: NeedOlder) -> None:
+        self.call("load older", lambda: self.controller.load_older(event.count), self._older_done)
+
+    def _older_done(self, count: int) -> None:
+        if count == 0:
+            self.transcript.older_loaded(0)
+
+    # -- the CommandHost face -----------------------------------------------------------
+
+    def set_editor_text(self, text: str) -> None:
+        """Put text into the editor."""
+        self.editor.put_text(text)
+
+    def toggle_tasks(self) -> None:
+        """Hide or show the task tree."""
+        self.task_panel.toggle()
+
+    def theme_names(self) -> list[str]:
+        """The loaded theme names."""
+        return self._catalog.names()
+
+    def switch_theme(self, name: str) -> None:
+        """Use another theme; a notice names the problem when it cannot be used."""
+        problem = self._catalog.problem_with(name)
+        if problem is not None:
+            self.notice("warning", f"{problem}; keeping {self.theme!r}.")
+            return
+        spec, _ = self._catalog.resolve(name)
+        if "NO_COLOR" in os.environ:
+            self.notice("info", "NO_COLOR is set: the screen stays without colour.")
+            return
+        self.theme = spec.name
+        self.ctx = replace(self.ctx, palette=spec.palette(), syntax_theme=spec.syntax_theme)
+        self.transcript.set_context(self.ctx)
+
+    async def fork_picker(self) -> None:
+        """Offer the user messages to fork from (``/fork``, Esc Esc)."""
+        await fork_from_picker(self)
+
+    def open_help(self) -> None:
+        """Show the help screen (generated from the bindings and the command table)."""
+        bindings = (type(self).BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS)
+        self.push_screen(HelpScreen(key_rows(bindings), COMMANDS))
+
+    def exit_app(self) -> None:
+        """Leave the app."""
+        self.exit()

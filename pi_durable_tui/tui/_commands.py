@@ -1,0 +1,280 @@
+"""The slash commands: one table drives completion, dispatch and the help screen.
+
+Each ``Command`` names itself, its arguments, one line of help and the coroutine
+that runs it against a ``CommandHost`` (the app, seen through the narrow protocol
+below so this module never imports it). A command is ``/`` followed by a lower
+case word at the start of the editor; ``/usr/bin ...`` (a path) and ``//text``
+are sent as messages (``//`` sends one slash), an unknown ``/word`` is an error
+so a typo never reaches the model (durable-behavior.md 5.2, issue 8).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar, get_args
+
+from textual.content import Content
+
+from pi_durable_tui.app import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.tui._picker import PickerItem
+
+T = TypeVar("T")
+NoticeLevel = Literal["info", "warning", "error"]
+
+
+class CommandHost(Protocol):
+    """What commands need from the app."""
+
+    @property
+    def controller(self) -> Controller:
+        """The controller actions go to."""
+        ...
+
+    @property
+    def model(self) -> ScreenModel:
+        """The view model (the fork picker lists its user blocks)."""
+        ...
+
+    def notice(self, level: NoticeLevel, text: str) -> None:
+        """Show a one-line notice."""
+        ...
+
+    def set_editor_text(self, text: str) -> None:
+        """Put text into the editor (before what is typed there)."""
+        ...
+
+    def toggle_tasks(self) -> None:
+        """Hide or show the task tree."""
+        ...
+
+    def theme_names(self) -> list[str]:
+        """The themes ``/theme`` offers."""
+        ...
+
+    def switch_theme(self, name: str) -> None:
+        """Use another theme (a notice says why when it cannot)."""
+        ...
+
+    def open_help(self) -> None:
+        """Show the help screen."""
+        ...
+
+    def exit_app(self) -> None:
+        """Leave the app (the controller is closed on the way out)."""
+        ...
+
+    async def pick(self, title: str, items: Sequence[PickerItem[T]]) -> T | None:
+        """Show a picker and return the chosen value, or ``None`` when closed."""
+        ...
+
+
+class CommandError(ValueError):
+    """A command line that cannot run; the message says what to type instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One slash command.
+
+    Attributes:
+        name: The word after ``/``.
+        args: The argument synopsis for help and completion.
+        summary: One line of help.
+        run: The coroutine that runs it with the rest of the line.
+    """
+
+    name: str
+    args: str
+    summary: str
+    run: Callable[[CommandHost, str], Awaitable[None]]
+
+
+async def fork_from_picker(host: CommandHost) -> None:
+    """Offer the user messages of the shown conversation; fork at the chosen one.
+
+    The entry's text goes into the editor (``Controller.fork`` returns it).
+
+    Args:
+        host: The app.
+    """
+    users = [b for b in reversed(host.model.blocks) if b.kind == "user" and b.entry_id is not None]
+    if not users:
+        host.notice("info", "There is no earlier message to fork from.")
+        return
+    items = [
+        PickerItem(block.text.strip().splitlines()[0] if block.text.strip() else "", block.entry_id)
+        for block in users
+    ]
+    entry_id = await host.pick("Fork from an earlier message", items)
+    if entry_id is not None:
+        host.set_editor_text(await host.controller.fork(entry_id))
+
+
+async def _model(host: CommandHost, arg: str) -> None:
+    if arg:
+        await host.controller.set_model(arg)
+        return
+    items = [
+        PickerItem(
+            Content.assemble(
+                (choice.ref, "bold" if choice.configured else "$text-muted"),
+                (f"  {choice.name}", "$text-muted"),
+                ("  reasoning" if choice.reasoning else "", "$secondary"),
+                ("" if choice.configured else f"  (no API key for {choice.provider})", "$warning"),
+            ),
+            choice.ref,
+            search=f"{choice.ref} {choice.name}",
+            disabled=not choice.configured,
+        )
+        for choice in host.controller.models()
+    ]
+    ref = await host.pick("Model", items)
+    if ref is not None:
+        await host.controller.set_model(ref)
+
+
+async def _compact(host: CommandHost, arg: str) -> None:
+    await host.controller.compact(arg or None)
+
+
+async def _agents(host: CommandHost, arg: str) -> None:
+    items = [
+        PickerItem(
+            Content.assemble(
+                (info.label, "bold"),
+                f"  {info.title}",
+                ("  (shown)" if info.shown else "", "$accent"),
+                ("  busy" if info.busy else "", "$warning"),
+            ),
+            info.conversation_id,
+            search=f"{info.label} {info.title}",
+        )
+        for info in await host.controller.conversations()
+    ]
+    conversation_id = await host.pick("Conversations", items)
+    if conversation_id is not None:
+        await host.controller.switch_conversation(conversation_id)
+
+
+async def _tasks(host: CommandHost, arg: str) -> None:
+    host.toggle_tasks()
+
+
+async def _fork(host: CommandHost, arg: str) -> None:
+    await fork_from_picker(host)
+
+
+async def _new(host: CommandHost, arg: str) -> None:
+    await host.controller.new_session()
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, int(time.time() - ms / 1000))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return "just now"
+
+
+def _size(size: int) -> str:
+    return f"{size / 1024:.0f} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
+
+
+async def _resume(host: CommandHost, arg: str) -> None:
+    items = [
+        PickerItem(
+            Content.assemble(
+                session.first_message.splitlines()[0] if session.first_message else "(empty)",
+                (f"  {_ago(session.last_activity_ms)}  {_size(session.size_bytes)}", "$text-muted"),
+            ),
+            session.path,
+            search=session.first_message,
+        )
+        for session in await host.controller.sessions()
+    ]
+    path = await host.pick("Sessions of this directory", items)
+    if path is not None:
+        await host.controller.open_session(path)
+
+
+_FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
+
+
+async def _export(host: CommandHost, arg: str) -> None:
+    words = arg.split(maxsplit=1)
+    fmt = words[0] if words else "html"
+    if fmt not in _FORMATS:
+        raise CommandError(f"Unknown export format {fmt!r}; use {', '.join(_FORMATS)}.")
+    target = words[1] if len(words) > 1 else None
+    path = await host.controller.export(fmt, target)
+    host.notice("info", f"Exported the transcript to {path}")
+
+
+async def _theme(host: CommandHost, arg: str) -> None:
+    name = arg or await host.pick("Theme", [PickerItem(n, n) for n in host.theme_names()])
+    if name:
+        host.switch_theme(name)
+
+
+async def _help(host: CommandHost, arg: str) -> None:
+    host.open_help()
+
+
+async def _quit(host: CommandHost, arg: str) -> None:
+    host.exit_app()
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("model", "[provider/model]", "Pick the model of the shown conversation", _model),
+    Command("compact", "[instructions]", "Summarize earlier context now", _compact),
+    Command("agents", "", "Switch to the main or a subagent conversation", _agents),
+    Command("tasks", "", "Show or hide the task tree", _tasks),
+    Command("fork", "", "Fork the conversation from an earlier message", _fork),
+    Command("new", "", "Start a new session in this directory", _new),
+    Command("resume", "", "Open another session of this directory", _resume),
+    Command("export", "[jsonl|markdown|html] [path]", "Write the transcript to a file", _export),
+    Command("theme", "[name]", "Pick a colour theme", _theme),
+    Command("help", "", "List every key and command", _help),
+    Command("quit", "", "Exit pidurable", _quit),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+_COMMAND_LINE = re.compile(r"/([a-z][a-z-]*)(?:\s+(.*))?", re.DOTALL)
+
+
+def parse_command(text: str) -> tuple[Command, str] | None:
+    """Return the command a submitted text names, with its argument text.
+
+    Args:
+        text: What the user submitted.
+
+    Returns:
+        ``(command, argument)``, or ``None`` when the text is a message.
+
+    Raises:
+        CommandError: The text names no known command.
+    """
+    stripped = text.strip()
+    match = _COMMAND_LINE.fullmatch(stripped)
+    if match is None:
+        return None
+    command = _BY_NAME.get(match.group(1))
+    if command is None:
+        raise CommandError(
+            f"Unknown command /{match.group(1)} (F1 lists the commands; start with // to "
+            "send a message that begins with /)."
+        )
+    return command, (match.group(2) or "").strip()
+
+
+def as_message(text: str) -> str:
+    """Return the message a non-command text sends (``//x`` sends ``/x``)."""
+    stripped = text.lstrip()
+    return stripped[1:] if stripped.startswith("//") else text
+
+
+def matching_commands(prefix: str) -> list[Command]:
+    """Return the commands whose name starts with ``prefix`` (without the slash)."""
+    return [command for command in COMMANDS if command.name.startswith(prefix)]

@@ -1,0 +1,230 @@
+"""The prompt editor: a multi-line ``TextArea`` with submit keys, history and completion.
+
+- Enter sends (the controller makes it a steer while the agent works);
+  Shift+Enter or Ctrl+J insert a newline (Shift+Enter arrives only with the
+  kitty keyboard protocol; Ctrl+J, a line feed, works in every terminal).
+- Alt+Enter queues a follow-up. ``FOLLOW_UP_FALLBACK`` (Ctrl+F) does the same:
+  tmux and terminals without the kitty protocol send Alt+Enter as ESC CR, which
+  Textual reads as a plain Enter, and Alt+F arrives as word-right; Ctrl+F is a
+  single control byte every terminal passes through unchanged.
+- Up on the first line and Down on the last walk the prompt history
+  (``Controller.history``), keeping the draft to come back to.
+- While the completion menu is open, Up/Down move in it, Tab (or Enter, when it
+  changes the text) accepts, Esc closes it.
+- Ctrl+D on an empty editor asks to exit; otherwise it deletes forward.
+
+The editor never calls the controller: it posts ``Submitted`` / ``ExitRequested``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.actions import SkipAction
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import TextArea
+
+from pi_durable_tui.tui._completion import CompletionMenu, completion_at
+
+FOLLOW_UP_KEY = "alt+enter"
+FOLLOW_UP_FALLBACK = "ctrl+f"
+
+_IDLE_PLACEHOLDER = "Ask anything. / for commands, @ for files, F1 for help."
+_BUSY_PLACEHOLDER = (
+    f"Enter steers the agent now; {FOLLOW_UP_KEY} or {FOLLOW_UP_FALLBACK} queues a follow-up."
+)
+
+
+class PromptEditor(TextArea):
+    """The editor under the transcript.
+
+    Args:
+        menu: The completion list shown above the editor.
+        complete_path: Paths for ``@`` completion.
+        history: Earlier prompts, oldest first.
+        id: The widget id.
+    """
+
+    BINDINGS = [
+        Binding("enter", "submit", "Send; while the agent works, steer it", priority=True),
+        Binding(
+            f"{FOLLOW_UP_KEY},{FOLLOW_UP_FALLBACK}",
+            "submit(True)",
+            "Queue a follow-up (ctrl+f where alt+enter does not arrive: tmux, older terminals)",
+            priority=True,
+        ),
+        Binding("shift+enter,ctrl+j", "newline", "Insert a newline", priority=True),
+        Binding("up", "history(-1)", "Previous prompt (on the first line)", priority=True),
+        Binding("down", "history(1)", "Next prompt (on the last line)", priority=True),
+        Binding("tab", "accept_completion", "Accept the / or @ completion", priority=True),
+        Binding("escape", "close_completion", "", priority=True, show=False),
+        Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)", priority=True),
+    ]
+
+    DEFAULT_CSS = """
+    PromptEditor {
+        height: auto;
+        min-height: 3;
+        max-height: 12;
+        border: round $border;
+        padding: 0 1;
+        background: $background;
+    }
+    PromptEditor:focus {
+        border: round $accent;
+    }
+    """
+
+    class Submitted(Message):
+        """The user sent the editor's text."""
+
+        def __init__(self, text: str, follow_up: bool) -> None:
+            super().__init__()
+            self.text = text
+            self.follow_up = follow_up
+
+    class ExitRequested(Message):
+        """Ctrl+D on an empty editor."""
+
+    def __init__(
+        self,
+        menu: CompletionMenu,
+        complete_path: Callable[[str], list[str]],
+        history: Callable[[], Sequence[str]],
+        *,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            placeholder=_IDLE_PLACEHOLDER,
+        )
+        self._menu = menu
+        self._complete_path = complete_path
+        self._history = history
+        self._history_items: list[str] = []
+        self._history_index: int | None = None
+        self._recalled = ""
+        self._draft = ""
+
+    def set_busy(self, busy: bool) -> None:
+        """Say in the placeholder what Enter does now."""
+        self.placeholder = _BUSY_PLACEHOLDER if busy else _IDLE_PLACEHOLDER
+
+    def put_text(self, text: str) -> None:
+        """Put text (withdrawn or forked) before what is typed, and focus the editor."""
+        current = self.text
+        self.text = text + ("\n" + current if current.strip() else "")
+        self.move_cursor(self.document.end)
+        self.focus()
+
+    def clear_input(self) -> None:
+        """Empty the editor and leave history browsing."""
+        self.text = ""
+        self._history_index = None
+
+    def action_submit(self, follow_up: bool = False) -> None:
+        """Send the text, or accept a completion that changes it."""
+        chosen = self._menu.chosen
+        completion = self._menu.completion
+        changes = (
+            chosen is not None
+            and completion is not None
+            and chosen.replacement.strip() != completion.token.strip()
+        )
+        if changes and not follow_up:
+            self.action_accept_completion()
+            return
+        text = self.text
+        if not text.strip():
+            return
+        self._history_index = None
+        self._menu.show_completion(None)
+        self.post_message(self.Submitted(text, follow_up))
+
+    def action_newline(self) -> None:
+        """Insert a newline at the cursor."""
+        self.insert("\n")
+
+    def action_history(self, step: int) -> None:
+        """Move in the completion menu or the prompt history; else move the cursor."""
+        if self._menu.chosen is not None:
+            if step > 0:
+                self._menu.action_cursor_down()
+            else:
+                self._menu.action_cursor_up()
+            return
+        row = self.cursor_location[0]
+        on_edge = row == 0 if step < 0 else row == self.document.line_count - 1
+        if self._history_index is None and on_edge and step < 0:
+            self._history_items = list(self._history())
+            on_edge = bool(self._history_items)
+        if not on_edge or (self._history_index is None and step > 0):
+            # REMINDER: these bindings replace TextArea's own up/down (Textual merges
+            # bindings per key), so moving the cursor is this action's job too.
+            if step > 0:
+                self.action_cursor_down()
+            else:
+                self.action_cursor_up()
+            return
+        if self._history_index is None:
+            self._draft = self.text
+            self._history_index = len(self._history_items)
+        index = self._history_index + step
+        if index < 0:
+            return
+        if index >= len(self._history_items):
+            self._history_index = None
+            self._load(self._draft)
+            return
+        self._history_index = index
+        self._recalled = self._history_items[index]
+        self._load(self._recalled)
+
+    def action_accept_completion(self) -> None:
+        """Replace the token under the cursor with the highlighted candidate."""
+        chosen, completion = self._menu.chosen, self._menu.completion
+        if chosen is None or completion is None:
+            raise SkipAction()
+        self.replace(
+            chosen.replacement, (completion.row, completion.start), (completion.row, completion.end)
+        )
+
+    def action_close_completion(self) -> None:
+        """Close the completion menu; without one, Esc goes on to the app (abort)."""
+        if self._menu.chosen is None:
+            raise SkipAction()
+        self._menu.show_completion(None)
+
+    def action_exit_if_empty(self) -> None:
+        """Exit on an empty editor; otherwise delete forward as usual."""
+        if self.text:
+            self.action_delete_right()
+            return
+        self.post_message(self.ExitRequested())
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        """Offer completions for the token under the cursor (not for a recalled prompt)."""
+        if self._history_index is not None and self.text != self._recalled:
+            self._history_index = None
+        self._refresh_completion()
+
+    def on_text_area_selection_changed(self, event: TextArea.SelectionChanged) -> None:
+        """Follow the cursor with the completion menu."""
+        self._refresh_completion()
+
+    def _refresh_completion(self) -> None:
+        if self._history_index is not None:
+            self._menu.show_completion(None)
+            return
+        row, column = self.cursor_location
+        line = self.document.get_line(row)
+        self._menu.show_completion(completion_at(line, row, column, self._complete_path))
+
+    def _load(self, text: str) -> None:
+        self.text = text
+        self.move_cursor(self.document.end)

@@ -1,0 +1,166 @@
+"""The app's keys (durable-behavior.md 5.2, issue 8) and what they do.
+
+- Esc aborts the shown conversation's foreground work (``Controller.abort``, R57)
+  and puts the withdrawn queued texts back into the editor; background tasks
+  keep running. A second Esc within a second on an empty editor, with nothing
+  left to abort, offers to fork from an earlier message.
+- Ctrl+C clears the editor; a second Ctrl+C within a second exits.
+- Ctrl+O expands tool output and compaction summaries; Alt+T folds thinking;
+  Shift+Tab cycles the thinking level; Ctrl+T hides or shows the task tree;
+  Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
+  transcript while the editor keeps the focus; F1 shows the help.
+
+``KeyActions`` is a mixin of ``PidurableApp``: the names it declares are the
+app's attributes. Textual collects ``BINDINGS`` only from widget classes, so the
+app sets ``BINDINGS = KEY_BINDINGS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from textual.binding import Binding, BindingType
+
+from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
+
+if TYPE_CHECKING:
+    from pi_durable_tui.app import Controller, ScreenModel
+    from pi_durable_tui.tui._commands import NoticeLevel
+    from pi_durable_tui.tui._editor import PromptEditor
+    from pi_durable_tui.tui._render_context import RenderContext
+    from pi_durable_tui.tui._task_panel import TaskPanel
+    from pi_durable_tui.tui._transcript import Transcript
+
+KEY_BINDINGS: list[BindingType] = [
+    Binding(
+        "escape",
+        "abort",
+        "Abort the shown conversation's work (queued text returns to the editor); "
+        "Esc again on an empty editor forks from an earlier message",
+    ),
+    Binding(
+        "ctrl+c", "clear_or_exit", "Clear the editor; twice within a second exits", priority=True
+    ),
+    Binding(
+        EXPAND_KEY, "toggle_expanded", "Expand or collapse tool output and summaries", priority=True
+    ),
+    Binding(THINKING_KEY, "toggle_thinking", "Show or fold thinking", priority=True),
+    Binding("shift+tab", "cycle_thinking", "Cycle the thinking level", priority=True),
+    Binding("ctrl+t", "toggle_tasks", "Show or hide the task tree (also /tasks)", priority=True),
+    Binding("alt+up", "pull_queued", "Take the newest queued message back", priority=True),
+    Binding("pageup", "scroll_transcript(-1)", "Scroll the transcript up", priority=True),
+    Binding("pagedown", "scroll_transcript(1)", "Scroll the transcript down", priority=True),
+    Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
+]
+
+
+class DoublePress:
+    """Tells whether a key was pressed twice within ``window_s`` seconds.
+
+    Args:
+        clock: Monotonic seconds.
+        window_s: The longest gap that still counts as a double press.
+    """
+
+    def __init__(self, clock: Callable[[], float], window_s: float = 1.0) -> None:
+        self._clock = clock
+        self._window = window_s
+        self._last: float | None = None
+
+    def press(self) -> bool:
+        """Record a press; return whether it completes a double press (which then resets)."""
+        now = self._clock()
+        double = self._last is not None and now - self._last <= self._window
+        self._last = None if double else now
+        return double
+
+
+class KeyActions:
+    """The actions ``KEY_BINDINGS`` name; mixed into ``PidurableApp``."""
+
+    if TYPE_CHECKING:
+        model: ScreenModel
+        controller: Controller
+        editor: PromptEditor
+        transcript: Transcript
+        task_panel: TaskPanel
+        ctx: RenderContext
+
+        call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
+
+        def notice(self, level: NoticeLevel, text: str) -> None: ...
+
+        def open_help(self) -> None: ...
+
+        async def fork_picker(self) -> None: ...
+
+        def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None: ...
+
+    def init_keys(self, clock: Callable[[], float]) -> None:
+        """Set up the double-press detectors (called by the app's constructor)."""
+        self._escape = DoublePress(clock)
+        self._ctrl_c = DoublePress(clock)
+
+    def action_abort(self) -> None:
+        """Abort foreground work, or on a second Esc over an idle, empty editor, fork."""
+        double = self._escape.press()
+        if self.model.busy or self.model.queue:
+            self.call("abort", self.controller.abort, self._restore_aborted)
+        elif double and not self.editor.text:
+            self.call("fork", self.fork_picker)
+
+    def _restore_aborted(self, texts: list[str]) -> None:
+        if texts:
+            self.editor.put_text("\n\n".join(texts))
+
+    def action_clear_or_exit(self) -> None:
+        """Clear the editor; exit on the second press within a second."""
+        if self._ctrl_c.press():
+            self.exit()
+            return
+        if self.editor.text:
+            self.editor.clear_input()
+        else:
+            self.notice("info", "Press Ctrl+C again to exit.")
+
+    def action_toggle_expanded(self) -> None:
+        """Expand or collapse tool output and compaction summaries."""
+        self.ctx = replace(self.ctx, expanded=not self.ctx.expanded)
+        self.transcript.set_context(self.ctx)
+
+    def action_toggle_thinking(self) -> None:
+        """Show thinking in full or fold it to one line."""
+        self.ctx = replace(self.ctx, show_thinking=not self.ctx.show_thinking)
+        self.transcript.set_context(self.ctx)
+
+    def action_cycle_thinking(self) -> None:
+        """Move to the model's next thinking level (the footer shows it)."""
+        self.call("thinking level", self.controller.cycle_thinking)
+
+    def action_toggle_tasks(self) -> None:
+        """Hide or show the task tree."""
+        self.task_panel.toggle()
+
+    def action_pull_queued(self) -> None:
+        """Withdraw the newest queued item into the editor."""
+        queue = self.model.queue
+        if queue:
+            submission_id = queue[-1].submission_id
+            self.call("withdraw", lambda: self.controller.withdraw(submission_id), self._put)
+
+    def _put(self, text: str | None) -> None:
+        if text:
+            self.editor.put_text(text)
+
+    def action_scroll_transcript(self, direction: int) -> None:
+        """Scroll the transcript by a page without leaving the editor."""
+        if direction < 0:
+            self.transcript.scroll_page_up()
+        else:
+            self.transcript.scroll_page_down()
+
+    def action_help(self) -> None:
+        """Show the help screen."""
+        self.open_help()

@@ -1,0 +1,68 @@
+"""The queue: pending steers, follow-ups and writes of the shown conversation.
+
+One line per ``QueueItem`` with its mode. Delete (or Backspace) on a highlighted
+item asks the app to withdraw it; the app puts the withdrawn text back into the
+editor, so nothing typed is lost (tui-anchors 4.2). Hidden while empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.binding import Binding
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from pi_durable_tui.app import QueueItem
+
+_MODE_LABEL = {"steer": "[steer]", "follow_up": "[follow-up]", "write": "[write]"}
+
+
+class Withdraw(Message):
+    """Ask the app to withdraw one queued item and put its text in the editor."""
+
+    def __init__(self, submission_id: int) -> None:
+        super().__init__()
+        self.submission_id = submission_id
+
+
+class QueuePanel(OptionList):
+    """The list of queued inputs."""
+
+    BINDINGS = [
+        Binding("delete,backspace", "withdraw", "Withdraw the queued item into the editor"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._items: list[QueueItem] = []
+
+    def show_queue(self, items: Sequence[QueueItem]) -> None:
+        """Show the queue.
+
+        Args:
+            items: The queued items, in order.
+        """
+        self._items = list(items)
+        self.set_options(
+            Option(self._line(item), id=str(item.submission_id)) for item in self._items
+        )
+        self.border_title = f"Queued ({len(self._items)}, delete withdraws)"
+        self.display = bool(self._items)
+
+    @staticmethod
+    def _line(item: QueueItem) -> Content:
+        first, _, rest = item.text.strip().partition("\n")
+        return Content.assemble(
+            (_MODE_LABEL.get(item.mode, item.mode), "$accent"),
+            " ",
+            first + (" …" if rest else ""),
+        )
+
+    def action_withdraw(self) -> None:
+        """Withdraw the highlighted item."""
+        index = self.highlighted
+        if index is not None and index < len(self._items):
+            self.post_message(Withdraw(self._items[index].submission_id))

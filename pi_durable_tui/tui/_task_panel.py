@@ -1,0 +1,121 @@
+"""The task tree panel: every live durable task, nested by owner, with a ticking clock.
+
+One line per ``TaskNode`` (R126 nests them by owner): its label, kind, status
+and phase, the time since it first ran, and ``[background]``, ``[aborting]`` or
+``[subagent N]`` flags. The elapsed time ticks once a second from the value the
+model gave, so the panel needs no model update to move. Selecting a node that
+owns a child conversation asks the app to show that conversation (as ``/agents``
+does). Hidden when there is no task or when toggled off (Ctrl+T, ``/tasks``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from textual.content import Content
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from pi_durable_tui.app import TaskNode
+from pi_durable_tui.tui._block_views import OpenConversation
+
+_STATUS_STYLE = {
+    "pending": "$text-muted",
+    "running": "$accent",
+    "waiting": "$text-muted",
+    "completing": "$success",
+    "blocked": "$warning",
+}
+
+
+def format_elapsed(seconds: float) -> str:
+    """Format a duration as ``12s``, ``3m05s`` or ``1h02m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def _walk(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int, TaskNode]]:
+    for node in nodes:
+        yield depth, node
+        yield from _walk(node.children, depth + 1)
+
+
+class TaskPanel(OptionList):
+    """The live task tree.
+
+    Args:
+        clock: Monotonic seconds (injectable so screenshots are stable).
+        id: The widget id.
+    """
+
+    def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._clock = clock
+        self._rows: list[tuple[int, TaskNode]] = []
+        self._received = 0.0
+        self.hidden_by_user = False
+
+    def on_mount(self) -> None:
+        """Tick the elapsed times once a second."""
+        self.set_interval(1.0, self.tick, name="task-clock")
+
+    def show_tasks(self, tasks: Sequence[TaskNode]) -> None:
+        """Show a new task tree, keeping the highlighted task if it still lives.
+
+        Args:
+            tasks: The roots of the tree.
+        """
+        highlighted = self.highlighted_option
+        keep = highlighted.id if highlighted is not None else None
+        self._rows = list(_walk(tasks))
+        self._received = self._clock()
+        self.set_options(
+            Option(self._line(depth, node), id=str(node.task_id)) for depth, node in self._rows
+        )
+        if keep is not None and any(str(node.task_id) == keep for _, node in self._rows):
+            self.highlighted = self.get_option_index(keep)
+        count = len(self._rows)
+        self.border_title = f"Tasks ({count} live, ctrl+t to hide)"
+        self.display = count > 0 and not self.hidden_by_user
+
+    def toggle(self) -> None:
+        """Hide or show the panel (it stays hidden while there is no task)."""
+        self.hidden_by_user = not self.hidden_by_user
+        self.display = bool(self._rows) and not self.hidden_by_user
+
+    def tick(self) -> None:
+        """Redraw the lines whose elapsed time moves."""
+        if not self.display:
+            return
+        for index, (depth, node) in enumerate(self._rows):
+            if node.elapsed_s is not None and node.status != "pending":
+                self.replace_option_prompt_at_index(index, self._line(depth, node))
+
+    def _line(self, depth: int, node: TaskNode) -> Content:
+        parts: list[str | tuple[str, str]] = ["  " * depth + ("└ " if depth else "")]
+        parts.append((node.label or node.kind, "bold"))
+        parts.append((f"  {node.kind}", "$text-muted"))
+        status = node.status + (f" {node.phase}" if node.phase else "")
+        parts.append((f"  {status}", _STATUS_STYLE.get(node.status, "")))
+        if node.elapsed_s is not None:
+            moving = node.status != "pending"
+            elapsed = node.elapsed_s + (self._clock() - self._received if moving else 0.0)
+            parts.append((f"  {format_elapsed(elapsed)}", "$text-muted"))
+        if node.background:
+            parts.append(("  [background]", "$secondary"))
+        if node.aborting:
+            parts.append(("  [aborting]", "$warning"))
+        if node.subagent_conversation_id is not None:
+            parts.append((f"  [subagent {node.subagent_conversation_id}]", "$accent"))
+        return Content.assemble(*parts)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Open the child conversation of the selected node, if it has one."""
+        event.stop()
+        _, node = self._rows[event.option_index]
+        if node.subagent_conversation_id is not None:
+            self.post_message(OpenConversation(node.subagent_conversation_id))

@@ -1,0 +1,156 @@
+"""The ``bash`` tool through the harness (reference 3.4, R102-R105, R120)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_durable_tui.harness import TOOL_RESULT
+from tests.harness.run_support import RigFactory, message, within
+from tests.tools.tool_run import RunTool, start_tool
+
+SECRET = "sk-test-abcdefghijklmnop0123456789"
+
+
+def outputs(rig: object) -> list[str]:
+    """The successive outputs of the first tool slot, as committed."""
+    seen: list[str] = []
+    for _published, value, _ops in rig.live_changes():  # type: ignore[attr-defined]
+        slots = value.get("tools") or []
+        output = slots[0].get("output") if slots else None
+        if output and (not seen or seen[-1] != output):
+            seen.append(output)
+    return seen
+
+
+async def test_bash_streams_its_output_live_through_committed_progress(run_tool: RunTool) -> None:
+    outcome = await run_tool("bash", {"command": "for i in 1 2 3 4; do echo $i; sleep 0.12; done"})
+
+    assert outcome.text == "1\n2\n3\n4\n"
+    live = outputs(outcome.rig)
+    assert len(live) >= 3
+    assert live[0] == "1\n"
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(live))
+
+
+async def test_bash_reports_exit_code_and_duration(run_tool: RunTool) -> None:
+    outcome = await run_tool("bash", {"command": "echo out; echo err >&2; exit 3"})
+
+    assert outcome.is_error
+    assert outcome.text == "out\nerr\n"
+    assert outcome.errors == ["Command exited with code 3"]
+    assert outcome.details["exit_code"] == 3
+    assert isinstance(outcome.details["duration_ms"], int)
+    assert isinstance(outcome.message["duration_ms"], int)
+    [task] = await outcome.rig.tasks("pi.tool")
+    assert task.state["outcome"]["status"] == "failed"
+
+
+async def test_a_successful_command_returns_its_output_and_details(run_tool: RunTool) -> None:
+    outcome = await run_tool("bash", {"command": "pwd"})
+
+    assert not outcome.is_error
+    assert outcome.text == f"{outcome.rig.workdir}\n"
+    assert outcome.details["exit_code"] == 0
+    assert outcome.details["command"] == "pwd"
+
+
+async def test_a_command_past_its_timeout_is_killed_with_a_clear_message(run_tool: RunTool) -> None:
+    outcome = await run_tool("bash", {"command": "echo begun; sleep 5", "timeout": 0.3})
+
+    assert outcome.text == "begun\n"
+    assert outcome.errors == ["Command timed out after 0.3 seconds"]
+
+
+async def test_an_impossible_timeout_is_refused(run_tool: RunTool) -> None:
+    outcome = await run_tool("bash", {"command": "true", "timeout": 1e10})
+
+    assert outcome.errors == ["Invalid timeout: maximum is 2147483.647 seconds"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+async def test_aborting_a_command_kills_its_whole_process_group(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    command = "sleep 30 & echo $! > child.pid; echo started; wait"
+    rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    await within(rig.root.submit("go"))
+    await within(rig.wait_until(lambda: "started\n" in outputs(rig)))
+    child = int((workdir / "child.pid").read_text())
+
+    await within(rig.root.abort())
+
+    for _ in range(200):
+        if not alive(child):
+            break
+        await asyncio.sleep(0.01)
+    assert not alive(child)
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert message(result)["content"][0] == {"type": "text", "text": "started\n"}
+    assert result.data["diagnostics"][-1]["message"] == "Tool bash was aborted"  # type: ignore[index]
+
+
+async def test_bash_keeps_the_tail_and_names_the_spill_file_with_the_full_output(
+    run_tool: RunTool,
+) -> None:
+    outcome = await run_tool("bash", {"command": "seq 1 3000"})
+
+    everything = "".join(f"{n}\n" for n in range(1, 3001))
+    kept = "".join(f"{n}\n" for n in range(1001, 3001))
+    assert outcome.text == kept
+    full_output, truncated = outcome.diagnostics
+    assert full_output["code"] == "full_output"
+    spill = Path(full_output["message"].removeprefix("Full output: "))
+    try:
+        assert spill.read_text() == everything
+    finally:
+        spill.unlink()
+    assert truncated == {
+        "severity": "warn",
+        "message": f"Output truncated to its end: 1000 lines, {len(everything) - len(kept)} "
+        "bytes dropped",
+        "code": "truncated",
+    }
+    assert outcome.details["full_output"] == str(spill)
+
+
+async def test_a_secret_variable_of_the_agent_is_not_visible_to_the_command(
+    run_tool: RunTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+
+    outcome = await run_tool("bash", {"command": 'echo "[$OPENAI_API_KEY]"; echo "[$HOME]"'})
+
+    assert outcome.text == f"[]\n[{os.environ['HOME']}]\n"
+
+
+async def test_a_secret_a_command_prints_from_a_file_is_redacted_in_every_commit(
+    run_tool: RunTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    (workdir / "key.txt").write_text(f"token={SECRET}\n")
+
+    outcome = await run_tool("bash", {"command": "cat key.txt; sleep 0.15; echo after"})
+
+    assert outcome.text == "token=[redacted]\nafter\n"
+    assert "token=[redacted]\n" in outputs(outcome.rig)
+    for published in outcome.rig.commits:
+        dumped = json.dumps(
+            [
+                [e.to_json() for e in published.info.entries],
+                [[c.value, c.ops] for c in published.info.documents],
+            ]
+        )
+        assert SECRET not in dumped

@@ -1,0 +1,186 @@
+"""Every slash command dispatches to the controller (or the screen) it names."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_durable_tui.app import ConversationInfo, ModelChoice, SessionInfo, TaskNode
+from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
+from pi_durable_tui.tui import PidurableApp
+from pi_durable_tui.tui._commands import COMMANDS, CommandError, parse_command
+from tests.tui.conftest import running, screen_name, settle, shown
+
+
+async def run_command(app: PidurableApp, line: str, *keys: str) -> None:
+    """Type a command line, send it, then press ``keys`` (in a picker, say)."""
+    async with app.run_test() as pilot:
+        app.editor.text = line
+        await pilot.press("end")
+        await pilot.press("escape")  # close the completion list
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press(*keys)
+        await settle(pilot)
+
+
+@pytest.mark.parametrize(
+    ("line", "call"),
+    [
+        ("/compact", ("compact", (None,))),
+        ("/compact keep the API notes", ("compact", ("keep the API notes",))),
+        ("/new", ("new_session", ())),
+        ("/export", ("export", ("html", None))),
+        ("/export markdown notes.md", ("export", ("markdown", "notes.md"))),
+        ("/model anthropic/claude-x", ("set_model", ("anthropic/claude-x",))),
+    ],
+)
+async def test_commands_with_arguments_call_the_controller(
+    app: PidurableApp,
+    controller: RecordingController,
+    line: str,
+    call: tuple[str, tuple[object, ...]],
+) -> None:
+    await run_command(app, line)
+    name, args = call
+    assert controller.called(name) == [args]
+    assert app.editor.text == ""
+
+
+async def test_export_says_where_it_wrote(app: PidurableApp) -> None:
+    await run_command(app, "/export jsonl")
+    assert app.notice_bar.shown_notices[-1].text == "Exported the transcript to transcript.jsonl"
+
+
+async def test_export_with_an_unknown_format_says_which_exist(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    await run_command(app, "/export pdf")
+    assert controller.called("export") == []
+    assert "Unknown export format 'pdf'; use jsonl, markdown, html." in [
+        notice.text for notice in app.notice_bar.shown_notices
+    ]
+
+
+async def test_model_picker_filters_and_sets_the_chosen_model(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.model_choices = [
+        ModelChoice("anthropic/claude-x", "Claude X", "anthropic", 200_000, reasoning=True),
+        ModelChoice("openai/gpt-y", "GPT Y", "openai", 128_000, configured=False),
+        ModelChoice("local/qwen", "Qwen", "local", 32_000),
+    ]
+    await run_command(app, "/model", *"qwen", "enter")
+    assert controller.called("set_model") == [("local/qwen",)]
+
+
+async def test_a_model_without_an_api_key_cannot_be_picked(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.model_choices = [ModelChoice("openai/gpt-y", "GPT Y", "openai", configured=False)]
+    await run_command(app, "/model", *"gpt", "enter", "escape")
+    assert controller.called("set_model") == []
+
+
+async def test_agents_picker_switches_conversation(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.conversation_list = [
+        ConversationInfo(1, "main", "Fix the parser", shown=True),
+        ConversationInfo(12, "subagent 12", "Research the API", busy=True),
+    ]
+    await run_command(app, "/agents", "down", "enter")
+    assert controller.called("switch_conversation") == [(12,)]
+
+
+async def test_resume_picker_opens_the_chosen_session(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.session_list = [
+        SessionInfo("/s/new/session.sqlite", "Add a cache", 1_700_000_000_000, 2_048),
+        SessionInfo("/s/old/session.sqlite", "Fix the parser", 1_600_000_000_000, 4_096_000),
+    ]
+    await run_command(app, "/resume", *"parser", "enter")
+    assert controller.called("open_session") == [("/s/old/session.sqlite",)]
+
+
+async def test_fork_picker_forks_at_the_chosen_message_and_fills_the_editor(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.fork_text = "Please look at module 0 and fix the failing test."
+    await run_command(app, "/fork", "down", "enter")
+    assert controller.called("fork") == [(0,)]
+    assert app.editor.text == controller.fork_text
+
+
+async def test_tasks_command_hides_and_shows_the_task_tree(
+    app: PidurableApp, model: StaticScreenModel
+) -> None:
+    model.tasks = [TaskNode(1, "pi.generation", "turn", "running")]
+    async with app.run_test() as pilot:
+        assert shown(app.task_panel)
+        app.editor.text = "/tasks"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert not shown(app.task_panel)
+        await pilot.press("ctrl+t")
+        assert shown(app.task_panel)
+
+
+async def test_theme_command_switches_theme_and_reports_unknown_names(app: PidurableApp) -> None:
+    async with app.run_test() as pilot:
+        for line in ("/theme light", "/theme solarized"):
+            app.editor.text = line
+            await pilot.press("end", "escape", "enter")
+            await settle(pilot)
+        assert app.theme == "light"
+        assert "Theme 'solarized' is not available" in app.notice_bar.shown_notices[-1].text
+
+
+async def test_theme_picker_lists_the_themes(app: PidurableApp) -> None:
+    await run_command(app, "/theme", *"contrast", "enter")
+    assert app.theme == "high-contrast"
+
+
+async def test_help_command_and_f1_open_the_help_screen(app: PidurableApp) -> None:
+    async with app.run_test() as pilot:
+        app.editor.text = "/help"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert screen_name(app) == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.press("f1")
+        assert screen_name(app) == "HelpScreen"
+
+
+async def test_quit_command_exits_and_closes_the_controller(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    await run_command(app, "/quit")
+    assert not running(app)
+    assert controller.called("close") == [()]
+
+
+async def test_escape_closes_a_picker_without_a_choice(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.conversation_list = [ConversationInfo(1, "main", "x")]
+    async with app.run_test() as pilot:
+        app.editor.text = "/agents"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert screen_name(app) == "PickerScreen"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert screen_name(app) != "PickerScreen"
+        assert controller.called("switch_conversation") == []
+
+
+def test_every_command_parses_and_an_unknown_one_is_an_error() -> None:
+    for command in COMMANDS:
+        parsed = parse_command(f"/{command.name} some words")
+        assert parsed is not None
+        assert parsed[0] is command
+        assert parsed[1] == "some words"
+    assert parse_command("hello /model") is None
+    with pytest.raises(CommandError, match="Unknown command /nope"):
+        parse_command("/nope")

@@ -1,0 +1,154 @@
+"""Task tree, queue, notices and footer follow the model (durable-behavior.md 5.3)."""
+
+from __future__ import annotations
+
+from pi_durable_tui.app import Footer, Notice, QueueItem, TaskNode
+from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
+from pi_durable_tui.tui import PidurableApp
+from pi_durable_tui.tui._footer import footer_lines, format_count
+from pi_durable_tui.tui._task_panel import format_elapsed
+from tests.tui.conftest import FakeClock, settle, shown, text_of
+
+TREE = [
+    TaskNode(
+        1,
+        "pi.generation",
+        "turn",
+        "waiting",
+        elapsed_s=10.0,
+        children=(
+            TaskNode(2, "pi.tool", "bash: npm test", "running", phase="exec", elapsed_s=4.0),
+            TaskNode(3, "pi.tool", "subagent 12", "running", subagent_conversation_id=12),
+        ),
+    ),
+    TaskNode(7, "vacation.research", "research", "running", background=True, aborting=True),
+]
+
+
+def panel_lines(app: PidurableApp) -> list[str]:
+    panel = app.task_panel
+    return [text_of(panel.get_option_at_index(i).prompt).strip() for i in range(panel.option_count)]
+
+
+async def test_the_task_tree_shows_nested_tasks_with_status_phase_and_flags_R126(
+    app: PidurableApp, model: StaticScreenModel
+) -> None:
+    async with app.run_test() as pilot:
+        assert not shown(app.task_panel)
+        model.set(tasks=TREE)
+        await pilot.pause()
+        assert shown(app.task_panel)
+        assert app.task_panel.border_title == "Tasks (4 live, ctrl+t to hide)"
+        lines = panel_lines(app)
+        assert lines[0].startswith("turn  pi.generation  waiting  10s")
+        assert lines[1] == "└ bash: npm test  pi.tool  running exec  4s"
+        assert lines[2].endswith("[subagent 12]")
+        assert lines[3].endswith("[background]  [aborting]")
+        model.set(tasks=[])
+        await pilot.pause()
+        assert not shown(app.task_panel)
+
+
+async def test_elapsed_times_tick_without_a_model_update(
+    app: PidurableApp, model: StaticScreenModel, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(tasks=TREE)
+        await pilot.pause()
+        clock.advance(65)
+        app.task_panel.tick()
+        assert panel_lines(app)[1].endswith("running exec  1m09s")
+
+
+async def test_selecting_a_subagent_task_opens_its_conversation(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(tasks=TREE)
+        await pilot.pause()
+        app.task_panel.focus()
+        app.task_panel.highlighted = 2
+        await pilot.press("enter")
+        await settle(pilot)
+        assert controller.called("switch_conversation") == [(12,)]
+
+
+async def test_a_queued_item_withdrawn_with_delete_returns_to_the_editor(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    controller.withdraw_texts = {5: "also update the docs"}
+    async with app.run_test() as pilot:
+        model.set(queue=[QueueItem(4, "steer", "use pathlib"), QueueItem(5, "follow_up", "x")])
+        await pilot.pause()
+        assert shown(app.queue_panel)
+        first = text_of(app.queue_panel.get_option_at_index(0).prompt).strip()
+        assert first == "[steer] use pathlib"
+        app.queue_panel.focus()
+        app.queue_panel.highlighted = 1
+        await pilot.press("delete")
+        await settle(pilot)
+        assert controller.called("withdraw") == [(5,)]
+        assert app.editor.text == "also update the docs"
+        assert app.focused is app.editor
+
+
+async def test_alt_up_takes_the_newest_queued_item_back(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    controller.withdraw_texts = {9: "newest"}
+    async with app.run_test() as pilot:
+        model.set(queue=[QueueItem(8, "steer", "older"), QueueItem(9, "steer", "newest")])
+        await pilot.press("alt+up")
+        await settle(pilot)
+        assert controller.called("withdraw") == [(9,)]
+        assert app.editor.text == "newest"
+
+
+async def test_notices_show_the_newest_four_and_expire(
+    app: PidurableApp, model: StaticScreenModel, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(notices=[Notice("info", f"notice {n}", id=n) for n in range(6)])
+        await pilot.pause()
+        assert [n.text for n in app.notice_bar.shown_notices] == [
+            f"notice {n}" for n in range(2, 6)
+        ]
+        clock.advance(13)
+        app.notice("error", "a screen notice")
+        assert [n.text for n in app.notice_bar.shown_notices] == ["a screen notice"]
+
+
+def test_footer_shows_spend_context_cwd_model_and_thinking() -> None:
+    footer = Footer(
+        tokens_in=12_345,
+        tokens_out=987,
+        cache_read=40_000,
+        cost=0.1234,
+        context_tokens=185_000,
+        context_window=200_000,
+        cwd="~/work/app",
+        model="anthropic/claude-x",
+        thinking_level="high",
+        conversation_label="subagent 12",
+    )
+    first, second = text_of(footer_lines(footer, "F1 help")).splitlines()
+    assert first == "↑12k ↓987 R40k $0.123  92.5%/200k  ~/work/app"
+    assert second == "subagent 12  anthropic/claude-x  thinking:high  F1 help"
+    assert text_of(footer_lines(Footer(), "")).startswith("↑0 ↓0 $0.000  ?/?")
+
+
+def test_context_above_90_percent_is_red_and_below_is_not() -> None:
+    high = footer_lines(Footer(context_tokens=181, context_window=200), "")
+    low = footer_lines(Footer(context_tokens=100, context_window=200), "")
+    assert any("$error" in str(span.style) for span in high.spans)
+    assert not any("$error" in str(span.style) for span in low.spans)
+
+
+def test_counts_and_durations_are_compact() -> None:
+    assert [format_count(n) for n in (950, 1234, 12_345, 2_500_000)] == [
+        "950",
+        "1.2k",
+        "12k",
+        "2.5M",
+    ]
+    assert [format_elapsed(s) for s in (5, 65, 3_725)] == ["5s", "1m05s", "1h02m"]
