@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 import sys
@@ -81,7 +82,7 @@ def depth(line: str) -> int:
     return (len(line) - len(line.lstrip(" "))) // 2 - 1
 
 
-STREAMED = re.compile(r"  streamed: '(.*)' \(this commit appended '(.*)'\)")
+STREAMED = re.compile(r"  streamed: '(.*)' \(this commit (appended '(.*)'|set the message)\)")
 
 
 def test_the_chat_example_streams_the_answer_as_appends_in_commits_then_reports_usage_r85() -> None:
@@ -91,10 +92,12 @@ def test_the_chat_example_streams_the_answer_as_appends_in_commits_then_reports_
     assert len(answers) == 2
     first_answer = answers[0].removeprefix("pi.assistant: ").removesuffix(" (done)")
     first_turn = [STREAMED.fullmatch(line) for line in lines[: lines.index(answers[0])]]
-    partials = [(m[1], m[2]) for m in first_turn if m is not None]
-    # Several commits came before the answer; each carried only the text it added.
+    partials = [(m[1], m[3]) for m in first_turn if m is not None]
+    # Several commits came before the answer; after the first, each carried only its new text.
     assert len(partials) >= 2
-    assert "".join(appended for _, appended in partials) == partials[-1][0]
+    assert all(appended is not None for _, appended in partials[1:])
+    for (before, _), (text, appended) in itertools.pairwise(partials):
+        assert text == before + appended
     assert first_answer.startswith(partials[-1][0])
     assert out.count("pi.live after the turn: {}") == 2
     assert "pi.usage[faux/faux-1]: 160 tokens" in out  # R115

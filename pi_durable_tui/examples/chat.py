@@ -45,12 +45,17 @@ ANSWERS = [
 
 
 def show_streamed(value: dict[str, Any], ops: list[dict[str, Any]]) -> None:
-    """Print what a commit appended to the streamed answer, and the answer so far."""
-    for op in ops:
-        if op["op"] == "append" and op["path"][:3] == ["docs", "pi.live", "generation"]:
-            message = value["docs"]["pi.live"]["generation"]["message"]
-            text = "".join(block.get("text", "") for block in message["content"])
-            print(f"  streamed: {text!r} (this commit appended {op['text']!r})")
+    """Print the partial answer a commit brought, and how the commit changed it."""
+    changes = [op for op in ops if op["path"][:3] == ["docs", "pi.live", "generation"]]
+    message = value["docs"]["pi.live"].get("generation", {}).get("message")
+    if not changes or message is None:
+        return
+    text = "".join(block.get("text", "") for block in message["content"])
+    if [op["op"] for op in changes] == ["append"]:
+        how = f"this commit appended {changes[0]['text']!r}"
+    else:
+        how = "this commit set the message"
+    print(f"  streamed: {text!r} ({how})")
 
 
 async def chat(harness: Harness) -> None:
