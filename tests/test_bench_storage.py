@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from pi_durable_tui.bench import storage
-from pi_durable_tui.bench.storage_report import evaluate_targets, render
-from pi_durable_tui.bench.storage_run import PROFILES, workload_keys
+from pi_durable_tui.bench.storage import PROFILES, evaluate_targets, render, workload_keys
 
 COMMITS = ("commit_1_entry", "commit_100_entries", "commit_mixed", "session_commit_1_entry")
 
@@ -40,6 +39,9 @@ def test_smoke_run_reports_every_workload(
         "jsonl.reopen_200",
         "memory.commit_1_entry_at_200",
         "sqlite.memory_200",
+        "sqlite.sustained_commit_1_entry",
+        "baseline.raw_sqlite3.sustained_commit_1_row",
+        "baseline.aiosqlite.open_and_read_200",
     ):
         assert key in report
     for key, entry in report.items():
@@ -59,12 +61,20 @@ def test_smoke_run_reports_every_workload(
             assert entry["ratio_raw"] > 0
         if workload.startswith(("reopen_", "commit_1_entry_at_")):
             assert entry["ratio_vs_1k"] > 0
-    assert isinstance(report["sqlite.commit_1_entry"]["target"]["pass"], bool)
-    assert report["sqlite.session_commit_1_entry"]["target"]["limit"] == 3.0
+    assert isinstance(report["sqlite.commit_1_entry"]["targets"]["ratio"]["pass"], bool)
+    assert report["sqlite.session_commit_1_entry"]["targets"]["ratio"]["limit"] == 3.0
+    sustained = report["sqlite.sustained_commit_1_entry"]
+    assert sustained["n"] == PROFILES["smoke"].sustained
+    assert sustained["targets"]["p99_over_p50"]["limit"] == 3.0
+    for key in ("sqlite.sustained_commit_1_entry", "baseline.raw_sqlite3.sustained_commit_1_row"):
+        assert report[key]["wal_frames_per_commit"] >= 1.0  # a commit writes at least a page
+    assert set(report["sqlite.reopen_200"]["targets"]) == {"ratio", "ratio_vs_1k"}
+    assert report["sqlite.reopen_200"]["ratio"] > 0
     assert not list(tmp_path.iterdir())  # every store was removed
 
     targets = evaluate_targets(report, "200", "100")
     table = render(report, targets, "smoke")
     assert "Targets (printed, never asserted)" in table
-    assert table.count("[pass]") + table.count("[MISS]") == len(targets) == 7
+    assert table.count("[pass]") + table.count("[MISS]") == len(targets) == 9
+    assert "Sustained one-entry commits" in table
     assert "WRONG ANSWERS" not in table

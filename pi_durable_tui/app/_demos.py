@@ -39,11 +39,6 @@ from pi_durable_tui.harness import (
 )
 
 MARKER = "demo.json"
-BANNER = (
-    "Demo: a scripted model drives real tools in {workspace}. Kill the terminal or the "
-    "process at any moment (kill -9 {pid}), then run `pidurable --continue` here: nothing "
-    "committed is lost and the work resumes where it stopped."
-)
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -123,11 +118,9 @@ CODING_SCRIPT: dict[str, Any] = {
         {
             "content": [
                 _text(
-                    "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working in "
-                    "the "
-                    "background (see the task panel, F2): it survives Esc and a restart, and its "
-                    "report "
-                    "will arrive here as a message."
+                    "All tests pass: `add` now returns `a + b`.\n\nThe reviewer keeps working "
+                    "in the background (see the task tree, Ctrl+T): it survives Esc and a "
+                    "restart, and its report will arrive here as a message."
                 )
             ]
         },
@@ -218,8 +211,8 @@ PLANNER_SCRIPT: dict[str, Any] = {
         {
             "content": [
                 _text(
-                    "The research is running in the background (task panel: F2). Press Esc, or "
-                    "even "
+                    "The research is running in the background (the task tree: Ctrl+T). Press "
+                    "Esc, or even "
                     "kill this process and run `pidurable --continue`: it carries on. Meanwhile, "
                     "any "
                     "preferences: museums, food, budget?"

@@ -43,7 +43,7 @@ from pi_durable_tui.kernel._owners import (
 from pi_durable_tui.kernel._staging import StagedCommit
 from pi_durable_tui.kernel.docs import DocDefinition
 from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
-from pi_durable_tui.storage.protocol import EntryOrder
+from pi_durable_tui.storage.protocol import ScanOrder
 from pi_durable_tui.storage.records import (
     ROOT_CONVERSATION_ID,
     ConversationOwner,
@@ -166,7 +166,7 @@ class Tx:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = 100,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:

@@ -31,8 +31,10 @@ differential tests.
 
 Groups (one module each under ``_conformance``): ``commits`` (seqs, atomicity,
 IDs and minting, written-once records, references, moves, request IDs, strict
-JSON, detached copies), ``history`` (forks, entry lookups and scans, head
-markers), ``scans`` (paging, cursors, limits, filters), ``documents``
+JSON, detached copies), ``strings`` (lossless strings, lone surrogates
+included), ``history`` (forks, entry lookups and scans, head markers, unknown
+conversations), ``scans`` (paging in both orders, cursors, limits, filters),
+``documents``
 (lifetimes, bases and deltas, versions, history, reclamation), ``copies``
 (``document.copy`` and R18) and ``persistence`` (what survives a reopen).
 """
@@ -55,6 +57,7 @@ from pi_durable_tui.storage._conformance.history import HistoryRules
 from pi_durable_tui.storage._conformance.persistence import PersistenceRules
 from pi_durable_tui.storage._conformance.scans import FilterRules, PagingRules
 from pi_durable_tui.storage._conformance.snapshot import canonical, snapshot
+from pi_durable_tui.storage._conformance.strings import StringRules
 
 __all__ = ["StorageConformance", "canonical", "snapshot"]
 
@@ -64,6 +67,7 @@ class StorageConformance(
     IdRules,
     ImmutabilityAndReferenceRules,
     JsonAndCopyRules,
+    StringRules,
     HistoryRules,
     PagingRules,
     FilterRules,

@@ -47,3 +47,15 @@ class StoragePoisoned(StorageError):
 
 class StorageClosed(StorageError):
     """The backend was closed."""
+
+
+def readable(text: str) -> str:
+    r"""Return a caller's string as an error message shows it.
+
+    A kind, key or request ID may hold lone surrogates (protocol, Strings), which
+    UTF-8 cannot encode; a message must still print on any terminal or log, so
+    they are shown as escapes (``\udcff``). Other text is returned as it is.
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,4 +1,4 @@
-"""JSON values and the operations that change them (DESIGN.md section 4).
+r"""JSON values and the operations that change them (DESIGN.md section 4).
 
 Document content is stored as bases (complete values) and deltas (lists of
 operations). The same operations travel in watch frames and JSON mode, so any
@@ -21,6 +21,16 @@ mutable container with the old one along the changed paths (unchanged subtrees
 are shared). ``check_ops`` checks an operation list's shape without a value, and
 ``check_json`` checks that a value is strict JSON, naming the path of the first
 offence.
+
+Strings are kept losslessly, lone surrogates included: Python makes them when it
+decodes undecodable bytes (``os.fsdecode`` of a file name that is not UTF-8,
+``errors="surrogateescape"``), so a file name a tool read can hold one. Such a
+string has no UTF-8 encoding, so ``dumps`` writes each lone surrogate as a JSON
+``\uXXXX`` escape (valid JSON text, pure UTF-8) and ``loads`` turns it back
+into the same character: every backend stores and returns it unchanged. The one
+string JSON cannot carry is a high surrogate directly followed by a low one (two
+characters that JSON would read back as the single character they encode), so
+``check_json`` refuses it.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ Json: TypeAlias = bool | int | float | str | list[Any] | dict[str, Any] | None
 JsonObject: TypeAlias = dict[str, Any]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: Python strings never hold a valid surrogate pair."""
+
 Path: TypeAlias = Sequence[str | int]
 Op: TypeAlias = dict[str, Any]
 
@@ -47,19 +60,30 @@ class InvalidOperation(ValueError):
 
 
 def dumps(value: Json) -> str:
-    """Serialize a JSON value compactly and strictly (no NaN, no infinity).
+    r"""Serialize a JSON value compactly and strictly (no NaN, no infinity).
 
     Args:
         value: The value to serialize.
 
     Returns:
-        Compact JSON text with non-ASCII characters kept as they are.
+        Compact JSON text with non-ASCII characters kept as they are, except lone
+        surrogates, written as ``\uXXXX`` escapes: the text always encodes as UTF-8.
 
     Raises:
         ValueError: When the value holds a non-finite float.
         TypeError: When the value holds something that is not JSON.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # ``isascii`` reads a flag CPython keeps on every string, so ASCII text costs nothing.
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    # REMINDER: with ensure_ascii=False a surrogate can only sit inside a string literal
+    # (a key or a value), where its escape means the same character.
+    return _SURROGATE.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
 
 
 def loads(text: str | bytes) -> Json:
@@ -80,9 +104,9 @@ def copy_json(value: Json) -> Json:
 def check_json(value: object, where: str = "value") -> None:
     """Check that ``value`` is strict JSON: dicts with string keys, lists, finite numbers.
 
-    Strings must be valid Unicode: a lone surrogate (U+D800 to U+DFFF on its own)
-    cannot be encoded as UTF-8, so no file or database could store it. Every
-    message names the path and ends with ``is not JSON``.
+    Strings may hold lone surrogates (``dumps`` escapes them), but not a high
+    surrogate followed by a low one, which JSON would read back as one character.
+    Every message names the path and ends with ``is not JSON``.
 
     Args:
         value: The value to check.
@@ -91,7 +115,7 @@ def check_json(value: object, where: str = "value") -> None:
     Raises:
         TypeError: When something is not JSON; the message names its path, for
             example ``docs["pi.live"].tools[0].output: bytes is not JSON``.
-        ValueError: For a non-finite float or a lone surrogate, with its path.
+        ValueError: For a non-finite float or a split surrogate pair, with its path.
     """
     if isinstance(value, str):
         _check_text(value, where)
@@ -116,14 +140,15 @@ def check_json(value: object, where: str = "value") -> None:
     raise TypeError(f"{where}: {type(value).__name__} is not JSON")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
 
 def _check_text(text: str, where: str) -> None:
     # ``isascii`` reads a flag CPython keeps on every string, so ASCII costs nothing.
-    if not text.isascii() and (found := _SURROGATE.search(text)) is not None:
+    if not text.isascii() and (found := _SPLIT_PAIR.search(text)) is not None:
         raise ValueError(
-            f"{where}: lone surrogate {found.group()!r} at index {found.start()} is not JSON"
+            f"{where}: surrogate pair {found.group()!r} at index {found.start()} is not JSON "
+            "(JSON would read it back as one character; join it into that character)"
         )
 
 

@@ -17,10 +17,14 @@ Why ``flock`` on a separate file:
   process is refused too.
 
 The lock file holds the holder's PID for people reading it; it is never deleted.
+The PID is written in place with a fixed width, and not at all when the file
+already names this process: truncating the file first (what a rewrite would do)
+made ext4 commit a journal transaction, and cost about 3 ms of a 7 ms reopen.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -29,6 +33,8 @@ from pathlib import Path
 from pi_durable_tui.storage.errors import StoreLocked
 
 LOCK_SUFFIX = ".lock"
+_PID_WIDTH = 10
+"""Digits of the PID line; wider than any PID, and than the lines older versions wrote."""
 
 
 class StoreLock:
@@ -68,11 +74,8 @@ class StoreLock:
             if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise StoreLocked(f"Session is already open in another process: {store}") from None
             raise
-        try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-        except OSError:
-            pass  # the PID is only a courtesy to people; the flock is the lock
+        with contextlib.suppress(OSError):  # the PID is a courtesy to people; flock locks
+            _note_holder(fd)
         return cls(store, fd)
 
     @property
@@ -92,3 +95,12 @@ class StoreLock:
     def __repr__(self) -> str:
         state = "held" if self.held else "released"
         return f"StoreLock({str(self.path)!r}, {state})"
+
+
+def _note_holder(fd: int) -> None:
+    """Write this process's PID into the lock file, in place, unless it is already there."""
+    line = f"{os.getpid():>{_PID_WIDTH}}\n".encode()
+    if os.pread(fd, len(line) + 1, 0) != line:
+        # REMINDER: no ftruncate (see the module docstring); a fixed-width line covers
+        # every shorter line an older holder wrote, so what is left reads as one PID.
+        os.pwrite(fd, line, 0)

@@ -8,14 +8,24 @@ caught here first. Nothing survives the process; tests of the kernel run on it.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pi_durable_tui.storage.batch import PreparedBatch, RevisionKind, prepare_batch
+from pi_durable_tui.storage._batch import PreparedBatch, RevisionKind, prepare_batch
+from pi_durable_tui.storage._scans import (
+    check_limit,
+    check_order,
+    make_cursor,
+    no_history,
+    read_cursor,
+    status_filter,
+    unknown_conversation,
+    visible_chain,
+)
 from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
-from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
+from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     FIRST_MINTED_ID,
     MAX_ID,
@@ -33,13 +43,6 @@ from pi_durable_tui.storage.records import (
     SubmissionStatus,
     TaskRecord,
     TaskStatus,
-)
-from pi_durable_tui.storage.scans import (
-    check_limit,
-    make_cursor,
-    read_cursor,
-    status_filter,
-    visible_chain,
 )
 from pi_durable_tui.storage.writes import Write
 
@@ -198,6 +201,8 @@ class MemoryStorage:
     async def entry(self, entry_id: int, conversation_id: int | None = None) -> StoredEntry | None:
         """Return an entry by ID, optionally only if visible from a conversation."""
         self._check_open()
+        if conversation_id is not None:
+            self._need_conversation(conversation_id)
         stored = self._entries.get(entry_id)
         if stored is None:
             return None
@@ -210,6 +215,10 @@ class MemoryStorage:
             if member == stored.conversation_id:
                 return cap is None or entry_id <= cap
         return False
+
+    def _need_conversation(self, conversation_id: int) -> None:
+        if conversation_id not in self._conversations:
+            raise unknown_conversation(conversation_id)
 
     def _parent_of(self, conversation_id: int) -> ForkPoint | None:
         record = self._conversations.get(conversation_id)
@@ -240,10 +249,11 @@ class MemoryStorage:
         *,
         owner_conversation_id: int | None = None,
         owner_task_id: int | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[ConversationRecord]:
-        """Scan conversations in ID order, optionally by owner."""
+        """Scan conversations by ID, optionally by owner."""
         self._check_open()
 
         def keep(record: ConversationRecord) -> bool:
@@ -256,7 +266,8 @@ class MemoryStorage:
 
         return _page(
             "conversations",
-            sorted(self._conversations),
+            lambda: sorted(self._conversations),
+            order,
             cursor,
             limit,
             lambda i: self._conversations[i] if keep(self._conversations[i]) else None,
@@ -268,16 +279,18 @@ class MemoryStorage:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:
-        """Scan the visible history of a conversation."""
+        """Scan the visible history of a conversation, newest first by default."""
         self._check_open()
-        ids = self._visible_ids(conversation_id, self._entry_ids, min_entry_id, max_entry_id)
-        if order == "desc":
-            ids.reverse()
-        return _page("entries", ids, cursor, limit, self._stored_entry, order)
+
+        def ids() -> list[int]:
+            self._need_conversation(conversation_id)
+            return self._visible_ids(conversation_id, self._entry_ids, min_entry_id, max_entry_id)
+
+        return _page("entries", ids, order, cursor, limit, self._stored_entry, "desc")
 
     def _stored_entry(self, entry_id: int) -> StoredEntry:
         stored = self._entries[entry_id]
@@ -290,8 +303,6 @@ class MemoryStorage:
         low: int | None,
         high: int | None,
     ) -> list[int]:
-        if conversation_id not in self._conversations:
-            return []
         result: list[int] = []
         for member, cap in visible_chain(conversation_id, self._parent_of):
             top = cap if high is None else (high if cap is None else min(cap, high))
@@ -310,10 +321,11 @@ class MemoryStorage:
         status: TaskStatus | Sequence[TaskStatus] | None = None,
         abort_requested: bool | None = None,
         background: bool | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[TaskRecord]:
-        """Scan tasks in ID order; every given filter must match."""
+        """Scan tasks by ID; every given filter must match."""
         self._check_open()
         statuses = status_filter(status)
 
@@ -329,17 +341,18 @@ class MemoryStorage:
                 return None
             return record
 
-        return _page("tasks", sorted(self._tasks), cursor, limit, keep)
+        return _page("tasks", lambda: sorted(self._tasks), order, cursor, limit, keep)
 
     async def scan_submissions(
         self,
         *,
         conversation_id: int | None = None,
         status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions in ID order; every given filter must match."""
+        """Scan submissions by ID; every given filter must match."""
         self._check_open()
         statuses = status_filter(status)
 
@@ -351,7 +364,7 @@ class MemoryStorage:
                 return None
             return record
 
-        return _page("submissions", sorted(self._submissions), cursor, limit, keep)
+        return _page("submissions", lambda: sorted(self._submissions), order, cursor, limit, keep)
 
     async def scan_documents(
         self,
@@ -371,7 +384,7 @@ class MemoryStorage:
                 return None
             return record if self._alive(record, at) else None
 
-        return _page("documents", sorted(self._documents), cursor, limit, keep)
+        return _page("documents", lambda: sorted(self._documents), "asc", cursor, limit, keep)
 
     def _alive(self, record: DocumentRecord, at: int | None) -> bool:
         return record.retired_at is None if at is None else record.alive_at(at)
@@ -381,6 +394,7 @@ class MemoryStorage:
     ) -> StoredEntry | None:
         """Return the newest visible head marker at or before an entry ID."""
         self._check_open()
+        self._need_conversation(conversation_id)
         ids = self._visible_ids(conversation_id, self._head_ids, None, at_or_before)
         return self._stored_entry(ids[-1]) if ids else None
 
@@ -401,7 +415,11 @@ class MemoryStorage:
         """Return a document's content at ``at``, or ``None`` if not alive then."""
         self._check_open()
         record = self._documents.get(document_id)
-        if record is None or not self._alive(record, at):
+        if record is None:
+            return None
+        if at is not None and record.current_only:
+            raise no_history(record)
+        if not self._alive(record, at):
             return None
         version, value, deltas = self._content(document_id, self._seq if at is None else at)
         return DocumentRead(record, version, value, deltas)
@@ -440,15 +458,31 @@ class MemoryStorage:
 
 def _page(
     scan: str,
-    ids: Iterable[int],
+    ascending: Callable[[], list[int]],
+    order: ScanOrder | None,
     cursor: JsonObject | None,
     limit: int,
     load: Callable[[int], T | None],
-    order: str = "asc",
+    default: ScanOrder = "asc",
 ) -> Page[T]:
-    """Return one page of ``ids`` (already in scan order) after the cursor's position."""
+    """Return one page after the cursor's position.
+
+    Args:
+        scan: The scan's name, carried by its cursors.
+        ascending: Returns the candidate IDs in ascending order; called after the
+            arguments are checked, so it may raise for what the scan names.
+        order: The order asked for (``None``: the cursor's, or ``default``).
+        cursor: The caller's cursor, or ``None``.
+        limit: The page size.
+        load: Returns the item of an ID, or ``None`` when it does not pass the filters.
+        default: The scan's order when neither the query nor a cursor says.
+    """
     check_limit(limit)
-    after = read_cursor(cursor, scan, order)
+    check_order(order)
+    after, order = read_cursor(cursor, scan, order, default)
+    ids = ascending()
+    if order == "desc":
+        ids.reverse()
     items: list[T] = []
     last = None
     for item_id in ids:

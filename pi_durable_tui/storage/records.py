@@ -367,6 +367,16 @@ class DocumentRecord:
         """The logical address this incarnation occupies."""
         return DocAddress(self.kind, ScopeRef.of(self.scope), self.key)
 
+    @property
+    def current_only(self) -> bool:
+        """Whether the incarnation keeps only its current content (R16, R20, R129).
+
+        Session, task and ``latest`` conversation documents do; only ``rewindable``
+        conversation documents keep their history.
+        """
+        scope = self.scope
+        return not (isinstance(scope, ConversationScope) and scope.history == "rewindable")
+
     def alive_at(self, seq: int) -> bool:
         """Whether the incarnation is a member of the store at ``seq``."""
         return self.created_at <= seq and (self.retired_at is None or seq < self.retired_at)

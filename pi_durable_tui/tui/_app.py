@@ -62,6 +62,7 @@ class ModelChanged(Message):
         super().__init__()
         self.change = change
 
+
 _KEPT_NOTICES = 20
 HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
 

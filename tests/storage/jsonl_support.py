@@ -10,6 +10,7 @@ plain data, so two stores are equal when their dumps are.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from pi_durable_tui.storage import (
@@ -38,6 +39,7 @@ from pi_durable_tui.storage import (
     Write,
 )
 from pi_durable_tui.storage.protocol import Storage
+from pi_durable_tui.storage.records import SubmissionStatus
 
 TEXT = "héllo wörld 漢字 🎉"
 """Non-ASCII text with 2-, 3- and 4-byte UTF-8 sequences."""
@@ -246,11 +248,12 @@ async def _call(fn: Callable[[], Awaitable[Any]]) -> Any:
         return ("error", type(error).__name__, str(error))
 
 
-async def _pages(fetch: Callable[[Any], Awaitable[Page[Any]]]) -> list[Any]:
+async def _scan_pages(scan: Callable[..., Awaitable[Page[Any]]]) -> list[Any]:
+    """Every page of a scan (its filters bound), as ``(items, cursor)`` pairs."""
     pages: list[Any] = []
     cursor = None
     while True:
-        page = await fetch(cursor)
+        page = await scan(cursor=cursor)
         pages.append((page.items, page.cursor))
         if page.cursor is None:
             return pages
@@ -292,31 +295,30 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
     s = storage
     out: dict[str, Any] = {"last_seq": s.last_seq}
     ids = range(1, max_id + 1)
-    conversations = [
-        c.id for p in await _pages(lambda c: s.scan_conversations(limit=2, cursor=c)) for c in p[0]
-    ]
-    out["conversations"] = await _pages(lambda c: s.scan_conversations(limit=2, cursor=c))
+    out["conversations"] = await _scan_pages(partial(s.scan_conversations, limit=2))
+    conversations = [c.id for items, _ in out["conversations"] for c in items]
     out["conversation"] = [await s.conversation(i) for i in ids]
     out["owned"] = [await s.scan_conversations(owner_conversation_id=i) for i in ids] + [
         await s.scan_conversations(owner_task_id=i, owner_conversation_id=1) for i in ids
     ]
     out["entry"] = [await s.entry(i) for i in ids]
-    out["visible"] = [await s.entry(i, c) for i in ids for c in [*conversations, 99]]
+    # Conversation 99 does not exist: every read of its entries is refused alike.
+    out["visible"] = [
+        await _call(partial(s.entry, i, c)) for i in ids for c in [*conversations, 99]
+    ]
     for c in [*conversations, 99]:
         for order in ("asc", "desc"):
-            out[f"entries {c} {order}"] = await _pages(
-                lambda cur, c=c, order=order: s.scan_entries(c, order=order, limit=2, cursor=cur)
+            whole = partial(s.scan_entries, c, order=order, limit=2)
+            bounded = partial(
+                s.scan_entries, c, min_entry_id=E2, max_entry_id=E5, order=order, limit=1
             )
-            out[f"entries {c} {order} bounded"] = await _pages(
-                lambda cur, c=c, order=order: s.scan_entries(
-                    c, min_entry_id=E2, max_entry_id=E5, order=order, limit=1, cursor=cur
-                )
-            )
+            out[f"entries {c} {order}"] = await _call(partial(_scan_pages, whole))
+            out[f"entries {c} {order} bounded"] = await _call(partial(_scan_pages, bounded))
         out[f"heads {c}"] = [
-            await s.find_latest_head_marker(c, at) for at in (None, E2, E3, E5, E6)
+            await _call(partial(s.find_latest_head_marker, c, at)) for at in (None, E2, E3, E5, E6)
         ]
     out["task"] = [await s.task(i) for i in ids]
-    out["tasks"] = await _pages(lambda c: s.scan_tasks(limit=2, cursor=c))
+    out["tasks"] = await _scan_pages(partial(s.scan_tasks, limit=2))
     for status in ("pending", "running", "waiting", "completing", "terminal"):
         out[f"tasks {status}"] = (await s.scan_tasks(status=status)).items
     out["tasks filtered"] = [
@@ -328,11 +330,16 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
         (await s.scan_tasks(conversation_id=C3)).items,
     ]
     out["submission"] = [await s.submission(i) for i in ids]
-    out["submissions"] = await _pages(lambda c: s.scan_submissions(limit=1, cursor=c))
+    out["submissions"] = await _scan_pages(partial(s.scan_submissions, limit=1))
+    statuses: list[SubmissionStatus | list[SubmissionStatus] | None] = [
+        None,
+        "queued",
+        ["placed", "done"],
+    ]
     out["submissions filtered"] = [
         (await s.scan_submissions(conversation_id=c, status=st)).items
         for c in (None, 1, C2, C3)
-        for st in (None, "queued", ["placed", "done"])
+        for st in statuses
     ]
     out["requests"] = [
         await s.submission_by_request(c, r) for c in (1, C2, C3) for r in ("r1", "ü", "x")
@@ -342,10 +349,7 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
     scopes += [ScopeRef("task", t) for t in (T1, T2, T3, T4)]
     for scope in scopes:
         out[f"docs {scope}"] = [
-            await _pages(
-                lambda c, scope=scope, at=at: s.scan_documents(scope, at=at, limit=1, cursor=c)
-            )
-            for at in points
+            await _scan_pages(partial(s.scan_documents, scope, at=at, limit=1)) for at in points
         ]
     addresses = [
         DocAddress(kind, scope, key)
@@ -363,7 +367,5 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
         ]
     ]
     out["find"] = [await s.find_document(a, at) for a in addresses for at in points]
-    out["document"] = [
-        await _call(lambda i=i, at=at: s.document(i, at)) for i in ids for at in points
-    ]
+    out["document"] = [await _call(partial(s.document, i, at)) for i in ids for at in points]
     return out

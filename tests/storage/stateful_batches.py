@@ -46,9 +46,11 @@ from pi_durable_tui.storage.writes import (
     Write,
 )
 
-REQUESTS = ["r0", "r1", "r2"]
-DOC_KINDS = ["a", "b"]
-KEYS: list[str | None] = [None, "k"]
+# One of each holds a lone surrogate (what os.fsdecode makes of a byte that is not UTF-8):
+# every backend keeps it and finds it exactly (protocol, Strings).
+REQUESTS = ["r0", "r1", "r\udcff"]
+DOC_KINDS = ["a", "b\udcff"]
+KEYS: list[str | None] = [None, "k", "k\ud800"]
 STATUSES = ["pending", "running", "waiting", "completing", "terminal"]
 SUB_STATUSES = ["queued", "placed", "done", "unanswered"]
 
@@ -59,6 +61,7 @@ scalars = (
     | st.sampled_from([2**53 + 1, -(2**63), 2**64, 10**30, -0.0, 1e308, 5e-324])
     | st.floats(allow_nan=False, allow_infinity=False, width=32)
     | st.text(max_size=4)
+    | st.sampled_from(["\udcff", "x\ud800y", "\\udcff"])
 )
 json_values: st.SearchStrategy[Json] = st.recursive(
     scalars,
@@ -71,7 +74,7 @@ json_objects: st.SearchStrategy[JsonObject] = st.dictionaries(
     st.sampled_from(["s", "l", "o", "n", "x"]), json_values, max_size=4
 )
 not_json: st.SearchStrategy[Any] = st.sampled_from(
-    [math.nan, math.inf, {1, 2}, b"x", (1,), {1: 1}, "\ud800"]
+    [math.nan, math.inf, {1, 2}, b"x", (1,), {1: 1}, "\ud800\udc00"]
 )
 
 

@@ -211,8 +211,18 @@ def test_check_json_names_the_path_as_the_design_spells_it() -> None:
         ({"a": (1, 2)}, TypeError, "value.a: tuple is not JSON"),
         ({"a": {1, 2}}, TypeError, "value.a: set is not JSON"),
         ({"a b": [object()]}, TypeError, 'value["a b"][0]: object is not JSON'),
-        ({"t": "ok\ud800"}, ValueError, "value.t: lone surrogate '\\ud800' at index 2 is not JSON"),
-        ({"k\udc00": 1}, ValueError, "value: lone surrogate '\\udc00' at index 1 is not JSON"),
+        (
+            {"t": "ok\ud83d\ude00"},
+            ValueError,
+            "value.t: surrogate pair '\\ud83d\\ude00' at index 2 is not JSON (JSON would read "
+            "it back as one character; join it into that character)",
+        ),
+        (
+            {"k\ud800\udc00": 1},
+            ValueError,
+            "value: surrogate pair '\\ud800\\udc00' at index 1 is not JSON (JSON would read it "
+            "back as one character; join it into that character)",
+        ),
     ],
 )
 def test_check_json_refuses_what_is_not_strict_json_with_its_path(
@@ -227,6 +237,25 @@ def test_check_json_accepts_strict_json() -> None:
     check_json(
         {"n": [0, -1, 2**70, 1.5, -0.0], "s": "é😀\u2028", "b": [True, False, None], "o": {"": {}}}
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "lone \udc80 from a file name",
+        {"k\ud800": ["\udfff", "é\udc00😀", "\\ud800 is not an escape here"]},
+        "\udc00\ud800",
+        ['quote"\ud800', "\\\udbff"],
+    ],
+)
+def test_dumps_escapes_lone_surrogates_so_the_text_is_utf8_and_loads_round_trips(
+    value: Any,
+) -> None:
+    check_json(value)
+    text = dumps(value)
+    text.encode("utf-8")
+    assert loads(text) == value
+    assert loads(text.encode("utf-8")) == value
 
 
 def test_dumps_is_compact_keeps_unicode_and_refuses_nan() -> None:

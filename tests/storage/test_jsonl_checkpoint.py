@@ -35,6 +35,7 @@ from pi_durable_tui.storage.jsonl._checkpoint import CHECKPOINT_FILE, TEMPORARY_
 from pi_durable_tui.storage.jsonl._checkpoint import load as load_checkpoint
 from pi_durable_tui.storage.jsonl._checkpoint import snapshot as take_snapshot
 from pi_durable_tui.storage.jsonl._checkpoint import write as write_checkpoint
+from pi_durable_tui.storage.jsonl._files import parse_main_line
 from pi_durable_tui.storage.protocol import Storage
 from tests.storage.jsonl_support import dump, feed, memory_after, workload
 from tests.storage.test_stateful import COMMON, StorageMachine
@@ -88,7 +89,7 @@ async def test_reopen_after_a_clean_close_parses_none_of_the_log(
 ) -> None:
     await build(tmp_path / "s", N)
     parsed: list[bytes] = []
-    real = jsonl_replay.parse_main_line
+    real = parse_main_line
 
     def spy(raw: bytes) -> Any:
         parsed.append(raw)
@@ -216,7 +217,9 @@ async def test_an_unusable_checkpoint_is_removed_and_everything_replayed(
     elif damage == "seq not the marker's":
         _wrong_seq(path)
     else:
-        DAMAGES[damage](path)
+        damage_it = DAMAGES[damage]
+        assert damage_it is not None
+        damage_it(path)
     if damage == "log shorter than its offset":
         batches = BATCHES[:-1]
     store = await JsonlStorage.open(path, checkpoints=AT_CLOSE)
@@ -276,10 +279,9 @@ async def test_reopen_after_commits_written_through_the_checkpoint(
     tmp_path: Path, fsync: bool
 ) -> None:
     """Three sessions, each reopened from the checkpoint the previous close wrote."""
-    rounds: list[list[list[Write]]] = [
-        BATCHES,
-        *([[PutEntry(EntryRecord(600 + 10 * r + i, 1, "r"))] for i in range(5)] for r in (1, 2)),
-    ]
+    rounds: list[list[list[Write]]] = [BATCHES]
+    for r in (1, 2):
+        rounds.append([[PutEntry(EntryRecord(600 + 10 * r + i, 1, "r"))] for i in range(5)])
     committed: list[list[Write]] = []
     for batches in rounds:
         store = await JsonlStorage.open(tmp_path / "s", fsync=fsync, checkpoints=OFTEN)
@@ -388,6 +390,6 @@ class TailMachine(CheckpointMachine):
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("machine", [CheckpointMachine, TailMachine])
 def test_the_differential_machine_through_checkpoints(machine: type[StorageMachine]) -> None:
-    run_state_machine_as_test(  # type: ignore[no-untyped-call]
+    run_state_machine_as_test(
         machine, settings=settings(COMMON, max_examples=15, stateful_step_count=30)
     )

@@ -314,7 +314,6 @@ async def test_an_unconfirmed_record_of_an_untouched_sidecar_is_cut_before_the_n
     assert store.repairs == ()  # the tail touches nothing: the record waits
     memory = await memory_after(BATCHES[:4])
     assert await store.document(L_DOC) == await memory.document(L_DOC)
-    assert await store.document(L_DOC, 4) == await memory.document(L_DOC, 4)
     assert await store.commit([append(L_DOC, "kept")]) == 5
     assert read_dir(tmp_path / "s")[sidecar].startswith(clean[sidecar])
     await store.close()

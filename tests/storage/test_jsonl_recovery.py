@@ -250,10 +250,10 @@ async def test_random_byte_flips_in_unconfirmed_tails(built: Built, tmp_path: Pa
         copy = dict(files)
         for _ in range(rng.randint(1, 3)):
             name = rng.choice(sorted(damaged))
-            data = bytearray(copy[name])
-            position = rng.randrange(damaged[name], len(data))
-            data[position] ^= rng.randrange(1, 256)
-            copy[name] = bytes(data)
+            flipped = bytearray(copy[name])
+            position = rng.randrange(damaged[name], len(flipped))
+            flipped[position] ^= rng.randrange(1, 256)
+            copy[name] = bytes(flipped)
         path = scratch.load(copy)
         await check_prefix(built, path, k, thorough=trial % 25 == 0)
 
@@ -265,7 +265,7 @@ async def test_reclaiming_commit_lost_from_main_is_missing_data(tmp_path: Path) 
     marker is written, and flushed with ``fsync``, before the rewrite), and open
     reports it as missing confirmed data rather than showing a wrong document.
     """
-    batches = [*BATCHES, [append(L_DOC, "x")], [entry(NEW_ENTRY + 1)]]
+    batches: list[list[Write]] = [*BATCHES, [append(L_DOC, "x")], [entry(NEW_ENTRY + 1)]]
     batches.append([*BATCHES[11][:1]])  # L_DOC base {"text": "done"}: reclaims its sidecar
     store = await JsonlStorage.open(tmp_path / "s")
     for batch in batches:

@@ -232,3 +232,21 @@ def test_processes_spawned_while_holding_the_lock_do_not_inherit_it(
     contender = spawn(HOLD, str(path))
     children.append(contender)
     expect(contender, "held")
+
+
+def test_the_lock_file_names_the_holder_in_place_and_is_left_alone_when_it_already_does(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "s.db"
+    lock_file = tmp_path / "s.db.lock"
+    lock_file.write_text("99999\n")  # what an older holder's shorter line looks like
+    lock = StoreLock.acquire(store)
+    lock.release()
+    assert int(lock_file.read_text()) == os.getpid()
+    inode = lock_file.stat().st_ino
+    os.utime(lock_file, ns=(10**9, 10**9))
+    lock = StoreLock.acquire(store)
+    lock.release()
+    assert lock_file.stat().st_mtime_ns == 10**9  # already named this process: not written
+    assert lock_file.stat().st_ino == inode
+    assert int(lock_file.read_text()) == os.getpid()

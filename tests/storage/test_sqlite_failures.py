@@ -147,12 +147,13 @@ async def test_damage_found_after_open_is_reported_as_storage_corrupted(tmp_path
     with sqlite3.connect(path) as conn:
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         (root,) = conn.execute(
-            "SELECT rootpage FROM sqlite_master WHERE name = 'entries'"
+            "SELECT rootpage FROM sqlite_master WHERE name = 'entries_by_conversation'"
         ).fetchone()
     with path.open("r+b") as file:
         file.seek((root - 1) * page_size)
         file.write(b"\x00\xff" * (page_size // 2))
-    storage = await SqliteStorage.open(path)  # the cheap check covers the metadata only
+    # Open reads the metadata and the newest row of each table, not this index.
+    storage = await SqliteStorage.open(path)
     try:
         with pytest.raises(StorageCorrupted, match=str(path)):
             await storage.scan_entries(1)

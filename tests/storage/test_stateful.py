@@ -377,7 +377,7 @@ def machine_for(backend: str) -> type[StorageMachine]:
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_a_backend_answers_like_the_memory_reference(backend: str) -> None:
     """P1 (small budget): random valid and invalid batches, reopens, scans, mints."""
-    run_state_machine_as_test(machine_for(backend), settings=FAST)  # type: ignore[no-untyped-call]
+    run_state_machine_as_test(machine_for(backend), settings=FAST)
 
 
 @pytest.mark.soak
@@ -385,4 +385,4 @@ def test_a_backend_answers_like_the_memory_reference(backend: str) -> None:
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_a_backend_answers_like_the_memory_reference_soak(backend: str) -> None:
     """P1 figures: 200 examples x 50 steps per backend, zero divergences."""
-    run_state_machine_as_test(machine_for(backend), settings=SOAK)  # type: ignore[no-untyped-call]
+    run_state_machine_as_test(machine_for(backend), settings=SOAK)

@@ -248,21 +248,24 @@ async def observe(storage: Storage, top_id: int) -> dict[str, object]:
             seen[f"d{item}@{at}"] = await _safely(storage.document(item, at))
         for conversation in conversations[:6]:
             seen[f"e{item}in{conversation}"] = await storage.entry(item, conversation)
+    # 9_999_999 is no conversation: reads of its entries are refused, alike everywhere.
     for conversation in [*conversations, 9_999_999]:
         for order in ("asc", "desc"):
-            seen[f"entries{conversation}{order}"] = await _pages(
-                storage.scan_entries, 3, conversation_id=conversation, order=order
+            seen[f"entries{conversation}{order}"] = await _safely(
+                _pages(storage.scan_entries, 3, conversation_id=conversation, order=order)
             )
-        seen[f"entries{conversation}range"] = await _pages(
-            storage.scan_entries,
-            2,
-            conversation_id=conversation,
-            min_entry_id=top_id // 4,
-            max_entry_id=top_id // 2,
+        seen[f"entries{conversation}range"] = await _safely(
+            _pages(
+                storage.scan_entries,
+                2,
+                conversation_id=conversation,
+                min_entry_id=top_id // 4,
+                max_entry_id=top_id // 2,
+            )
         )
         for cap in (None, top_id // 3, top_id // 2):
-            seen[f"head{conversation}@{cap}"] = await storage.find_latest_head_marker(
-                conversation, cap
+            seen[f"head{conversation}@{cap}"] = await _safely(
+                storage.find_latest_head_marker(conversation, cap)
             )
         for request in REQUESTS[:-1]:
             seen[f"req{conversation}{request}"] = await storage.submission_by_request(

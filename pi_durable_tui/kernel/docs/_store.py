@@ -220,7 +220,9 @@ class DocumentStore:
             # would have had, and is written as a creation (R17, forks module).
             record, at = fork_source
             definition.check_record(record)
-            read = await self._storage.document(record.id, at)
+            # A current-only source is copied as it is now (``current`` policy, R17), and
+            # storage refuses a numeric read of it (R20).
+            read = await self._storage.document(record.id, None if record.current_only else at)
             if read is not None:
                 value = _copy_object(definition.upgrade(read.value, read.version))
         if value is None:

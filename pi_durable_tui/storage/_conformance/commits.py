@@ -163,14 +163,21 @@ class IdRules(ConformanceBase):
         copy = CopyDocument(2, "notes", rewindable(4), source_id=3, source_at=1)
         await rejects(storage, [copy], "ID 2 already belongs to entry", exact=True)
 
+    @pytest.mark.parametrize("root_stored", [False, True], ids=["root-absent", "root-stored"])
     @pytest.mark.parametrize("kind", ["entry", "task", "submission", "document"])
-    async def test_id_1_is_reserved_for_the_root_conversation(
-        self, storage: Storage, kind: str
+    async def test_id_1_already_belongs_to_the_root_conversation_stored_or_not(
+        self, storage: Storage, kind: str, root_stored: bool
     ) -> None:
-        """R-1.2: ``ROOT_CONVERSATION_ID = 1``; no other kind may use it."""
-        await storage.commit([conversation(2)])
-        await rejects(storage, [write_of_kind(kind, 1, conversation_id=2)], "ID 1")
-        assert await storage.commit([conversation(1)]) == 2
+        """R-1.2: ``ROOT_CONVERSATION_ID = 1`` is the root's even before it is stored."""
+        await storage.commit([conversation(2), *([conversation(1)] if root_stored else [])])
+        await rejects(
+            storage,
+            [write_of_kind(kind, 1, conversation_id=2)],
+            "ID 1 already belongs to conversation",
+            exact=True,
+        )
+        if not root_stored:
+            assert await storage.commit([conversation(1)]) == 2
 
     @pytest.mark.parametrize("bad_id", [0, -5, MAX_ID + 1, True, "7"])
     async def test_ids_outside_1_to_max_id_are_refused(self, storage: Storage, bad_id: Any) -> None:
@@ -435,8 +442,8 @@ NOT_JSON: list[Any] = [
     (1, 2),
     {1: "int key"},
     object(),
-    "lone \ud800 surrogate",
-    {"key \udfff": 1},
+    "split \ud83d\ude00 pair",
+    {"key \ud800\udc00": 1},
 ]
 
 
@@ -448,10 +455,10 @@ class JsonAndCopyRules(ConformanceBase):
     async def test_a_value_that_is_not_strict_json_rejects_the_whole_batch(
         self, storage: Storage, where: str, value: Any
     ) -> None:
-        """R129: NaN, infinities, sets, bytes, tuples, non-string keys, objects, lone surrogates.
+        """R129: NaN, infinities, sets, bytes, tuples, non-string keys, objects, split pairs.
 
-        A lone surrogate cannot be encoded as UTF-8: a backend that let it through
-        would fail after admission (an uncertain failure) instead of rejecting.
+        A surrogate pair split into two characters would read back as one (lone
+        surrogates are kept, see ``strings``).
         """
         await storage.commit([conversation(1), create(2, SessionScope(), {"a": 1})])
         nested: Any = {"ok": [1, {"deep": value}]}

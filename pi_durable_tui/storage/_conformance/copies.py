@@ -180,7 +180,7 @@ class CopyRules(ConformanceBase):
                 "10",
             ),
             "session source": ([copy(20, 12, 1, scope=ConversationScope(5))], ""),
-            "target occupied": ([copy(20, 10, 1, 1)], "live incarnation"),
+            "target occupied": ([copy(20, 10, 1, 1)], "already has a current incarnation"),
             "target conversation missing": (
                 [copy(20, 10, 1, 99)],
                 "Conversation 99 does not exist",

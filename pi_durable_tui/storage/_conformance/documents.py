@@ -6,10 +6,11 @@ document is alive at ``s`` when ``created_at <= s < retired_at``;
 retirement (R20); re-creation is a new incarnation with a new ID (R9); one live
 incarnation per address; creation stores a base (R13); bases and deltas with all
 four operations, ``deltas_since_base``; a version change needs a base (R15);
-historical reads of rewindable documents at every seq; current-only documents
-lose what precedes their newest base or their retirement (R16, R129) while
-rewindable ones keep everything; create+retire and change+retire in one commit;
-the change and retire rejections. Copies are in ``copies``.
+historical reads of rewindable documents at every seq; a historical read of a
+current-only document rejects at every seq (R20), and such a document loses what
+precedes its newest base or its retirement (R16, R129; seen through copies)
+while rewindable ones keep everything; create+retire and change+retire in one
+commit; the change and retire rejections. Copies are in ``copies``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from pi_durable_tui.storage._conformance.base import (
     set_op,
     task,
 )
-from pi_durable_tui.storage._conformance.snapshot import document_read_json, outcome
-from pi_durable_tui.storage.errors import StorageCorrupted
+from pi_durable_tui.storage._conformance.snapshot import document_read_json
+from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
@@ -44,9 +45,15 @@ from pi_durable_tui.storage.records import (
     SessionScope,
     TaskScope,
 )
-from pi_durable_tui.storage.writes import ChangeDocument, CreateDocument, RetireDocument
+from pi_durable_tui.storage.writes import (
+    ChangeDocument,
+    CopyDocument,
+    CreateDocument,
+    RetireDocument,
+)
 
-MISSING_BASE = "Document 10 is missing a required base"
+NO_HISTORY = "Document 10 (notes) does not retain historical content"
+NO_HISTORY_PATTERN = r"Document 10 \(notes\) does not retain historical content"
 
 HISTORY: list[tuple[Json, int, int] | None] = [
     None,
@@ -153,14 +160,15 @@ class DocumentLifetimeRules(ConformanceBase):
         assert await read_at(storage, 11, third) == ({"n": 2}, 1, 0)
         assert await storage.document(11) is None
 
-    async def test_an_address_has_at_most_one_live_incarnation(self, storage: Storage) -> None:
-        """Protocol, Commit (R18 list): no creation where a live incarnation exists."""
+    async def test_an_address_has_at_most_one_current_incarnation(self, storage: Storage) -> None:
+        """Protocol, Commit (R18 list): no creation where a current incarnation exists."""
         await storage.commit([conversation(1), create(10, latest(1), kind="k")])
-        await rejects(storage, [create(11, latest(1), kind="k")], "live incarnation")
+        occupied = "already has a current incarnation"
+        await rejects(storage, [create(11, latest(1), kind="k")], occupied)
         await rejects(
             storage,
             [create(11, latest(1), kind="j"), create(12, rewindable(1), kind="j")],
-            "live incarnation",
+            occupied,
         )
 
     async def test_an_address_is_its_kind_scope_and_key(self, storage: Storage) -> None:
@@ -199,7 +207,8 @@ class DocumentLifetimeRules(ConformanceBase):
         storage = await self.checkpoint(storage)
         address = DocAddress("notes", ScopeRef("conversation", 1))
         assert await storage.find_document(address, seq) is None
-        assert await storage.document(10, seq) is None
+        with pytest.raises(StorageRejected, match=NO_HISTORY_PATTERN):
+            await storage.document(10, seq)
         assert await storage.document(10) is None
         assert (await storage.scan_documents(ScopeRef("conversation", 1), at=seq)).items == []
         await storage.commit([create(11, latest(1))])
@@ -309,9 +318,10 @@ class DocumentContentRules(ConformanceBase):
     async def test_a_version_change_needs_a_base(self, storage: Storage, phase: str) -> None:
         """R15: a delta must keep the stored version; a base may change it."""
         await storage.commit([conversation(1), create(10, rewindable(1), {"v": 1})])
-        await rejects(storage, [delta(10, set_op(["v"], 2), version=2)], "without a base")
+        needs_base = "Document 10 version transition requires a base"
+        await rejects(storage, [delta(10, set_op(["v"], 2), version=2)], needs_base)
         upgraded = await storage.commit([base(10, {"v": 2}, version=2)])
-        await rejects(storage, [delta(10, set_op(["v"], 3), version=1)], "without a base")
+        await rejects(storage, [delta(10, set_op(["v"], 3), version=1)], needs_base)
         await storage.commit([delta(10, set_op(["v"], 3), version=2)])
         storage = await self.checkpoint(storage)
         assert await read_at(storage, 10, upgraded - 1) == ({"v": 1}, 1, 0)
@@ -319,42 +329,67 @@ class DocumentContentRules(ConformanceBase):
         assert await read_at(storage, 10, None) == ({"v": 3}, 2, 1)
 
     @pytest.mark.parametrize("scope", list(CURRENT_ONLY))
-    async def test_current_only_documents_lose_revisions_before_their_newest_base(
+    async def test_r20_a_historical_read_of_a_current_only_document_rejects_at_every_seq(
         self, storage: Storage, phase: str, scope: str
     ) -> None:
-        """R16, R129: reads before the newest base raise ``missing a required base``."""
+        """R20: ``does not retain historical content`` at every seq, the current one too.
+
+        Whether reclamation kept a revision or not, the answer is the same refusal
+        (a caller's mistake), never ``StorageCorrupted`` (which is for damage).
+        """
         await write_history(storage, CURRENT_ONLY[scope])
         storage = await self.checkpoint(storage)
-        for at in range(1, 5):
-            with pytest.raises(StorageCorrupted) as caught:
+        for at in range(0, storage.last_seq + 3):
+            with pytest.raises(StorageRejected) as caught:
                 await storage.document(10, at)
-            assert str(caught.value) == MISSING_BASE
-        for at in range(5, 8):
-            assert await read_at(storage, 10, at) == HISTORY[at], at
+            assert type(caught.value) is StorageRejected, at
+            assert NO_HISTORY in str(caught.value), at
         assert await read_at(storage, 10, None) == HISTORY[7]
 
     @pytest.mark.parametrize("scope", list(CURRENT_ONLY))
-    async def test_a_retired_current_only_document_keeps_no_content(
+    async def test_r20_a_retired_current_only_document_reads_none_now_and_rejects_at_a_seq(
         self, storage: Storage, phase: str, scope: str
     ) -> None:
-        """R16, R129: a retirement lets every revision go; now it reads ``None``."""
+        """R16, R20: a retirement lets every revision go; now it reads ``None``."""
         await write_history(storage, CURRENT_ONLY[scope])
         await storage.commit([RetireDocument(10)])
         storage = await self.checkpoint(storage)
         assert await storage.document(10) is None
-        for at in range(1, 8):
-            result = await outcome(storage.document(10, at))  # type: ignore[arg-type]
-            assert result == {"error": "StorageCorrupted", "message": MISSING_BASE}, at
+        for at in range(0, storage.last_seq + 2):
+            with pytest.raises(StorageRejected, match=NO_HISTORY_PATTERN):
+                await storage.document(10, at)
+
+    async def test_a_document_that_never_existed_reads_none_at_any_seq(
+        self, storage: Storage
+    ) -> None:
+        """Protocol, Reads: an unknown document ID has no kind to refuse by; it is ``None``."""
+        await storage.commit([conversation(1)])
+        assert await storage.document(99) is None
+        assert await storage.document(99, 1) is None
+
+    async def test_current_only_documents_lose_revisions_before_their_newest_base(
+        self, storage: Storage, phase: str
+    ) -> None:
+        """R16, R129: after a base, a copy as of an older point finds nothing to copy."""
+        await write_history(storage, latest(1))
+        await storage.commit([conversation(5, parent=1, at=3)])
+        storage = await self.checkpoint(storage)
+        for at in range(1, 5):
+            copy = CopyDocument(20, "notes", latest(5), 10, at)
+            await rejects(storage, [copy], "Copy source document 10 has no content at")
+        await storage.commit([CopyDocument(20, "notes", latest(5), 10, 5)])
+        assert await read_at(storage, 20, None) == HISTORY[5]
 
     async def test_a_root_replacing_delta_is_still_a_delta_and_reclaims_nothing(
         self, storage: Storage, phase: str
     ) -> None:
-        """R129: only a base (or a retirement) authorizes reclamation."""
-        await storage.commit([conversation(1), create(10, latest(1), {"a": 1})])
-        await storage.commit([delta(10, set_op([], {"b": 2}))])
+        """R129: only a base (or a retirement) authorizes reclamation; seen through a copy."""
+        await storage.commit([conversation(1), entry(2, 1), create(10, latest(1), {"a": 1})])
+        await storage.commit([delta(10, set_op([], {"b": 2})), conversation(5, parent=1, at=2)])
         storage = await self.checkpoint(storage)
-        assert await read_at(storage, 10, 1) == ({"a": 1}, 1, 0)
-        assert await read_at(storage, 10, 2) == ({"b": 2}, 1, 1)
+        await storage.commit([CopyDocument(20, "notes", latest(5), 10, 1)])
+        assert await read_at(storage, 20, None) == ({"a": 1}, 1, 0)
+        assert await read_at(storage, 10, None) == ({"b": 2}, 1, 1)
 
     async def test_rewindable_documents_keep_every_revision(
         self, storage: Storage, phase: str
@@ -371,7 +406,9 @@ class DocumentContentRules(ConformanceBase):
         self, storage: Storage
     ) -> None:
         """Protocol, Documents: one record answers ``find_document``, scans and reads."""
-        await storage.commit([conversation(1), create(10, latest(1), {"x": 1}, kind="k", key="q")])
+        await storage.commit(
+            [conversation(1), create(10, rewindable(1), {"x": 1}, kind="k", key="q")]
+        )
         read = await storage.document(10)
         found = await storage.find_document(DocAddress("k", ScopeRef("conversation", 1), "q"))
         page = await storage.scan_documents(ScopeRef("conversation", 1), kind="k")

@@ -4,15 +4,19 @@ Rules covered: Entries and forks (R17, R19, R71: a conversation sees its own
 entries and each ancestor's up to the fork point, inclusive, recursively; later
 parent entries never leak into a fork), ``entry(id, conversation_id)``,
 ``scan_entries`` (inclusive bounds, descending by default, ``asc``),
-``find_latest_head_marker`` with ``at_or_before`` across forks, and the shapes of
-conversation and entry records.
+``find_latest_head_marker`` with ``at_or_before`` across forks, the refusal of
+all three in a conversation that does not exist (``Unknown conversation <n>``),
+and the shapes of conversation and entry records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
 from pi_durable_tui.storage._conformance.base import ConformanceBase, conversation, entry, task
+from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
     ConversationOwner,
@@ -91,7 +95,6 @@ class HistoryRules(ConformanceBase):
                 assert (found is not None) == (entry_id in visible), (entry_id, conversation_id)
                 if found is not None:
                     assert found.entry.id == entry_id
-        assert await storage.entry(2, 99) is None
 
     async def test_entries_carry_the_seq_of_the_commit_that_stored_them(
         self, storage: Storage
@@ -144,12 +147,42 @@ class HistoryRules(ConformanceBase):
             ids = await visible_ids(storage, 8, order=order, **bounds)
             assert ids == (expected if order == "asc" else expected[::-1]), bounds
 
-    async def test_an_unknown_conversation_has_an_empty_history(self, storage: Storage) -> None:
-        """Protocol, Scans: nothing to scan is an empty last page, not an error."""
+    @pytest.mark.parametrize("conversation_id", [99, 2, 20, 2**70])
+    async def test_entry_reads_in_an_unknown_conversation_reject(
+        self, storage: Storage, phase: str, conversation_id: int
+    ) -> None:
+        """Protocol, Reads: ``Unknown conversation <n>``, not an empty answer.
+
+        An ID that is free, that belongs to an entry or a task, or that no
+        backend could even store: a wrong ID never passes for an empty history.
+        """
         await fork_tree(storage)
-        page = await storage.scan_entries(99)
+        await storage.commit([task(20, 1)])
+        storage = await self.checkpoint(storage)
+        message = f"Unknown conversation {conversation_id}"
+        reads: list[Callable[[], Awaitable[object]]] = [
+            lambda: storage.entry(2, conversation_id),
+            lambda: storage.entry(999, conversation_id),
+            lambda: storage.scan_entries(conversation_id),
+            lambda: storage.scan_entries(conversation_id, order="asc", min_entry_id=1),
+            lambda: storage.find_latest_head_marker(conversation_id),
+            lambda: storage.find_latest_head_marker(conversation_id, at_or_before=3),
+        ]
+        for read in reads:
+            with pytest.raises(StorageRejected) as caught:
+                await read()
+            assert str(caught.value) == message
+        assert await visible_ids(storage, 14, order="asc") == VISIBLE[14]
+
+    async def test_a_conversation_without_entries_has_an_empty_history(
+        self, storage: Storage
+    ) -> None:
+        """Protocol, Scans: nothing to scan in a known conversation is an empty last page."""
+        await storage.commit([conversation(1), conversation(2), entry(3, 1, head=3)])
+        page = await storage.scan_entries(2)
         assert (page.items, page.cursor) == ([], None)
-        assert await storage.find_latest_head_marker(99) is None
+        assert await storage.find_latest_head_marker(2) is None
+        assert await storage.entry(3, 2) is None
 
     async def test_the_latest_head_marker_is_the_newest_visible_one(
         self, storage: Storage, phase: str

@@ -125,10 +125,12 @@ class PersistenceRules(ConformanceBase):
             "Request r1 already identifies submission 22",
             exact=True,
         )
-        await rejects(storage, [create(40, latest(1), kind="live")], "live incarnation")
+        occupied = "already has a current incarnation"
+        await rejects(storage, [create(40, latest(1), kind="live")], occupied)
         await rejects(storage, [task(21, 1, "waiting")], "cannot move to another conversation")
         await rejects(storage, [delta(33, set_op(["m"], 1))], "Document 33 is retired")
-        await rejects(storage, [delta(30, set_op(["t"], ""), version=2)], "without a base")
+        needs_base = "version transition requires a base"
+        await rejects(storage, [delta(30, set_op(["t"], ""), version=2)], needs_base)
         await storage.commit([create(40, TaskScope(20))])
 
     async def test_a_cursor_taken_before_a_reopen_continues_after_it(

@@ -1,11 +1,14 @@
 """Conformance tests of scans: paging, cursors, limits and filters.
 
 Rules covered (protocol, Scans): every scan pages by ``limit`` and ``cursor``;
-every page size yields every item exactly once and in order; a page's cursor is
-``None`` exactly when nothing is left; cursors survive a JSON round trip (and a
-reopen, in ``persistence``); forged, truncated, cross-scan and cross-order
-cursors raise ``InvalidCursor``; a limit that is not a positive integer raises
-``ValueError``. Filters: tasks by conversation, kind, status (one or several),
+every page size yields every item exactly once and in order, ascending and
+descending; a page's cursor is ``None`` exactly when nothing is left; cursors
+survive a JSON round trip (and a reopen, in ``persistence``); a cursor continues
+in the order of the scan that made it when the query omits ``order``, and a
+query asking for the other order with it raises ``InvalidCursor`` naming the
+cursor; forged, truncated and cross-scan cursors raise ``InvalidCursor``; a
+limit that is not a positive integer, or an order that is neither ``asc`` nor
+``desc``, raises ``ValueError``. Filters: tasks by conversation, kind, status (one or several),
 ``abort_requested`` and ``background``; submissions by conversation and status;
 conversations by owner conversation and/or owner task; documents by exact scope
 at a point and optional kind. Every filter given must match.
@@ -71,15 +74,46 @@ SCANS: dict[str, tuple[Callable[[Storage], Fetch], list[int]]] = {
         lambda s: fetcher(s.scan_entries, 1, min_entry_id=3, max_entry_id=7),
         [7, 6, 5, 4, 3],
     ),
+    "conversations-desc": (
+        lambda s: fetcher(s.scan_conversations, order="desc"),
+        [43, 42, 41, 40, 1],
+    ),
+    "owned-conversations-desc": (
+        lambda s: fetcher(s.scan_conversations, owner_task_id=10, order="desc"),
+        [43, 42, 40],
+    ),
     "tasks": (lambda s: fetcher(s.scan_tasks), [10, 11, 12, 13, 14]),
+    "tasks-asc": (lambda s: fetcher(s.scan_tasks, order="asc"), [10, 11, 12, 13, 14]),
+    "tasks-desc": (lambda s: fetcher(s.scan_tasks, order="desc"), [14, 13, 12, 11, 10]),
     "running-tasks": (lambda s: fetcher(s.scan_tasks, status="running"), [11, 13]),
+    "running-tasks-desc": (
+        lambda s: fetcher(s.scan_tasks, status="running", order="desc"),
+        [13, 11],
+    ),
     "submissions": (lambda s: fetcher(s.scan_submissions), [20, 21, 22, 23, 24]),
+    "submissions-desc": (
+        lambda s: fetcher(s.scan_submissions, order="desc"),
+        [24, 23, 22, 21, 20],
+    ),
     "documents": (
         lambda s: fetcher(s.scan_documents, ScopeRef("session")),
         [30, 31, 32, 33, 34],
     ),
 }
 """Each scan of ``populate``'s store and the IDs it yields, in order."""
+
+ORDERED: dict[str, tuple[Callable[..., Fetch], list[int], str]] = {
+    "conversations": (
+        lambda s, **o: fetcher(s.scan_conversations, **o),
+        [1, 40, 41, 42, 43],
+        "asc",
+    ),
+    "entries": (lambda s, **o: fetcher(s.scan_entries, 1, **o), [8, 7, 6, 5, 4, 3, 2], "desc"),
+    "tasks": (lambda s, **o: fetcher(s.scan_tasks, **o), [10, 11, 12, 13, 14], "asc"),
+    "submissions": (lambda s, **o: fetcher(s.scan_submissions, **o), [20, 21, 22, 23, 24], "asc"),
+}
+"""The scans that take ``order``: how to bind one (with or without ``order``), the IDs
+``populate``'s store yields in its default order, and that order."""
 
 CROSS = {
     "conversations": "tasks",
@@ -173,17 +207,58 @@ class PagingRules(ConformanceBase):
         with pytest.raises(InvalidCursor):
             await SCANS[name][0](storage)(2, foreign)
 
-    async def test_an_entry_cursor_of_the_other_order_raises_invalid_cursor(
-        self, storage: Storage
+    @pytest.mark.parametrize("name", list(ORDERED))
+    async def test_a_cursor_continues_its_order_when_the_query_omits_order(
+        self, storage: Storage, name: str
     ) -> None:
-        """Protocol, Scans: cursors carry the scan order."""
+        """Protocol, Scans: the order asked for on the first page carries on in the cursor."""
         await populate(storage)
-        descending = await a_cursor(storage, "entries-desc")
-        ascending = await a_cursor(storage, "entries-asc")
-        with pytest.raises(InvalidCursor):
-            await storage.scan_entries(1, order="asc", cursor=descending)
-        with pytest.raises(InvalidCursor):
-            await storage.scan_entries(1, order="desc", cursor=ascending)
+        make, default_ids, _ = ORDERED[name]
+        for order, expected in (("asc", sorted(default_ids)), ("desc", sorted(default_ids)[::-1])):
+            first = await make(storage, order=order)(2, None)
+            assert first.cursor is not None
+            got = [item_id(item) for item in first.items]
+            cursor: JsonObject | None = json.loads(json.dumps(first.cursor))
+            while cursor is not None:
+                page = await make(storage)(2, cursor)
+                got += [item_id(item) for item in page.items]
+                cursor = page.cursor
+            assert got == expected, order
+
+    @pytest.mark.parametrize("name", list(ORDERED))
+    async def test_a_cursor_of_the_other_order_raises_invalid_cursor_naming_the_cursor(
+        self, storage: Storage, name: str
+    ) -> None:
+        """Protocol, Scans: cursors carry the scan order; asking for the other one is refused."""
+        await populate(storage)
+        make, _, _ = ORDERED[name]
+        for made, asked in (("asc", "desc"), ("desc", "asc")):
+            page = await make(storage, order=made)(1, None)
+            assert page.cursor is not None
+            with pytest.raises(InvalidCursor, match="cursor") as caught:
+                await make(storage, order=asked)(1, page.cursor)
+            assert made in str(caught.value)
+            assert asked in str(caught.value)
+
+    @pytest.mark.parametrize("name", list(ORDERED))
+    async def test_without_order_or_cursor_a_scan_runs_in_its_default_order(
+        self, storage: Storage, name: str
+    ) -> None:
+        """Protocol, Scans: entries newest first, conversations, tasks, submissions ascending."""
+        await populate(storage)
+        make, expected, default = ORDERED[name]
+        for fetch in (make(storage), make(storage, order=default)):
+            assert [i for page in await pages(fetch, 3) for i in page] == expected
+
+    @pytest.mark.parametrize("order", ["up", "ASC", "", 1])
+    async def test_an_order_other_than_asc_or_desc_raises_value_error(
+        self, storage: Storage, order: Any
+    ) -> None:
+        """Protocol, Scans: ``order`` is ``"asc"``, ``"desc"`` or omitted."""
+        await populate(storage)
+        for make, _, _ in ORDERED.values():
+            with pytest.raises(ValueError, match="order must be"):
+                await make(storage, order=order)(2, None)
 
     async def test_a_cursor_is_checked_even_when_nothing_is_left_to_scan(
         self, storage: Storage

@@ -27,7 +27,7 @@ from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage._batch import PreparedBatch
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl._columns import Sections
 from pi_durable_tui.storage.jsonl._documents import Documents
@@ -51,7 +51,7 @@ from pi_durable_tui.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl._plan import Plan, Written
+    from pi_durable_tui.storage.jsonl._plan_types import Plan, Written
 
 
 class JsonlIndex:

@@ -16,10 +16,19 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from pi_durable_tui.storage._scans import (
+    check_limit,
+    check_order,
+    make_cursor,
+    no_history,
+    read_cursor,
+    unknown_conversation,
+    visible_chain,
+)
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl._documents import scope_key
 from pi_durable_tui.storage.jsonl._index import JsonlIndex
-from pi_durable_tui.storage.protocol import EntryOrder
+from pi_durable_tui.storage.protocol import ScanOrder
 from pi_durable_tui.storage.records import (
     ConversationRecord,
     DocAddress,
@@ -32,7 +41,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import check_limit, make_cursor, read_cursor, visible_chain
 
 T = TypeVar("T")
 
@@ -40,26 +48,34 @@ T = TypeVar("T")
 def page(
     scan: str,
     ids: Sequence[int],
+    order: ScanOrder | None,
     cursor: JsonObject | None,
     limit: int,
     match: Callable[[int], bool],
     load: Callable[[list[int]], list[T]],
 ) -> Page[T]:
-    """Return one page of an ascending ID sequence after the cursor's position.
+    """Return one page of an ascending ID sequence, in either order, after the cursor.
 
     Args:
         scan: The scan's name, carried by its cursors.
         ids: Sorted IDs of every candidate.
+        order: The order asked for (``None``: the cursor's, or ascending).
         cursor: The caller's cursor, or ``None``.
         limit: The page size.
         match: Whether the candidate at a position passes the filters.
         load: Returns the items at the given positions.
     """
     check_limit(limit)
-    after = read_cursor(cursor, scan)
+    check_order(order)
+    after, order = read_cursor(cursor, scan, order, "asc")
+    if order == "asc":
+        candidates = range(0 if after is None else bisect.bisect_right(ids, after), len(ids))
+    else:
+        end = len(ids) if after is None else bisect.bisect_left(ids, after)
+        candidates = range(end - 1, -1, -1)
     positions: list[int] = []
     more = False
-    for position in range(0 if after is None else bisect.bisect_right(ids, after), len(ids)):
+    for position in candidates:
         if not match(position):
             continue
         if len(positions) == limit:
@@ -67,7 +83,7 @@ def page(
             break
         positions.append(position)
     items = load(positions)
-    return Page(items, make_cursor(scan, ids[positions[-1]]) if more else None)
+    return Page(items, make_cursor(scan, ids[positions[-1]], order) if more else None)
 
 
 def _codes(values: set[str] | None, lookup: Callable[[str], int]) -> set[int] | None:
@@ -81,10 +97,11 @@ def scan_conversations(
     index: JsonlIndex,
     owner_conversation_id: int | None,
     owner_task_id: int | None,
+    order: ScanOrder | None,
     limit: int,
     cursor: JsonObject | None,
 ) -> Page[ConversationRecord]:
-    """Scan conversations in ID order, optionally by owner."""
+    """Scan conversations by ID, optionally by owner."""
     table = index.conversations
 
     def match(row: int) -> bool:
@@ -96,6 +113,7 @@ def scan_conversations(
     return page(
         "conversations",
         table.ids,
+        order,
         cursor,
         limit,
         match,
@@ -122,8 +140,20 @@ def stored_entries(index: JsonlIndex, located: Sequence[Located]) -> list[Stored
     ]
 
 
+def need_conversation(index: JsonlIndex, conversation_id: int) -> None:
+    """Refuse a read in a conversation that was never committed.
+
+    Raises:
+        StorageRejected: ``Unknown conversation <n>``.
+    """
+    if index.conversations.row(conversation_id) < 0:
+        raise unknown_conversation(conversation_id)
+
+
 def entry(index: JsonlIndex, entry_id: int, conversation_id: int | None) -> StoredEntry | None:
     """Return an entry, or only if visible from ``conversation_id``."""
+    if conversation_id is not None:
+        need_conversation(index, conversation_id)
     located = index.entries.locate(entry_id)
     if located is None:
         return None
@@ -145,11 +175,16 @@ def visible_window(
     heads: bool,
     low: int | None,
     high: int | None,
-    order: EntryOrder,
+    order: ScanOrder,
     count: int,
 ) -> list[Located]:
-    """Return up to ``count`` visible entries (or head markers) within bounds, in scan order."""
-    if index.conversations.row(conversation_id) < 0 or count <= 0:
+    """Return up to ``count`` visible entries (or head markers) within bounds, in scan order.
+
+    Raises:
+        StorageRejected: ``Unknown conversation <n>``.
+    """
+    need_conversation(index, conversation_id)
+    if count <= 0:
         return []
     found: list[Located] = []
     for member, cap in visible_chain(conversation_id, index.parent_of):
@@ -183,13 +218,14 @@ def scan_entries(
     conversation_id: int,
     low: int | None,
     high: int | None,
-    order: EntryOrder,
+    order: ScanOrder | None,
     limit: int,
     cursor: JsonObject | None,
 ) -> Page[StoredEntry]:
     """Return one page of a conversation's visible history."""
     check_limit(limit)
-    after = read_cursor(cursor, "entries", order)
+    check_order(order)
+    after, order = read_cursor(cursor, "entries", order, "desc")
     if after is not None and order == "asc":
         low = after + 1 if low is None else max(low, after + 1)
     elif after is not None:
@@ -218,10 +254,11 @@ def scan_tasks(
     statuses: set[str] | None,
     abort_requested: bool | None,
     background: bool | None,
+    order: ScanOrder | None,
     limit: int,
     cursor: JsonObject | None,
 ) -> Page[TaskRecord]:
-    """Scan tasks in ID order; every given filter must match."""
+    """Scan tasks by ID; every given filter must match."""
     table = index.tasks
     kind_code = None if kind is None else table.kinds.lookup(kind)
     status_codes = _codes(statuses, table.statuses.lookup)
@@ -241,17 +278,18 @@ def scan_tasks(
         items = [(table.ids[row], table.at[row], table.length[row]) for row in rows]
         return [TaskRecord.from_json(record) for _, record in index.read().records("task", items)]
 
-    return page("tasks", table.ids, cursor, limit, match, load)
+    return page("tasks", table.ids, order, cursor, limit, match, load)
 
 
 def scan_submissions(
     index: JsonlIndex,
     conversation_id: int | None,
     statuses: set[str] | None,
+    order: ScanOrder | None,
     limit: int,
     cursor: JsonObject | None,
 ) -> Page[SubmissionRecord]:
-    """Scan submissions in ID order; every given filter must match."""
+    """Scan submissions by ID; every given filter must match."""
     table = index.submissions
     status_codes = _codes(statuses, table.statuses.lookup)
 
@@ -265,7 +303,7 @@ def scan_submissions(
         records = index.read().records("submission", items)
         return [SubmissionRecord.from_json(record) for _, record in records]
 
-    return page("submissions", table.ids, cursor, limit, match, load)
+    return page("submissions", table.ids, order, cursor, limit, match, load)
 
 
 # -- documents ---------------------------------------------------------------------------
@@ -297,7 +335,7 @@ def scan_documents(
     def load(positions: list[int]) -> list[DocumentRecord]:
         return [documents.record(documents.row(ids[position])) for position in positions]
 
-    return page("documents", ids, cursor, limit, match, load)
+    return page("documents", ids, "asc", cursor, limit, match, load)
 
 
 def find_document(index: JsonlIndex, address: DocAddress, at: int | None) -> DocumentRecord | None:
@@ -310,7 +348,11 @@ def document(index: JsonlIndex, document_id: int, at: int | None) -> DocumentRea
     """Return a document's content at ``at`` (``None``: now) as a fresh copy."""
     documents = index.documents
     row = documents.row(document_id)
-    if row < 0 or not documents.alive_at(row, at):
+    if row < 0:
+        return None
+    if at is not None and documents.current_only(row):
+        raise no_history(documents.record(row))
+    if not documents.alive_at(row, at):
         return None
     record = documents.record(row)
     point = index.seq if at is None else at

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.storage.batch import RevisionKind
+from pi_durable_tui.storage._batch import RevisionKind
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import Op, apply_ops, loads
 from pi_durable_tui.storage.jsonl._files import (

@@ -80,18 +80,20 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pi_durable_tui.storage.batch import prepare_batch
+from pi_durable_tui.storage._batch import prepare_batch
+from pi_durable_tui.storage._scans import status_filter
 from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned, StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl import _queries as jsonl_queries
 from pi_durable_tui.storage.jsonl._checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
 from pi_durable_tui.storage.jsonl._files import MAIN_FILE, fsync_directory, open_append
-from pi_durable_tui.storage.jsonl._plan import Written, plan_commit
+from pi_durable_tui.storage.jsonl._plan import plan_commit
+from pi_durable_tui.storage.jsonl._plan_types import Written
 from pi_durable_tui.storage.jsonl._publish import Publisher
 from pi_durable_tui.storage.jsonl._reader import Reader
 from pi_durable_tui.storage.jsonl._recovery import Recovery, RecoveryStats, recover
 from pi_durable_tui.storage.lock import StoreLock
-from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
+from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     MAX_ID,
     ConversationRecord,
@@ -106,7 +108,6 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
-from pi_durable_tui.storage.scans import status_filter
 from pi_durable_tui.storage.writes import Write
 
 __all__ = ["CheckpointPolicy", "JsonlStorage"]
@@ -306,13 +307,14 @@ class JsonlStorage:
         *,
         owner_conversation_id: int | None = None,
         owner_task_id: int | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[ConversationRecord]:
-        """Scan conversations in ID order, optionally by owner."""
+        """Scan conversations by ID, optionally by owner."""
         self._check_usable()
         return jsonl_queries.scan_conversations(
-            self._index, owner_conversation_id, owner_task_id, limit, cursor
+            self._index, owner_conversation_id, owner_task_id, order, limit, cursor
         )
 
     async def scan_entries(
@@ -321,7 +323,7 @@ class JsonlStorage:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:
@@ -339,28 +341,30 @@ class JsonlStorage:
         status: TaskStatus | Sequence[TaskStatus] | None = None,
         abort_requested: bool | None = None,
         background: bool | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[TaskRecord]:
-        """Scan tasks in ID order; every given filter must match."""
+        """Scan tasks by ID; every given filter must match."""
         self._check_usable()
-        statuses = status_filter(status)
-        return jsonl_queries.scan_tasks(
-            self._index, conversation_id, kind, statuses, abort_requested, background, limit, cursor
-        )
+        filters = (conversation_id, kind, status_filter(status), abort_requested, background)
+        return jsonl_queries.scan_tasks(self._index, *filters, order, limit, cursor)
 
     async def scan_submissions(
         self,
         *,
         conversation_id: int | None = None,
         status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions in ID order; every given filter must match."""
+        """Scan submissions by ID; every given filter must match."""
         self._check_usable()
         statuses = status_filter(status)
-        return jsonl_queries.scan_submissions(self._index, conversation_id, statuses, limit, cursor)
+        return jsonl_queries.scan_submissions(
+            self._index, conversation_id, statuses, order, limit, cursor
+        )
 
     async def scan_documents(
         self,

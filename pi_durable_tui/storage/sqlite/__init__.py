@@ -2,8 +2,8 @@
 
 The public face of a small package: ``_storage`` (the Storage class, commits on
 aiosqlite's thread), ``_schema`` (pragmas, migrations, metadata), ``_tables``
-(batch writes, keyed lookups, document content) and ``_scans`` (ordered and
-fork-aware scans).
+(batch writes, keyed lookups, document content), ``_scans`` (ordered and
+fork-aware scans) and ``_checkpoints`` (WAL checkpoints off the commit path).
 """
 
 from pi_durable_tui.storage.sqlite._schema import UnsupportedSchema

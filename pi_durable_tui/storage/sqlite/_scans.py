@@ -2,7 +2,7 @@
 
 Like ``_tables`` (whose ``Tables`` it extends), everything here runs on
 aiosqlite's worker thread and answers exactly like ``MemoryStorage`` (R128):
-the same validation order (limit, then cursor), the same cursors (``scans``),
+the same validation order (limit, then cursor), the same cursors (``storage._scans``),
 the same filters.
 
 Fork-aware scans (R17, R71) are one SQL statement over the fork chain: one
@@ -18,7 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pi_durable_tui.storage._scans import (
+    check_limit,
+    check_order,
+    make_cursor,
+    no_history,
+    read_cursor,
+    status_filter,
+    visible_chain,
+)
 from pi_durable_tui.storage.json_ops import JsonObject, loads
+from pi_durable_tui.storage.protocol import ScanOrder
 from pi_durable_tui.storage.records import (
     MAX_ID,
     ConversationRecord,
@@ -31,14 +41,7 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import (
-    check_limit,
-    make_cursor,
-    read_cursor,
-    status_filter,
-    visible_chain,
-)
-from pi_durable_tui.storage.sqlite._tables import Tables, fits, stored_entry
+from pi_durable_tui.storage.sqlite._tables import Tables, fits, sql_text, stored_entry
 
 T = TypeVar("T")
 
@@ -63,36 +66,40 @@ class Queries(Tables):
         scan: str,
         table: str,
         where: _Where,
+        order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
         build: Callable[[Any], T],
     ) -> Page[T]:
-        """Return one page of ``table`` in ID order; validation order matches MemoryStorage."""
+        """Return one page of ``table`` by ID; validation order matches MemoryStorage."""
         check_limit(limit)
-        after = read_cursor(cursor, scan)
+        check_order(order)
+        after, order = read_cursor(cursor, scan, order, "asc")
         if after is not None:
-            where.add("id > ?", min(after, MAX_ID))
+            where.add("id > ?" if order == "asc" else "id < ?", min(after, MAX_ID))
+        direction = "ASC" if order == "asc" else "DESC"
         rows = self.conn.execute(
-            f"SELECT id, record FROM {table} WHERE {where.sql()} ORDER BY id LIMIT ?",
+            f"SELECT id, record FROM {table} WHERE {where.sql()} ORDER BY id {direction} LIMIT ?",
             (*where.params, limit + 1),
         ).fetchall()
         items = [build(loads(record)) for _, record in rows[:limit]]
-        return Page(items, make_cursor(scan, rows[limit - 1][0]) if len(rows) > limit else None)
+        more = len(rows) > limit
+        return Page(items, make_cursor(scan, rows[limit - 1][0], order) if more else None)
 
     def scan_conversations(
         self,
         owner_conversation_id: int | None,
         owner_task_id: int | None,
+        order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[ConversationRecord]:
-        """Scan conversations in ID order, optionally by owner."""
+        """Scan conversations by ID, optionally by owner."""
         where = _Where()
         where.add_if("owner_conversation_id = ?", owner_conversation_id)
         where.add_if("owner_task_id = ?", owner_task_id)
-        return self._scan(
-            "conversations", "conversations", where, limit, cursor, ConversationRecord.from_json
-        )
+        build = ConversationRecord.from_json
+        return self._scan("conversations", "conversations", where, order, limit, cursor, build)
 
     def scan_tasks(
         self,
@@ -101,10 +108,11 @@ class Queries(Tables):
         status: str | Sequence[str] | None,
         abort_requested: bool | None,
         background: bool | None,
+        order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[TaskRecord]:
-        """Scan tasks in ID order; every given filter must match."""
+        """Scan tasks by ID; every given filter must match."""
         where = _Where()
         where.add_if("conversation_id = ?", conversation_id)
         where.add_if("kind = ?", kind)
@@ -113,22 +121,22 @@ class Queries(Tables):
             "abort_requested = ?", None if abort_requested is None else bool(abort_requested)
         )
         where.add_if("background = ?", None if background is None else bool(background))
-        return self._scan("tasks", "tasks", where, limit, cursor, TaskRecord.from_json)
+        return self._scan("tasks", "tasks", where, order, limit, cursor, TaskRecord.from_json)
 
     def scan_submissions(
         self,
         conversation_id: int | None,
         status: str | Sequence[str] | None,
+        order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions in ID order; every given filter must match."""
+        """Scan submissions by ID; every given filter must match."""
         where = _Where()
         where.add_if("conversation_id = ?", conversation_id)
         where.add_in("status", _sorted_statuses(status))
-        return self._scan(
-            "submissions", "submissions", where, limit, cursor, SubmissionRecord.from_json
-        )
+        build = SubmissionRecord.from_json
+        return self._scan("submissions", "submissions", where, order, limit, cursor, build)
 
     def scan_documents(
         self,
@@ -140,11 +148,12 @@ class Queries(Tables):
     ) -> Page[DocumentRecord]:
         """Scan the documents of exactly this scope alive at ``at`` (``None``: now)."""
         where = _Where()
-        where.add("scope_kind = ?", scope.kind)
+        where.add("scope_kind = ?", sql_text(scope.kind))
         where.add_eq("scope_id IS ?", scope.id)
         where.add_if("kind = ?", kind)
         _add_alive(where, at)
-        return self._scan("documents", "documents", where, limit, cursor, DocumentRecord.from_json)
+        build = DocumentRecord.from_json
+        return self._scan("documents", "documents", where, "asc", limit, cursor, build)
 
     def _chain_query(
         self,
@@ -158,11 +167,11 @@ class Queries(Tables):
         """Return up to ``limit`` visible entries with IDs in ``[low, high]``, in order.
 
         One statement: a subquery per fork-chain member, merged by ``UNION ALL``.
+
+        Raises:
+            StorageRejected: ``Unknown conversation <n>``.
         """
-        if not fits(conversation_id) or not self._one(
-            "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
-        ):
-            return []
+        self.need_conversation(conversation_id)
         direction = "DESC" if descending else "ASC"
         head = " AND head IS NOT NULL" if heads_only else ""
         parts: list[str] = []
@@ -194,13 +203,14 @@ class Queries(Tables):
         conversation_id: int,
         min_entry_id: int | None,
         max_entry_id: int | None,
-        order: str,
+        order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[StoredEntry]:
         """Scan the visible history of a conversation (fork-aware)."""
         check_limit(limit)
-        after = read_cursor(cursor, "entries", order)
+        check_order(order)
+        after, order = read_cursor(cursor, "entries", order, "desc")
         descending = order == "desc"
         low, high = min_entry_id, max_entry_id
         if after is not None and descending:
@@ -226,10 +236,10 @@ class Queries(Tables):
         if at is None:
             return self.live_document(address)
         where = _Where()
-        where.add("kind = ?", address.kind)
-        where.add("scope_kind = ?", address.scope.kind)
+        where.add("kind = ?", sql_text(address.kind))
+        where.add("scope_kind = ?", sql_text(address.scope.kind))
         where.add_eq("scope_id IS ?", address.scope.id)
-        where.add("key IS ?", address.key)
+        where.add("key IS ?", sql_text(address.key))
         _add_alive(where, at)
         row = self._one(
             f"SELECT record FROM documents WHERE {where.sql()} ORDER BY created_at DESC LIMIT 1",
@@ -242,6 +252,8 @@ class Queries(Tables):
         record = self.document_record(document_id)
         if record is None:
             return None
+        if at is not None and record.current_only:
+            raise no_history(record)
         alive = record.retired_at is None if at is None else record.alive_at(at)
         if not alive:
             return None
@@ -280,12 +292,13 @@ class _Where:
         if isinstance(param, int) and not fits(param):
             self.add("0")
         else:
-            self.add(clause, param)
+            self.add(clause, sql_text(param))
 
     def add_in(self, column: str, values: list[str] | None) -> None:
         if values is not None:
             # An empty filter matches nothing, as in MemoryStorage.
-            self.add(f"{column} IN ({', '.join('?' * len(values))})" if values else "0", *values)
+            placeholders = ", ".join("?" * len(values))
+            self.add(f"{column} IN ({placeholders})" if values else "0", *map(sql_text, values))
 
     def sql(self) -> str:
         return " AND ".join(self.clauses) or "1"

@@ -2,7 +2,8 @@
 
 Everything here is synchronous and runs on aiosqlite's worker thread, inside the
 single hop that ``SqliteStorage.open`` makes (``configure``): apply the pragmas
-(busy timeout, WAL, ``synchronous``, foreign keys, ``wal_autocheckpoint``), read
+(busy timeout, WAL, ``synchronous``, foreign keys, ``wal_autocheckpoint``: 0
+unless asked, since ``_checkpoints`` runs them off the commit path), read
 each one back and refuse to open if SQLite did not take it (reliability.md 9.1:
 the durability promise depends on them), then create or upgrade the schema.
 
@@ -10,12 +11,30 @@ Tables (records are JSON text, parsed on every read; the other columns exist
 only to be indexed):
 
 - ``durable_metadata``: one row (``id = 1``) with ``schema_version``,
-  ``next_seq`` (the seq the next commit gets) and ``next_id`` (the mint floor:
-  above every committed ID and every ID minted before the last commit);
-- ``record_ids``: the ID to kind registry of the one global ID space (R-1.2);
+  ``next_seq`` and ``next_id``: lower bounds of the seq the next commit gets
+  and of the mint floor (see "The metadata row" below);
 - ``conversations``, ``entries``, ``tasks``, ``submissions``, ``documents``
   (incarnations) and ``document_revisions`` (bases and deltas keyed by document
-  and seq).
+  and seq). Each keys its records by ID, so the kind that owns an ID (one global
+  ID space, R-1.2) is found by looking the ID up in each (``Tables.id_kind``).
+
+Every page a commit touches is a frame in the WAL, so a commit writes only what
+the scans need: a one-entry commit writes the entries leaf and the
+``entries_by_conversation`` leaf, about 2.2 frames (4.2 with schema version 1,
+which also wrote a ``record_ids`` row and the metadata row every time; raw
+sqlite3's one-row floor writes 1.1). ``python -m pi_durable_tui.bench storage``
+measures it (``sqlite.sustained_commit_1_entry``).
+
+The metadata row. A commit must leave its seq on disk, and the mint floor must
+end up above every committed ID (R-1.2, R129). A commit that stores an entry
+with an ID above every stored entry's leaves both in that entry's row: the entry
+with the highest ID carries the newest seq, and every table's highest ID bounds
+the IDs. Only other commits write the metadata row. At open, ``read_metadata``
+takes the larger of the row's values and of those the newest rows say: one
+lookup at the right edge of each table's key, never a scan of history. IDs
+minted but never committed may be minted again after a reopen; nothing stored
+names them. REMINDER: ``Tables.write`` skips the row exactly when the newest
+entry row will carry the seq; change both together.
 
 Indexes follow the scans: entries and head markers by ``(conversation_id, id)``
 (fork-aware scans read one index range per fork-chain member), tasks by status,
@@ -34,7 +53,8 @@ together with the new ``schema_version``. A store newer than ``SCHEMA_VERSION``
 is refused (``UnsupportedSchema``) rather than misread.
 
 Checks at open are kept proportional to nothing: reading the schema, the
-metadata row, and ``PRAGMA quick_check(durable_metadata)``. A full
+metadata row, ``PRAGMA quick_check(durable_metadata)``, and the newest row of
+each record table (``NEWEST_ROWS``). A full
 ``quick_check`` is linear in the file (66 ms for 100,000 entries here) and would
 make reopen proportional to history, which DESIGN.md section 4 forbids; run
 ``SqliteStorage.check_integrity`` for that.
@@ -158,6 +178,12 @@ MIGRATIONS: list[Migration] = [
             " ON document_revisions (document_id, kind, seq)",
         ),
     ),
+    Migration(
+        # Every record table is keyed by ID, so the registry duplicated what they hold
+        # and cost every commit one more page (a WAL frame) per new ID.
+        "drop record_ids: the record tables' keys say which kind owns an ID",
+        ("DROP TABLE record_ids",),
+    ),
 ]
 """``MIGRATIONS[i]`` upgrades a store from schema version ``i`` to ``i + 1``.
 
@@ -174,11 +200,13 @@ def schema_version() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Metadata:
-    """The metadata row: schema version, next seq and mint floor."""
+    """What a store's next commit starts from: schema version, next seq, mint floor."""
 
     schema_version: int
     next_seq: int
     next_id: int
+    newest_entry: int = 0
+    """The highest stored entry ID (0: none)."""
 
 
 def damaged(path: Path, error: sqlite3.Error) -> StorageCorrupted:
@@ -196,18 +224,43 @@ def is_damage(error: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
-def read_metadata(conn: sqlite3.Connection) -> Metadata:
-    """Read the metadata row.
-
-    Raises:
-        StorageCorrupted: ``Durable SQLite metadata is missing`` when the row is gone.
-    """
+def _metadata_row(conn: sqlite3.Connection) -> tuple[int, int, int]:
     row = conn.execute(
         "SELECT schema_version, next_seq, next_id FROM durable_metadata WHERE id = 1"
     ).fetchone()
     if row is None:
         raise StorageCorrupted("Durable SQLite metadata is missing")
-    return Metadata(*row)
+    return row
+
+
+NEWEST_ROWS = (
+    "SELECT (SELECT id FROM entries ORDER BY id DESC LIMIT 1),"
+    " (SELECT seq FROM entries ORDER BY id DESC LIMIT 1),"
+    # REMINDER: max() of several values is NULL if any is; an empty table gives NULL.
+    " max(coalesce((SELECT max(id) FROM conversations), 0),"
+    " coalesce((SELECT max(id) FROM tasks), 0),"
+    " coalesce((SELECT max(id) FROM submissions), 0),"
+    " coalesce((SELECT max(id) FROM documents), 0))"
+)
+"""The newest entry (ID and seq) and the highest ID of every other record table: each
+a lookup at the right edge of a key, whatever the store's size."""
+
+
+def read_metadata(conn: sqlite3.Connection) -> Metadata:
+    """Read the metadata row, raised to what the newest rows say (module docstring).
+
+    Raises:
+        StorageCorrupted: ``Durable SQLite metadata is missing`` when the row is gone.
+    """
+    version, next_seq, next_id = _metadata_row(conn)
+    entry, entry_seq, other = conn.execute(NEWEST_ROWS).fetchone()
+    newest = max(entry or 0, other or 0)
+    return Metadata(
+        version,
+        max(next_seq, (entry_seq or 0) + 1),
+        max(next_id, newest + 1),
+        entry or 0,
+    )
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -252,7 +305,7 @@ def prepare_schema(conn: sqlite3.Connection, path: Path) -> Metadata:
                 f"SQLite store {path} is damaged ({problems}); move it aside and start a "
                 "new session, or restore it from a backup"
             )
-        version = read_metadata(conn).schema_version
+        version = _metadata_row(conn)[0]
     target = schema_version()
     if version > target:
         raise UnsupportedSchema(
@@ -299,16 +352,16 @@ def configure(
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
-        if wal_autocheckpoint is not None:
-            conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}")
+        # None: checkpoints are ``_checkpoints``'s, off the commit path; SQLite's own is off.
+        pages = 0 if wal_autocheckpoint is None else int(wal_autocheckpoint)
+        conn.execute(f"PRAGMA wal_autocheckpoint = {pages}")
         expected: dict[str, object] = {
             "journal_mode": "wal",
             "synchronous": _SYNCHRONOUS_LEVELS[synchronous],
             "foreign_keys": 1,
             "busy_timeout": int(busy_timeout_ms),
+            "wal_autocheckpoint": pages,
         }
-        if wal_autocheckpoint is not None:
-            expected["wal_autocheckpoint"] = int(wal_autocheckpoint)
         for pragma, want in expected.items():
             got = conn.execute(f"PRAGMA {pragma}").fetchone()[0]
             if got != want:

@@ -6,7 +6,10 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
 - **Configuration** asserted at open: WAL, ``synchronous = NORMAL`` (or ``FULL``
   on request: only FULL keeps the newest commits across a power cut,
   reliability.md 9.1), a busy timeout, foreign keys, ``isolation_level=None`` so
-  every transaction is explicit, and an optional ``wal_autocheckpoint``.
+  every transaction is explicit, and SQLite's automatic checkpoint off.
+- **Checkpoints off the commit path** (``_checkpoints``): beside the commits on
+  another thread, and now and then between two commits to start the WAL over;
+  ``wal_autocheckpoint=N`` brings SQLite's own back instead.
 - **One transaction and one thread hop per commit.** ``BEGIN IMMEDIATE`` (the
   write lock up front, so the busy timeout applies, 9.3), ``prepare_batch``
   against a view made of synchronous queries on the same connection, every
@@ -22,10 +25,12 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
   that report a damaged file become ``StorageCorrupted``) and is uncertain. If
   a COMMIT or ROLLBACK itself failed, this object refuses further commits with
   ``StoragePoisoned``: only a reopen tells what the file holds.
-- **Reopen** reads the schema, the metadata row and a quick check of that row's
-  table, never the history (DESIGN.md section 4); see ``_schema``.
+- **Reopen** reads the schema, the metadata row, a quick check of that row's
+  table and the newest row of each record table, never the history (DESIGN.md
+  section 4); see ``_schema``.
 - **The single-writer lock** (``StoreLock``) is taken before the file is opened
-  and released after it is closed; ``close`` truncates the WAL.
+  and released after it is closed; ``close`` waits for the checkpoints in
+  flight and truncates the WAL.
 - **Failpoints** ``sqlite.before_commit`` and ``sqlite.after_commit`` let crash
   tests die at every commit boundary (``failpoints``).
 """
@@ -42,16 +47,16 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
-from pi_durable_tui.storage import failpoints
-from pi_durable_tui.storage.batch import prepare_batch
+from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
     StoragePoisoned,
     StorageRejected,
 )
+from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.lock import StoreLock
-from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
+from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     MAX_ID,
     ConversationRecord,
@@ -66,6 +71,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
     TaskStatus,
 )
+from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
 from pi_durable_tui.storage.sqlite._scans import Queries
 from pi_durable_tui.storage.sqlite._schema import (
     Metadata,
@@ -83,8 +89,8 @@ __all__ = ["SqliteStorage", "run_on_worker"]
 T = TypeVar("T")
 P = ParamSpec("P")
 
-BEFORE_COMMIT = failpoints.define("sqlite.before_commit")
-AFTER_COMMIT = failpoints.define("sqlite.after_commit")
+BEFORE_COMMIT = define_failpoint("sqlite.before_commit")
+AFTER_COMMIT = define_failpoint("sqlite.after_commit")
 
 
 async def run_on_worker(
@@ -126,8 +132,10 @@ class SqliteStorage:
         tables: Queries,
         metadata: Metadata,
         synchronous: Synchronous,
+        checkpoints: Checkpoints | None,
     ) -> None:
         self._path = path
+        self._checkpoints = checkpoints
         self._db = db
         self._lock = lock
         self._synchronous: Synchronous = synchronous
@@ -156,8 +164,10 @@ class SqliteStorage:
             path: The database file; created with the current schema if missing.
             synchronous: ``"NORMAL"`` (survives process crashes) or ``"FULL"``
                 (also survives power loss, at a third of the commit rate).
-            wal_autocheckpoint: WAL pages between automatic checkpoints
-                (``None``: SQLite's default of 1,000; ``0`` turns them off).
+            wal_autocheckpoint: ``None`` (the default): checkpoints run off the
+                commit path (``_checkpoints``). A number: SQLite's own automatic
+                checkpoint instead, inside the commit that takes the WAL to that
+                many pages (``0``: no checkpoint until ``close``).
             busy_timeout: Seconds to wait for another connection's write lock.
 
         Returns:
@@ -192,8 +202,12 @@ class SqliteStorage:
                 wal_autocheckpoint,
                 round(busy_timeout * 1000),
             )
-            tables = await run_on_worker(db, Queries)  # REMINDER: used on that thread only
-            return cls(store, db, lock, tables, metadata, synchronous)
+            # REMINDER: the tables are used on the worker thread only.
+            tables = await run_on_worker(db, Queries, metadata.newest_entry)
+            checkpoints = None
+            if wal_autocheckpoint is None:
+                checkpoints = Checkpoints(store, synchronous, partial(run_on_worker, db))
+            return cls(store, db, lock, tables, metadata, synchronous, checkpoints)
         except BaseException:
             # REMINDER: aiosqlite's worker thread is not a daemon; a connection left
             # open here would keep the process alive at exit.
@@ -255,12 +269,14 @@ class SqliteStorage:
         return await asyncio.shield(work)
 
     async def _settle(self, writes: list[Write], floor: int) -> int:
-        seq, next_id = await self._call(self._commit_on_worker, writes, floor)
+        seq, next_id, frames = await self._call(self._commit_on_worker, writes, floor)
         self._seq = max(self._seq, seq)
         self._next_id = max(self._next_id, next_id)
+        if self._checkpoints is not None:
+            self._checkpoints.after_commit(frames)
         return seq
 
-    def _commit_on_worker(self, writes: list[Write], floor: int) -> tuple[int, int]:
+    def _commit_on_worker(self, writes: list[Write], floor: int) -> tuple[int, int, int]:
         """The whole commit, on the worker thread: BEGIN IMMEDIATE to COMMIT or ROLLBACK."""
         tables = self._tables
         conn = tables.conn
@@ -268,13 +284,14 @@ class SqliteStorage:
         committing = False
         try:
             # REMINDER: this process holds the store's exclusive lock and every write goes
-            # through this function, so the metadata row is what the last COMMIT wrote; a
-            # failed COMMIT poisons this object before it could be used again.
+            # through this function, so ``_stored`` is what the last COMMIT left on disk
+            # (in the metadata row, or the newest entry row: ``_schema``); a failed
+            # COMMIT poisons this object before it could be used again.
             seq, stored_next_id = self._stored
             tables.committed_floor = stored_next_id
             batch = prepare_batch(writes, tables, seq)
             next_id = max(stored_next_id, floor, batch.max_id + 1)
-            tables.write(batch, next_id)
+            frames = tables.write(batch, next_id)
             BEFORE_COMMIT.hit()
             committing = True
             conn.execute("COMMIT")
@@ -288,7 +305,7 @@ class SqliteStorage:
         except BaseException as error:
             self._poisoned = error  # committed, yet reported as failed: state unknown here
             raise
-        return seq, next_id
+        return seq, next_id, frames
 
     def _roll_back(self, conn: sqlite3.Connection, error: BaseException, committing: bool) -> None:
         """Undo a failed transaction; poison this object if its outcome is unknown."""
@@ -344,12 +361,18 @@ class SqliteStorage:
         *,
         owner_conversation_id: int | None = None,
         owner_task_id: int | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[ConversationRecord]:
-        """Scan conversations in ID order, optionally by owner (both filters must match)."""
+        """Scan conversations by ID, optionally by owner (both filters must match)."""
         return await self._read(
-            self._tables.scan_conversations, owner_conversation_id, owner_task_id, limit, cursor
+            self._tables.scan_conversations,
+            owner_conversation_id,
+            owner_task_id,
+            order,
+            limit,
+            cursor,
         )
 
     async def scan_entries(
@@ -358,7 +381,7 @@ class SqliteStorage:
         *,
         min_entry_id: int | None = None,
         max_entry_id: int | None = None,
-        order: EntryOrder = "desc",
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[StoredEntry]:
@@ -381,10 +404,11 @@ class SqliteStorage:
         status: TaskStatus | Sequence[TaskStatus] | None = None,
         abort_requested: bool | None = None,
         background: bool | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[TaskRecord]:
-        """Scan tasks in ID order; every given filter must match."""
+        """Scan tasks by ID; every given filter must match."""
         return await self._read(
             self._tables.scan_tasks,
             conversation_id,
@@ -392,6 +416,7 @@ class SqliteStorage:
             status,
             abort_requested,
             background,
+            order,
             limit,
             cursor,
         )
@@ -401,12 +426,13 @@ class SqliteStorage:
         *,
         conversation_id: int | None = None,
         status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions in ID order; every given filter must match."""
+        """Scan submissions by ID; every given filter must match."""
         return await self._read(
-            self._tables.scan_submissions, conversation_id, status, limit, cursor
+            self._tables.scan_submissions, conversation_id, status, order, limit, cursor
         )
 
     async def scan_documents(
@@ -463,6 +489,8 @@ class SqliteStorage:
         try:
             if self._inflight:
                 await asyncio.gather(*self._inflight, return_exceptions=True)
+            if self._checkpoints is not None:
+                await self._checkpoints.close()
             # A failed checkpoint loses nothing: the WAL stays valid and the next open
             # replays it.
             with contextlib.suppress(sqlite3.Error):

@@ -8,15 +8,24 @@ reclamation of current-only revisions (R129); and it answers keyed lookups and
 document content with the same results as ``MemoryStorage`` (R128). Records are
 parsed from their JSON text on every read, so every result is a detached copy.
 Scans live in ``_scans``.
+
+Strings are kept losslessly, lone surrogates included (protocol, Strings): the
+record text escapes them (``json_ops.dumps``), and an indexed text column (task
+kinds, request IDs, document kinds and keys) binds a string that has no UTF-8
+form as the BLOB of its ``surrogatepass`` bytes (``sql_text``). Other strings
+bind as TEXT, as they always did, so stores written before this need no
+migration; a BLOB never equals a TEXT in SQLite, so the two cannot collide.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from pi_durable_tui.storage.batch import PreparedBatch
+from pi_durable_tui.storage._batch import PreparedBatch
+from pi_durable_tui.storage._scans import unknown_conversation, visible_chain
 from pi_durable_tui.storage.errors import StorageCorrupted
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.records import (
@@ -31,7 +40,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     TaskRecord,
 )
-from pi_durable_tui.storage.scans import visible_chain
 
 _INT64 = range(-(2**63), 2**63)
 
@@ -45,6 +53,24 @@ def fits(value: object) -> bool:
     return isinstance(value, int) and value in _INT64
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sql_text(value: Any) -> Any:
+    """Return a string as an indexed text column binds it (see the module docstring).
+
+    Anything but a string is returned as it is.
+    """
+    if not isinstance(value, str) or value.isascii() or _SURROGATE.search(value) is None:
+        return value
+    return value.encode("utf-8", "surrogatepass")
+
+
+def from_sql_text(value: Any) -> Any:
+    """Return the string an indexed text column holds (the inverse of ``sql_text``)."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def _scope_columns(scope: ScopeRef) -> tuple[str, int | None]:
     return scope.kind, scope.id
 
@@ -55,6 +81,59 @@ def stored_entry(row: tuple[int, int, str]) -> StoredEntry:
 
 
 _KIND_CACHE = 4096
+_ID_KIND = " UNION ALL ".join(
+    f"SELECT '{kind}' FROM {table} WHERE id = ?1"
+    for kind, table in (
+        ("conversation", "conversations"),
+        ("entry", "entries"),
+        ("task", "tasks"),
+        ("submission", "submissions"),
+        ("document", "documents"),
+    )
+)
+"""One primary-key lookup per record table: at most one of them holds an ID."""
+
+
+_PAGE_BYTES = 1500
+"""Bytes of rows that fill about one page: a 4 KiB page is often half full after a split,
+and an index row is written for every table row."""
+_ROW_BYTES = 50
+"""Bytes each row costs besides its JSON text: keys, columns, its index rows."""
+
+
+def frames_written(batch: PreparedBatch) -> int:
+    """Estimate the pages a batch dirties: one per table and index it writes, more for rows.
+
+    SQLite does not report the WAL frames a commit writes; this estimate is only
+    what ``_checkpoints`` counts to decide when to checkpoint, so a rough one does
+    (tests/storage/test_sqlite_checkpoints.py keeps it within a factor of two). A
+    one-entry commit writes two: the entries leaf and its index leaf.
+    """
+    groups = (
+        batch.entries,
+        batch.tasks,
+        batch.submissions,
+        batch.conversations,
+        batch.new_documents,
+        batch.retired,
+    )
+    tables = (
+        (2 if batch.entries else 0)
+        + (2 if batch.tasks else 0)
+        + (2 if batch.submissions else 0)
+        + (1 if batch.conversations else 0)
+        + (2 if batch.new_documents or batch.retired else 0)
+        + (1 if batch.revisions else 0)
+    )
+    rows = sum(len(group) for group in groups) + len(batch.revisions)
+    size = sum(len(text) for group in groups for _, text in group)
+    size += sum(len(revision.text) for revision in batch.revisions)
+    return tables + (size + _ROW_BYTES * rows) // _PAGE_BYTES
+
+
+def _top_entry(batch: PreparedBatch) -> int:
+    """Return the highest entry ID a batch stores (0: none)."""
+    return max((entry.id for entry, _ in batch.entries), default=0)
 
 
 class Tables:
@@ -64,10 +143,12 @@ class Tables:
     sqlite3's ``check_same_thread`` turns a mistake into ``ProgrammingError``.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, newest_entry: int = 0) -> None:
         self.conn = conn
         self.committed_floor = 0
         """Every committed ID is below it (the stored ``next_id``); set before each commit."""
+        self.newest_entry = newest_entry
+        """The highest committed entry ID; its row carries the seq of its commit."""
         self._kinds: dict[int, RecordKind] = {}
         """Kinds of committed IDs already looked up or written (IDs never change kind)."""
 
@@ -84,12 +165,12 @@ class Tables:
     # -- CommittedView (used by prepare_batch inside the commit transaction) --
 
     def id_kind(self, record_id: int) -> RecordKind | None:
-        """Return the kind that owns an ID."""
+        """Return the kind that owns an ID: the record table whose key it is."""
         if self._never_committed(record_id):
             return None
         kind = self._kinds.get(record_id)
         if kind is None:
-            row = self._one("SELECT kind FROM record_ids WHERE id = ?", (record_id,))
+            row = self._one(_ID_KIND, (record_id,))
             if row is None:
                 return None
             kind = row[0]
@@ -98,8 +179,10 @@ class Tables:
 
     def committed(self, batch: PreparedBatch) -> None:
         """Learn the IDs of a batch whose COMMIT succeeded (called on the worker thread)."""
+        self.newest_entry = max(self.newest_entry, _top_entry(batch))
         for record_id, kind in batch.new_ids.items():
-            if kind == "conversation":  # looked up by every append; tasks are kept live above
+            # Conversations are named by every append, tasks replaced at every step.
+            if kind in ("conversation", "task"):
                 self._remember(record_id, kind)
 
     def _remember(self, record_id: int, kind: RecordKind) -> None:
@@ -122,7 +205,7 @@ class Tables:
             "SELECT conversation_id, type, request_id FROM submissions WHERE id = ?",
             (submission_id,),
         )
-        return None if row is None else (row[0], row[1], row[2])
+        return None if row is None else (row[0], row[1], from_sql_text(row[2]))
 
     def submission_for_request(self, conversation_id: int, request_id: str) -> int | None:
         """Return the ID of the submission with this request ID."""
@@ -130,7 +213,7 @@ class Tables:
             return None
         row = self._one(
             "SELECT id FROM submissions WHERE conversation_id = ? AND request_id = ? LIMIT 1",
-            (conversation_id, request_id),
+            (conversation_id, sql_text(request_id)),
         )
         return None if row is None else row[0]
 
@@ -149,7 +232,7 @@ class Tables:
         row = self._one(
             "SELECT record FROM documents WHERE kind = ? AND scope_kind = ? AND scope_id IS ?"
             " AND key IS ? AND retired_at IS NULL",
-            (address.kind, scope_kind, scope_id, address.key),
+            (sql_text(address.kind), sql_text(scope_kind), scope_id, sql_text(address.key)),
         )
         return None if row is None else DocumentRecord.from_json(loads(row[0]))
 
@@ -171,16 +254,19 @@ class Tables:
 
     # -- writes -------------------------------------------------------------
 
-    def write(self, batch: PreparedBatch, next_id: int) -> None:
+    def write(self, batch: PreparedBatch, next_id: int) -> int:
         """Write a prepared batch inside the caller's open transaction.
 
         Args:
             batch: The checked batch.
-            next_id: The mint floor to record with the batch's seq.
+            next_id: The mint floor to record with the batch's seq, in the metadata
+                row unless the batch's newest entry row records both (``_schema``).
+
+        Returns:
+            About how many pages the batch dirtied, so WAL frames it will write
+            (``frames_written``).
         """
         execute, many, seq = self.conn.execute, self.conn.executemany, batch.seq
-        if batch.new_ids:
-            many("INSERT INTO record_ids (id, kind) VALUES (?, ?)", batch.new_ids.items())
         for conversation, text in batch.conversations:
             parent, owner = conversation.parent, conversation.owner
             execute(
@@ -214,7 +300,7 @@ class Tables:
                 (
                     task.id,
                     task.conversation_id,
-                    task.kind,
+                    sql_text(task.kind),
                     task.state.get("status"),
                     bool(task.abort_requested),
                     bool(task.background),
@@ -232,7 +318,7 @@ class Tables:
                     submission.conversation_id,
                     submission.type,
                     submission.status,
-                    submission.request_id,
+                    sql_text(submission.request_id),
                     text,
                 ),
             )
@@ -243,10 +329,10 @@ class Tables:
                 " retired_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     document.id,
-                    document.kind,
+                    sql_text(document.kind),
                     scope_kind,
                     scope_id,
-                    document.key,
+                    sql_text(document.key),
                     document.created_at,
                     document.retired_at,
                     text,
@@ -273,10 +359,17 @@ class Tables:
                     "DELETE FROM document_revisions WHERE document_id = ? AND seq < ?",
                     (document_id, seq),
                 )
-        execute(
-            "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
-            (seq + 1, next_id),
-        )
+        # REMINDER: an entry above every stored one becomes the newest entry row, which
+        # tells the next open this seq and bounds every ID with the other tables' keys
+        # (``_schema.read_metadata``): the metadata row, one more page in the WAL, is
+        # written only when no such entry does.
+        metadata = _top_entry(batch) <= self.newest_entry
+        if metadata:
+            execute(
+                "UPDATE durable_metadata SET next_seq = ?, next_id = ? WHERE id = 1",
+                (seq + 1, next_id),
+            )
+        return frames_written(batch) + metadata
 
     # -- keyed reads ----------------------------------------------------------
 
@@ -294,8 +387,21 @@ class Tables:
         )
         return None if row is None or row[0] is None else ForkPoint(row[0], row[1])
 
+    def need_conversation(self, conversation_id: int) -> None:
+        """Refuse a read in a conversation that was never committed.
+
+        Raises:
+            StorageRejected: ``Unknown conversation <n>``.
+        """
+        if not fits(conversation_id) or not self._one(
+            "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
+        ):
+            raise unknown_conversation(conversation_id)
+
     def entry(self, entry_id: int, conversation_id: int | None) -> StoredEntry | None:
         """Return an entry, or only if it is visible from ``conversation_id``."""
+        if conversation_id is not None:
+            self.need_conversation(conversation_id)
         if not fits(entry_id):
             return None
         row = self._one(

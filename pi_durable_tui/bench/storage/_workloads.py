@@ -1,22 +1,20 @@
-"""The workloads of the storage benchmark, as candidates for ``storage_timing``.
+"""The workloads of the storage benchmark, as candidates for ``_timing``.
 
 Every workload goes through the public ``Storage`` protocol only (or, for the
 Session rows, through ``Session.commit``). Batches are built and their IDs
 minted before the clock starts, so a write's figure is the backend's ``commit``
 alone. Every read checks its answer against what seeding stored (see
-``storage_seed``); a wrong answer is reported, not raised.
+``_seed``); a wrong answer is reported, not raised.
 """
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pi_durable_tui.bench.storage_seed import (
+from pi_durable_tui.bench.storage._seed import (
     FAMILY_KIND,
     FILTERED_KIND,
     HISTORY_BASE_STEP,
@@ -30,7 +28,7 @@ from pi_durable_tui.bench.storage_seed import (
     note_data,
     tail_value,
 )
-from pi_durable_tui.bench.storage_timing import Candidate, Samples
+from pi_durable_tui.bench.storage._timing import Candidate
 from pi_durable_tui.kernel import Ownerless, Session
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl import JsonlStorage
@@ -247,55 +245,3 @@ def read_candidates(name: str, store: TimingStore) -> dict[str, Candidate]:
         lambda n: f"find_latest_head_marker({chain.tip}) (want entry {chain.first_entry})",
     )
     return reads
-
-
-MIN_REOPENS = 5
-
-
-async def measure_reopen(
-    backend: Backend, paths: dict[str, Path], warmup: int, reps: int, budget_s: float = 0.0
-) -> dict[str, Samples]:
-    """Time cold opens of seeded stores, one size after another.
-
-    Each open makes a new backend object on the existing files and reads the
-    root conversation; closing is not timed. The sizes run back to back, each
-    with its own warm-up, rather than interleaved: right after a JSONL store of
-    100k entries is opened and closed, opening the 1k store took 3 to 6 times
-    its usual time in this process, which would understate every ratio.
-
-    Args:
-        backend: A persistent backend.
-        paths: Store paths by scale label, smallest first.
-        warmup: Untimed opens of each store first (at least one).
-        reps: Timed opens of each store.
-        budget_s: When positive, a size whose warm-up opens say that ``reps``
-            opens would take longer gets fewer (never fewer than ``MIN_REOPENS``).
-
-    Returns:
-        The samples by scale label.
-    """
-    samples = {label: Samples() for label in paths}
-    for label, path in paths.items():
-        taken = samples[label]
-        warm: list[int] = []
-        for _ in range(max(1, warmup)):
-            warm.append(await _reopen(path, backend, taken))
-        count = reps
-        if budget_s > 0:
-            count = max(MIN_REOPENS, min(reps, int(budget_s * 1e9 * len(warm) / sum(warm))))
-        for _ in range(count):
-            taken.ns.append(await _reopen(path, backend, taken))
-    return samples
-
-
-async def _reopen(path: Path, backend: Backend, taken: Samples) -> int:
-    """Open the store at ``path``, read the root conversation, close; return the open's ns."""
-    gc.collect()
-    began = time.perf_counter_ns()
-    storage = await backend.open(path)
-    root = await storage.conversation(ROOT)
-    elapsed = time.perf_counter_ns() - began
-    await storage.close()
-    if root is None and taken.wrong is None:
-        taken.wrong = f"reopened {path} has no root conversation"
-    return elapsed

@@ -1,6 +1,7 @@
-"""Benchmark: the storage backends against raw sqlite3 and aiosqlite, measured in the same run.
+"""The storage benchmark's command: what it measures, its options, and how to read it.
 
 ``python -m pi_durable_tui.bench storage [--quick] [--json] [--dir PATH]``
+(also ``python -m pi_durable_tui.bench.storage``)
 
 What it measures, through the public ``Storage`` protocol only, for each backend
 (``memory``; ``sqlite``: ``synchronous=NORMAL``; ``jsonl``: ``fsync=False``; and,
@@ -17,14 +18,19 @@ ordinary disk, not tmpfs; the header says which filesystem it is):
   ``_historical`` for tails of 0/16/128/1,024 deltas, ``doc_history_ancient``
   and ``_recent`` around a newer base, ``fork_scan_100``,
   ``fork_head_lookup``), each checking its answer;
+- ``sustained_commit_1_entry`` (SQLite only): 5,000 one-entry commits on a
+  growing store, with p50, p99, ``p99_over_p50`` and ``wal_frames_per_commit``,
+  beside raw sqlite3 and aiosqlite doing the same (``_sustained``);
 - ``reopen_<scale>`` at 1k, 10k and 100k entries (tasks and documents at a
   fifth each, seeded in batches of 100): a cold open of the existing files by
   a new backend object in this process, plus ``conversation(1)``; closing is
-  not timed, and the sizes run back to back;
+  not timed, and the sizes run back to back; for SQLite, alternating with the
+  floor ``baseline.aiosqlite.open_and_read_<scale>`` (aiosqlite opens the same
+  file and reads that row);
 - ``commit_1_entry_at_<scale>``: a one-entry commit on stores seeded to 1k and
   to the largest scale, interleaved;
 - ``memory_10k``: memory while seeding and holding 10k entries, one child
-  process per backend (``storage_memory``);
+  process per backend (``_memory``);
 - ``session_commit_1_entry``: a one-entry commit through ``Session.commit``
   (mutation line, storage, publication), on a fresh store of each backend.
 
@@ -37,16 +43,17 @@ event loop), for 1 and 100 rows, with ``synchronous=NORMAL`` and (``_full``)
 
 Reading the output: every timed figure is a per-call latency in milliseconds,
 ``p50_ms`` and ``p99_ms`` over ``n`` timed calls (warm-up excluded; slow reads
-get fewer calls, see ``storage_timing``). ``ratio`` is a commit's p50 divided by
+get fewer calls, see ``_timing``). ``ratio`` is a commit's p50 divided by
 the aiosqlite floor's p50 with the same row count (one row for the one-entry,
 mixed and Session commits; the FULL floors for ``sqlite_full`` and
 ``jsonl_fsync``), ``ratio_raw`` the same against raw sqlite3; ``ratio_vs_1k``
 divides a reopen or a commit at scale by the same workload at the smallest
+scale, and a reopen's ``ratio`` divides it by the open-and-read floor at its
 scale. Memory entries carry ``rss_held_mib``, ``tracemalloc_held_mib`` and
 ``tracemalloc_peak_mib`` instead. An entry whose answers were wrong carries
 ``wrong`` (the first bad answer) and the table lists it. The issue's targets
 are printed with ``pass`` or ``MISS`` and recorded in the entries they judge
-(``"target": {"metric", "limit", "pass"}``), never asserted. ``--json`` prints
+(``"targets": {metric: {"limit", "pass"}}``), never asserted. ``--json`` prints
 one object whose keys are the workloads (``"sqlite.commit_1_entry"``);
 progress goes to stderr. The hidden ``--smoke`` flag runs a tiny version for
 the test suite (200 entries, a handful of calls; key labels follow its scales).
@@ -69,10 +76,8 @@ import sys
 import tempfile
 import time
 
-from pi_durable_tui.bench.storage_report import add_ratios, evaluate_targets, render
-from pi_durable_tui.bench.storage_run import PROFILES, label, run, workload_keys
-
-__all__ = ["PROFILES", "label", "main", "run", "workload_keys"]
+from pi_durable_tui.bench.storage._report import add_ratios, evaluate_targets, render
+from pi_durable_tui.bench.storage._run import PROFILES, label, run
 
 
 def filesystem(path: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
-from pi_durable_tui.storage.errors import StorageCorrupted, StorageRejected
+from pi_durable_tui.storage.errors import StorageCorrupted, StorageRejected, readable
 from pi_durable_tui.storage.json_ops import (
     InvalidOperation,
     Json,
@@ -125,17 +125,12 @@ class PreparedBatch:
     max_id: int = 0
 
 
-def is_current_only(scope: DocScope) -> bool:
-    """Whether a document keeps only its current content (R16, R129)."""
-    return not (isinstance(scope, ConversationScope) and scope.history == "rewindable")
-
-
 def _serialize(value: Json, what: str) -> str:
     # ``json.dumps`` alone is not strict: it turns tuples into lists and int, float,
-    # bool and None keys into strings (the stored value would differ from the
-    # committed one) and lets lone surrogates through (a backend would then fail
-    # to encode them after admission, an uncertain failure). ``check_json``
-    # refuses all of them before any I/O and names the path.
+    # bool and None keys into strings, and a surrogate pair split into two characters
+    # reads back as one (the stored value would differ from the committed one).
+    # ``check_json`` refuses all of them before any I/O and names the path; ``dumps``
+    # escapes lone surrogates, so the text always encodes (protocol, Strings).
     try:
         check_json(value, what)
     except (TypeError, ValueError) as error:
@@ -205,9 +200,9 @@ class _Preparation:
             raise StorageRejected(f"ID {record_id!r} is not an integer")
         if record_id < 1 or record_id > MAX_ID:
             raise StorageRejected(f"ID {record_id} is outside 1..{MAX_ID}")
-        if record_id == ROOT_CONVERSATION_ID and kind != "conversation":
-            raise StorageRejected(f"ID 1 is reserved for the root conversation, not a {kind}")
         owner = self.batch.new_ids.get(record_id) or self.view.id_kind(record_id)
+        if owner is None and record_id == ROOT_CONVERSATION_ID and kind != "conversation":
+            owner = "conversation"  # reserved for the root even before it is stored (R-1.2)
         if owner is not None and owner != kind:
             raise StorageRejected(f"ID {record_id} already belongs to {owner}")
         if owner is None:
@@ -325,7 +320,7 @@ class _Preparation:
                 other = self.view.submission_for_request(*key)
             if other is not None and other != record.id:
                 raise StorageRejected(
-                    f"Request {record.request_id} already identifies submission {other}"
+                    f"Request {readable(record.request_id)} already identifies submission {other}"
                 )
             self.requests[key] = record.id
         self.submissions[record.id] = record
@@ -344,7 +339,8 @@ class _Preparation:
             holder = live.id if live is not None else None
         if holder is not None:
             raise StorageRejected(
-                f"Document {address.kind} already has a live incarnation ({holder}) at this address"
+                f"Document {readable(address.kind)} already has a current incarnation ({holder}) "
+                "at this address"
             )
         self.live_addresses[address] = document_id
 
@@ -434,13 +430,14 @@ class _Preparation:
                 raise StorageRejected(f"Document {write.id} value must be a JSON object")
             text = _serialize(write.base, f"Document {write.id}")
             self.batch.revisions.append(PreparedRevision(write.id, "base", write.version, text))
-            if is_current_only(record.scope):
+            if record.current_only:
                 self.batch.reclaim.setdefault(write.id, False)
             return
         stored = self.view.document_version(write.id)
         if write.version != stored:
             raise StorageRejected(
-                f"Document {write.id} changes version {stored} to {write.version} without a base"
+                f"Document {write.id} version transition requires a base: a delta cannot "
+                f"change version {stored} to {write.version}"
             )
         try:
             check_ops(write.ops)
@@ -475,7 +472,7 @@ class _Preparation:
         self.retired_docs.add(write.id)
         self.touched_docs.add(write.id)
         self.live_addresses[record.address] = None
-        if is_current_only(record.scope):
+        if record.current_only:
             self.batch.reclaim[write.id] = True
 
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 import aiosqlite
 
-from pi_durable_tui.bench.storage_seed import ROOT, note
+from pi_durable_tui.bench.storage._seed import ROOT, note
 from pi_durable_tui.storage.json_ops import dumps
 
 Synchronous = Literal["NORMAL", "FULL"]
@@ -37,10 +37,14 @@ BODY = dumps(note(2, ROOT, 0).to_json())
 class RawFloor:
     """One-transaction-per-commit inserts with ``sqlite3`` on the calling thread."""
 
-    def __init__(self, path: Path, synchronous: Synchronous) -> None:
+    def __init__(
+        self, path: Path, synchronous: Synchronous, *, wal_autocheckpoint: int | None = None
+    ) -> None:
         self._conn = sqlite3.connect(path, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+        if wal_autocheckpoint is not None:  # None: SQLite's default, every 1,000 pages
+            self._conn.execute(f"PRAGMA wal_autocheckpoint = {int(wal_autocheckpoint)}")
         self._conn.execute(_SCHEMA)
         self._next = 1
 

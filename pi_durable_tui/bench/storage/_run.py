@@ -3,10 +3,12 @@
 ``run(profile, parent, say)`` measures memory first (child processes, while
 this process is idle), then the *timing phase* (reads, then writes, on stores
 seeded like the reference's timing scale, with the floors and the Session rows
-interleaved into the commit groups), then the *scale phase* (reopen at each
-scale, the sizes back to back, then one-entry commits on the smallest and the
-largest store, interleaved). It returns raw figures by workload key; ``storage_report`` adds
-ratios and targets. ``storage`` (the command) documents the keys.
+interleaved into the commit groups), then the *sustained phase* (thousands of
+one-entry commits on growing SQLite stores beside their floors, ``_sustained``),
+then the *scale phase* (reopen at each scale, the sizes back to back, SQLite
+beside its open-and-read floor, then one-entry commits on the smallest and the
+largest store, interleaved). It returns raw figures by workload key;
+``_report`` adds ratios and targets. ``_command`` documents the keys.
 """
 
 from __future__ import annotations
@@ -17,20 +19,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.bench.storage_baselines import AioFloor, RawFloor, Synchronous
-from pi_durable_tui.bench.storage_memory import measure_memory
-from pi_durable_tui.bench.storage_seed import (
+from pi_durable_tui.bench.storage._baselines import AioFloor, RawFloor, Synchronous
+from pi_durable_tui.bench.storage._memory import measure_memory
+from pi_durable_tui.bench.storage._seed import (
     TAIL_LENGTHS,
     TimingStore,
     seed_scale_store,
     seed_timing_store,
 )
-from pi_durable_tui.bench.storage_timing import Candidate, Rounds, Samples, interleave, summary
-from pi_durable_tui.bench.storage_workloads import (
+from pi_durable_tui.bench.storage._sustained import (
+    AIO,
+    FLOOR,
+    RAW,
+    SUSTAINED,
+    reopen_with_floor,
+    sustained,
+)
+from pi_durable_tui.bench.storage._timing import Candidate, Rounds, Samples, interleave, summary
+from pi_durable_tui.bench.storage._workloads import (
     DURABLE,
     PRIMARY,
     Backend,
-    measure_reopen,
     one_entry_candidate,
     open_session,
     read_candidates,
@@ -62,6 +71,11 @@ class Profile:
     reopen_budget_s: float
     scale_commits: Rounds
     memory_entries: int
+    sustained: int
+    """One-entry commits per candidate in the sustained phase."""
+    sustained_block: int
+    frames: int
+    """Commits of the passes that count WAL frames."""
 
 
 PROFILES = {
@@ -80,6 +94,9 @@ PROFILES = {
         reopen_budget_s=15.0,
         scale_commits=Rounds(warmup=50, rounds=20, block=50),
         memory_entries=10_000,
+        sustained=5000,
+        sustained_block=100,
+        frames=1000,
     ),
     "quick": Profile(
         name="quick",
@@ -96,6 +113,9 @@ PROFILES = {
         reopen_budget_s=1.5,
         scale_commits=Rounds(warmup=10, rounds=10, block=20),
         memory_entries=10_000,
+        sustained=1000,
+        sustained_block=50,
+        frames=500,
     ),
     "smoke": Profile(
         name="smoke",
@@ -112,6 +132,9 @@ PROFILES = {
         reopen_budget_s=0.0,
         scale_commits=Rounds(warmup=1, rounds=2, block=2),
         memory_entries=200,
+        sustained=20,
+        sustained_block=5,
+        frames=10,
     ),
 }
 
@@ -146,8 +169,11 @@ def workload_keys(profile: Profile) -> list[str]:
         for floor in FLOORS
         for rows in ("commit_1_row", "commit_100_rows")
     ]
+    keys += [RAW, AIO]
+    keys += [FLOOR.format(scale=label(scale)) for scale in profile.scales]
     keys += [f"{name}.{write}" for write in WRITES for name in (*PRIMARY_NAMES, *DURABLE_NAMES)]
     keys += [f"{name}.session_commit_1_entry" for name in PRIMARY_NAMES]
+    keys += [SUSTAINED]
     keys += [f"{name}.{read}" for read in READS for name in PRIMARY_NAMES]
     keys += [
         f"{name}.reopen_{label(scale)}" for name in PERSISTENT_NAMES for scale in profile.scales
@@ -178,6 +204,7 @@ async def run(
         results[f"{name}.memory_{label(profile.memory_entries)}"] = figures
     with tempfile.TemporaryDirectory(prefix="pidurable-bench-", dir=parent) as directory:
         await run_timing_phase(profile, Path(directory), results, say)
+        await run_sustained_phase(profile, Path(directory), results, say)
         await run_scale_phase(profile, Path(directory), results, say)
         say("removing the stores")
     return {key: results[key] for key in workload_keys(profile) if key in results}
@@ -290,6 +317,27 @@ async def run_timing_phase(profile: Profile, directory: Path, results: Results, 
             await level.close()
 
 
+async def run_sustained_phase(
+    profile: Profile, directory: Path, results: Results, say: Say
+) -> None:
+    """Time sustained one-entry commits on growing SQLite stores beside their floors.
+
+    Args:
+        profile: How much to run.
+        directory: A temporary directory for every store.
+        results: Receives the figures.
+        say: Receives progress lines.
+    """
+    say(f"sustained: {profile.sustained} one-entry commits on growing SQLite stores")
+    where = directory / "sustained"
+    where.mkdir()
+    samples, frames = await sustained(
+        where, profile.sustained, profile.sustained_block, profile.frames
+    )
+    for key, taken in samples.items():
+        results[key] = {**summary(taken), "wal_frames_per_commit": frames[key]}
+
+
 async def run_scale_phase(profile: Profile, directory: Path, results: Results, say: Say) -> None:
     """Seed stores at every scale, time reopening them, then commits at the ends.
 
@@ -315,11 +363,13 @@ async def run_scale_phase(profile: Profile, directory: Path, results: Results, s
             paths[backend.name, scale] = backend.path(where)
         say(f"reopen: {backend.name}")
         by_label = {label(scale): paths[backend.name, scale] for scale in profile.scales}
-        samples = await measure_reopen(
+        samples = await reopen_with_floor(
             backend, by_label, profile.reopen_warmup, profile.reopen_reps, profile.reopen_budget_s
         )
         for scale_label, taken in samples.items():
-            results[f"{backend.name}.reopen_{scale_label}"] = summary(taken)
+            results[f"{backend.name}.reopen_{scale_label}"] = summary(taken["reopen"])
+            if "floor" in taken:
+                results[FLOOR.format(scale=scale_label)] = summary(taken["floor"])
     opened: list[Storage] = []
     try:
         group: list[Candidate] = []

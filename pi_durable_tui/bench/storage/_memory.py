@@ -2,7 +2,7 @@
 
 ``measure_memory(backends, entries)`` starts one child per backend, all at once
 (nothing is timed meanwhile), and each child runs
-``python -m pi_durable_tui.bench.storage_memory BACKEND ENTRIES [PARENT]``: it
+``python -m pi_durable_tui.bench.storage._memory BACKEND ENTRIES [PARENT]``: it
 imports everything, starts ``tracemalloc``, opens a store in a temporary
 directory (under ``PARENT`` when given), seeds
 it to ``ENTRIES`` entries (with tasks and documents at a fifth each, in batches
@@ -31,7 +31,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.bench.storage_seed import seed_scale_store
+from pi_durable_tui.bench.storage._seed import seed_scale_store
 from pi_durable_tui.storage.jsonl import JsonlStorage
 from pi_durable_tui.storage.memory import MemoryStorage
 from pi_durable_tui.storage.protocol import Storage
@@ -97,12 +97,12 @@ async def measure_here(backend: str, entries: int, parent: str | None = None) ->
 
 async def _child(backend: str, entries: int, parent: str) -> dict[str, Any]:
     # The child must import this very checkout, installed or not.
-    checkout = str(Path(__file__).resolve().parents[2])
+    checkout = str(Path(__file__).resolve().parents[3])
     path = os.pathsep.join(p for p in (checkout, os.environ.get("PYTHONPATH")) if p)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "pi_durable_tui.bench.storage_memory",
+        "pi_durable_tui.bench.storage._memory",
         backend,
         str(entries),
         parent,
