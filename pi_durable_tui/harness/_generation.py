@@ -52,7 +52,7 @@ from pi_durable_tui.harness._hook_calls import invoke
 from pi_durable_tui.harness._partials import PartialCommitter
 from pi_durable_tui.harness._prompt import plan_system_entries, render_section, replay_prompt
 from pi_durable_tui.harness._request import build_request
-from pi_durable_tui.harness._run_end import answer, convert_partial, fail_run
+from pi_durable_tui.harness._run_end import INTERRUPTED, answer, convert_partial, fail_run
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import retry_delay_ms
@@ -349,7 +349,7 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
     async def begin(tx: Tx) -> None:
         live = await tx.doc(LIVE_DOC, conversation_id)
-        await convert_partial(tx, conversation_id, live)
+        await convert_partial(tx, conversation_id, live, INTERRUPTED)
         live["generation"] = {"attempt": attempt}
 
     # REMINDER: the opening commit converts a partial an interrupted attempt left
