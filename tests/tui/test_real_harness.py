@@ -38,6 +38,7 @@ from tests.app.screen_support import (
 from tests.tui.conftest import running, shown, text_of
 
 SIZE = (120, 40)
+BusyRun = Callable[..., AbstractAsyncContextManager[tuple[ScreenRig, PidurableApp, Pilot[None]]]]
 Run = Callable[[ScreenRig], AbstractAsyncContextManager[tuple[PidurableApp, Pilot[None]]]]
 
 
@@ -166,12 +167,29 @@ async def busy(pilot: Pilot[None], rig: ScreenRig, prompt: str = "run it") -> No
     await until(pilot, lambda: rig.model.status.startswith("Running bash"), "a running command")
 
 
+@pytest.fixture
+def busy_screen(open_screen: ScreenFactory, pidurable: Run) -> BusyRun:
+    """The app while the first turn runs a command gated by ``go``; ``answers`` follow it.
+
+    ``async with busy_screen(say("Done.")) as (rig, app, pilot): ...``
+    """
+
+    @asynccontextmanager
+    async def run(
+        *answers: FauxResponse,
+    ) -> AsyncIterator[tuple[ScreenRig, PidurableApp, Pilot[None]]]:
+        rig = await open_screen(call("bash", command=gate_command()), *answers)
+        async with pidurable(rig) as (app, pilot):
+            await busy(pilot, rig)
+            yield rig, app, pilot
+
+    return run
+
+
 async def test_enter_while_the_agent_works_steers_after_the_tool_round_R61(
-    open_screen: ScreenFactory, pidurable: Run
+    busy_screen: BusyRun,
 ) -> None:
-    rig = await open_screen(call("bash", command=gate_command()), say("Steered."))
-    async with pidurable(rig) as (app, pilot):
-        await busy(pilot, rig)
+    async with busy_screen(say("Steered.")) as (rig, app, pilot):
         assert "steers" in str(app.editor.placeholder)
         assert shown(app.status_line)
         await type_line(pilot, "use pathlib")
@@ -188,11 +206,9 @@ async def test_enter_while_the_agent_works_steers_after_the_tool_round_R61(
 
 @pytest.mark.parametrize("key", ["alt+enter", "ctrl+f"])
 async def test_the_follow_up_keys_queue_a_message_placed_when_the_run_answers(
-    open_screen: ScreenFactory, pidurable: Run, key: str
+    busy_screen: BusyRun, key: str
 ) -> None:
-    rig = await open_screen(call("bash", command=gate_command()), say("Ran."), say("Linted."))
-    async with pidurable(rig) as (app, pilot):
-        await busy(pilot, rig)
+    async with busy_screen(say("Ran."), say("Linted.")) as (rig, app, pilot):
         await type_line(pilot, "then lint", key)
         await until(pilot, lambda: panel_lines(app.queue_panel) == ["[follow-up] then lint"], "q")
         rig.release()
@@ -227,12 +243,8 @@ async def test_esc_aborts_restores_queued_text_and_leaves_a_background_subagent_
         assert "report] Findings: fine." in transcript(app)
 
 
-async def test_delete_on_a_queued_item_withdraws_it_into_the_editor(
-    open_screen: ScreenFactory, pidurable: Run
-) -> None:
-    rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    async with pidurable(rig) as (app, pilot):
-        await busy(pilot, rig)
+async def test_delete_on_a_queued_item_withdraws_it_into_the_editor(busy_screen: BusyRun) -> None:
+    async with busy_screen(say("Done.")) as (rig, app, pilot):
         await type_line(pilot, "first steer")
         await type_line(pilot, "second thought", "alt+enter")
         await until(pilot, lambda: len(panel_lines(app.queue_panel)) == 2, "two queued")
@@ -246,13 +258,8 @@ async def test_delete_on_a_queued_item_withdraws_it_into_the_editor(
         assert "second thought" not in transcript(app)
 
 
-async def test_the_task_tree_follows_the_work_live_R126(
-    open_screen: ScreenFactory, pidurable: Run
-) -> None:
-    rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    async with pidurable(rig) as (app, pilot):
-        assert not shown(app.task_panel)
-        await busy(pilot, rig)
+async def test_the_task_tree_follows_the_work_live_R126(busy_screen: BusyRun) -> None:
+    async with busy_screen(say("Done.")) as (rig, app, pilot):
         await until(pilot, lambda: len(panel_lines(app.task_panel)) == 2, "turn and tool")
         turn, tool = panel_lines(app.task_panel)
         assert turn.startswith("turn  pi.generation")
@@ -343,12 +350,8 @@ async def test_agents_command_switches_to_a_subagent_conversation(
         assert "subagent" in text_of(app.footer_bar.content)
 
 
-async def test_tasks_command_hides_and_shows_the_task_tree(
-    open_screen: ScreenFactory, pidurable: Run
-) -> None:
-    rig = await open_screen(call("bash", command=gate_command()), say("Done."))
-    async with pidurable(rig) as (app, pilot):
-        await busy(pilot, rig)
+async def test_tasks_command_hides_and_shows_the_task_tree(busy_screen: BusyRun) -> None:
+    async with busy_screen(say("Done.")) as (rig, app, pilot):
         await until(pilot, lambda: shown(app.task_panel), "the tree")
         await run_command(pilot, "/tasks")
         await until(pilot, lambda: not shown(app.task_panel), "hidden")
