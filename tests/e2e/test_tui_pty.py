@@ -304,6 +304,15 @@ def runs(
 # -- checks ------------------------------------------------------------------------
 
 
+def _checked(future: Future[Run], kills: int, prompt: str) -> Run:
+    """A kill scenario's run, once the checks every such scenario shares have passed."""
+    run = future.result()
+    assert len(run.kills) == kills
+    _check_every_kill(run)
+    _check_end(run, prompt)
+    return run
+
+
 def _check_every_kill(run: Run) -> None:
     """Shown only what was committed (R2); a healthy store at every kill (R129)."""
     print(f"{len(run.kills)} kills: " + "; ".join(kill.what for kill in run.kills))
@@ -349,10 +358,7 @@ def test_a_typed_prompt_streams_onto_the_screen_word_by_word_R85(
 def test_kills_mid_stream_keep_each_shown_partial_as_one_aborted_message_and_the_answer_completes_once_R2_R84(  # noqa: E501
     runs: dict[str, Future[Run]],
 ) -> None:
-    run = runs["stream"].result()
-    assert len(run.kills) == STREAM_KILLS
-    _check_every_kill(run)
-    _check_end(run, "u001")
+    run = _checked(runs["stream"], STREAM_KILLS, "u001")
     for kill in run.kills:
         assert not any("END-STREAM" in t for t in kill.store.assistant(aborted=False)), (
             f"kill {kill.what} landed after the answer was complete"
@@ -373,10 +379,7 @@ def test_kills_mid_stream_keep_each_shown_partial_as_one_aborted_message_and_the
 def test_kills_during_slow_bash_commands_report_each_interrupted_with_its_output_and_never_rerun_it_R95(  # noqa: E501
     runs: dict[str, Future[Run]],
 ) -> None:
-    run = runs["bash"].result()
-    assert len(run.kills) == BASH_KILLS
-    _check_every_kill(run)
-    _check_end(run, "u002")
+    run = _checked(runs["bash"], BASH_KILLS, "u002")
     assert run.ledger == list(BASH_LETTERS), "a replay-unsafe command ran again"
     results = run.final.tool_results()
     assert [r["code"] for r in results.values()] == ["interrupted"] * BASH_KILLS
@@ -394,10 +397,7 @@ def test_kills_during_slow_bash_commands_report_each_interrupted_with_its_output
 def test_kills_during_a_background_subagent_leave_it_running_and_its_report_arrives_once_R57(
     runs: dict[str, Future[Run]],
 ) -> None:
-    run = runs["background"].result()
-    assert len(run.kills) == BACKGROUND_KILLS
-    _check_every_kill(run)
-    _check_end(run, "u003")
+    run = _checked(runs["background"], BACKGROUND_KILLS, "u003")
     for kill in run.kills:
         live = [t for t in kill.store.live_tasks() if t.kind == "pi.subagent"]
         assert live, f"kill {kill.what} landed after the subagent finished"

@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pi_durable_tui.harness._entries import message_of, text_of
 from pi_durable_tui.storage import (
     Page,
     ScopeRef,
@@ -56,20 +57,12 @@ def _strings(value: Any) -> Iterator[str]:
 
 def message(stored: StoredEntry) -> dict[str, Any]:
     """An entry's first model message (``{}`` when it has none)."""
-    first = (stored.entry.model or [{}])[0]
-    return first if isinstance(first, dict) else {}
+    return message_of(stored.entry) or {}
 
 
 def message_text(stored: StoredEntry) -> str:
     """The text blocks (or the plain content) of an entry's first model message."""
-    content = message(stored).get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(
-        block.get("text", "")
-        for block in content or []
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
+    return text_of(message_of(stored.entry))
 
 
 @dataclass(frozen=True, slots=True)
