@@ -3,35 +3,142 @@
 - ``pidurable`` opens the terminal app on a new session for the working
   directory; ``-c/--continue`` opens the newest one and resumes what a killed
   process left; ``-r/--resume`` picks one; ``--session PATH`` opens a given store.
-- ``-p/--print [PROMPT]`` runs headless and prints the final answer;
+- ``-p/--print [PROMPT]`` runs headless and prints the final answer (with no
+  prompt, it finishes the newest input of the session);
   ``--mode json`` prints agent events as JSON lines instead.
 - ``pidurable export --format jsonl|markdown|html`` writes a transcript.
 
-Every path closes the harness and the store: errors, Ctrl-C (one line, never a
-traceback) and SIGTERM included. Problems the user can fix (a malformed settings
-file, a locked or damaged store, no session to continue, a malformed faux script,
-an unknown model) print one line on stderr and exit with status 2; a run whose
-prompt was left unanswered exits with status 1.
+Every path closes the harness and the store: errors, Ctrl-C and SIGTERM
+included, at any moment, start-up too (``SignalGuard``: one line, never a
+traceback, exit status 130 or 143). Problems the user can fix (a malformed
+settings file, a locked or damaged store, no session to continue, a malformed
+faux script, an unknown model) print one line on stderr and exit with status 2;
+a run whose prompt was left unanswered exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui import __version__
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pi_durable_tui.app import AgentApp
 
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived before the event loop took the signals over.
+
+    A ``KeyboardInterrupt``, so that asyncio lets it through wherever it lands.
+
+    Args:
+        signum: The signal.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class SignalGuard:
+    """Turns Ctrl-C (SIGINT) and SIGTERM into one orderly stop, at any moment.
+
+    - From ``install`` (the first thing ``main`` does) until the event loop runs,
+      the first signal raises ``Interrupted``: nothing is open yet, so the command
+      ends at once.
+    - While the loop runs (``attach``), the first signal cancels the main task;
+      opening and closing the session finish anyway (``AgentApp``), so the store
+      is closed on every path. Once the work is over (``release``), a signal only
+      is recorded: the close in progress must end.
+    - After the loop (``detach``, ``ignore``), signals are recorded and ignored
+      until the process exits.
+
+    The stop prints one line, never a traceback, and the exit status is
+    ``128 + signal`` (130 for Ctrl-C, 143 for SIGTERM). A signal before the
+    interpreter runs ``main`` gets Python's default handling.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        """The first stop signal received, if any."""
+        self.cancelled = False
+        """Whether that signal cancelled the work (rather than arriving while it closed)."""
+        self._target: asyncio.Task[int] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """Take SIGINT and SIGTERM over before the event loop exists (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may handle signals: leave them as they are
+        for signum in STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._raise)
+
+    def _raise(self, signum: int, _frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+            raise Interrupted(signum)
+
+    def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[int]) -> None:
+        """Route the signals through ``loop``: the first one cancels ``task``."""
+        self._target = task
+        for signum in self._previous:
+            loop.add_signal_handler(signum, self._cancel, signum)
+
+    def _cancel(self, signum: int) -> None:
+        if self.received is None:
+            self.received = signum
+            if self._target is not None:
+                self.cancelled = True
+                self._target.cancel()
+
+    def release(self) -> None:
+        """Cancel nothing any more (the work is over; closing must finish)."""
+        self._target = None
+
+    def detach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take the signals back from ``loop`` before it closes (it would restore the defaults)."""
+        for signum in self._previous:
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, self._record)
+
+    def ignore(self) -> None:
+        """Record and ignore the signals until the process exits."""
+        for signum in self._previous:
+            signal.signal(signum, self._record)
+
+    def restore(self) -> None:
+        """Give back the handlers ``install`` replaced."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _record(self, signum: int, _frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+
+    @staticmethod
+    def stopped(signum: int | None, hint: str | None) -> int:
+        """Print the one line of a stop by ``signum`` and return the exit status.
+
+        Args:
+            signum: The signal that stopped the command.
+            hint: The command that continues the session, when one was opened.
+        """
+        number = signum if signum is not None else signal.SIGINT
+        word = "interrupted" if number == signal.SIGINT else "terminated"
+        tail = f"; the session is saved: `{hint}` continues it" if hint else ""
+        sys.stderr.write(f"pidurable: {word}{tail}\n")
+        return 128 + number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,71 +203,122 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pidurable`` command; returns the exit status."""
+    """Run the ``pidurable`` command; returns the exit status.
+
+    Args:
+        argv: The arguments; ``None`` reads ``sys.argv`` and marks the call as the
+            process's command: stop signals stay ignored after it returns, until
+            the process exits. Called with arguments (from Python), it gives the
+            previous signal handlers back when it returns.
+    """
+    signals = SignalGuard()
+    signals.install()
+    try:
+        return _main(argv, signals)
+    except Interrupted:
+        return signals.stopped(signals.received, None)
+    finally:
+        if argv is None:
+            signals.ignore()
+        else:
+            signals.restore()
+
+
+def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["export"]:
         from pi_durable_tui.app import export_main
 
         return export_main(arguments[1:])
     args = build_parser().parse_args(arguments)
-    try:
-        return asyncio.run(_run(args))
-    except KeyboardInterrupt:
-        sys.stderr.write("pidurable: interrupted; run `pidurable -c` to continue\n")
-        return EXIT_INTERRUPTED
-
-
-async def _run(args: argparse.Namespace) -> int:
-    from pi_durable_tui.app import AgentApp, AppOptions, describe_startup_error, run_print
+    # The heavy imports happen here, before the event loop starts: a signal in
+    # their middle ends the command at once (``Interrupted``), with nothing open.
+    from pi_durable_tui.app import describe_startup_error
 
     if args.list_models:
         from pi_durable_tui.app import list_models_text
 
-        sys.stdout.write(list_models_text(args.faux_script))
+        try:
+            sys.stdout.write(list_models_text(os.getcwd(), args.faux_script))
+        except Exception as error:
+            return _startup_failed(error, describe_startup_error(error))
         return 0
     session = args.session
     if args.resume:
         session = _pick_session()
         if session is None:
             return EXIT_USAGE
-    options = AppOptions(
-        cwd=os.getcwd(),
-        session=session,
-        continue_session=args.continue_session,
-        model=args.model,
-        base_url=args.base_url,
-        faux_script=args.faux_script,
-        demo=args.demo,
-    )
-    task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        assert task is not None
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        app = await AgentApp.open(options)
-    except Exception as error:
-        message = describe_startup_error(error)
-        if message is None:
-            raise
-        sys.stderr.write(f"pidurable: {message}\n")
-        return EXIT_USAGE
-    if args.prompt is None:
-        return await _run_screen(
-            app, reopened=args.continue_session or args.resume or bool(session)
-        )
-    try:
-        prompt = args.prompt or None
-        if args.mode == "json":
-            from pi_durable_tui.app import run_json
+    import asyncio
 
-            return await run_json(app, prompt, sys.stdout, sys.stderr, request_id=args.request_id)
-        return await run_print(app, prompt, sys.stdout, sys.stderr, request_id=args.request_id)
-    except asyncio.CancelledError:
-        sys.stderr.write("pidurable: terminated; run `pidurable -c` to continue\n")
-        return 143
+    try:
+        return asyncio.run(_run(args, session, signals))
+    except asyncio.CancelledError:  # a stop that reached the loop's edge
+        return signals.stopped(signals.received, None)
+
+
+def _startup_failed(error: Exception, message: str | None) -> int:
+    if message is None:
+        raise error
+    sys.stderr.write(f"pidurable: {message}\n")
+    return EXIT_USAGE
+
+
+async def _run(args: argparse.Namespace, session: str | None, signals: SignalGuard) -> int:
+    import asyncio
+
+    from pi_durable_tui.app import AgentApp, AppOptions, describe_startup_error, run_headless
+
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    signals.attach(loop, task)
+    try:
+        options = AppOptions(
+            cwd=os.getcwd(),
+            session=session,
+            continue_session=args.continue_session,
+            model=args.model,
+            base_url=args.base_url,
+            faux_script=args.faux_script,
+            demo=args.demo,
+        )
+        try:
+            app = await AgentApp.open(options)
+        except asyncio.CancelledError:
+            return signals.stopped(signals.received, None)
+        except Exception as error:
+            return _startup_failed(error, describe_startup_error(error))
+        status = EXIT_USAGE
+        try:
+            if args.prompt is None:
+                reopened = args.continue_session or args.resume or bool(session)
+                status = await _run_screen(app, reopened=reopened)
+            else:
+                status = await run_headless(
+                    app,
+                    args.prompt or None,
+                    sys.stdout,
+                    sys.stderr,
+                    mode=args.mode,
+                    request_id=args.request_id,
+                )
+        except asyncio.CancelledError:
+            pass  # a stop signal: reported below, once the store is closed
+        finally:
+            signals.release()  # the close below must run to its end
+            await app.close()
+        # REMINDER: the screen may end quietly when its task is cancelled, so the
+        # guard, not the CancelledError, says whether a signal stopped the work.
+        if signals.cancelled:
+            return signals.stopped(signals.received, _continue_hint(args))
+        return status
     finally:
-        await app.close()
+        signals.detach(loop)
+
+
+def _continue_hint(args: argparse.Namespace) -> str:
+    command = f"pidurable --session {args.session}" if args.session else "pidurable -c"
+    return command + (" -p" if args.prompt is not None else "")
 
 
 def _pick_session() -> str | None:

@@ -200,13 +200,12 @@ def _loops(names: set[str]) -> list[list[str]]:
 @pytest.mark.parametrize(
     "part",
     [
-        pytest.param(
-            "storage",
-            marks=pytest.mark.xfail(
-                reason="storage's backends import the storage face for failpoints, and "
-                "jsonl's _checkpoint and _publish import each other (the storage helper's part)"
-            ),
-        ),
+        "storage",
+        "harness",
+        "tools",
+        "env",
+        "app",
+        "tui",
         "kernel",
         "ai",
         "bench",

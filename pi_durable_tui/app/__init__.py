@@ -17,8 +17,9 @@ from pi_durable_tui.app._context_files import ContextFile, discover_context_file
 from pi_durable_tui.app._controller import AgentController
 from pi_durable_tui.app._demos import DEMOS, Demo
 from pi_durable_tui.app._export import export_main, export_transcript
-from pi_durable_tui.app._headless import run_json, run_print
+from pi_durable_tui.app._headless import HeadlessMode, run_headless
 from pi_durable_tui.app._model_setup import (
+    ModelChoiceError,
     ModelSelection,
     build_models,
     choose_model,
@@ -30,6 +31,7 @@ from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel
 from pi_durable_tui.app._sessions import (
     NoSession,
+    SessionUnavailable,
     StoredSession,
     list_sessions,
     new_session_path,
@@ -67,14 +69,17 @@ __all__ = [
     "Demo",
     "ExportFormat",
     "Footer",
+    "HeadlessMode",
     "LiveScreenModel",
     "ModelChoice",
+    "ModelChoiceError",
     "ModelSelection",
     "NoSession",
     "Notice",
     "QueueItem",
     "ScreenModel",
     "SessionInfo",
+    "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
     "StoredSession",
@@ -95,7 +100,6 @@ __all__ = [
     "new_session_path",
     "newest_session",
     "recovery_report",
-    "run_json",
-    "run_print",
+    "run_headless",
     "sessions_dir",
 ]

@@ -12,6 +12,8 @@ It owns everything a front end (print mode, JSON mode, the TUI) shares:
   the model and the thinking level; ``--model`` on a continued session switches it.
 
 ``close()`` closes the harness and the store on every path; it is idempotent.
+Opening and closing run to their end even when the caller is cancelled
+(``_uncancelled``), so Ctrl-C or SIGTERM at any moment leaves the store closed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +39,14 @@ from pi_durable_tui.app._demos import (
 )
 from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-from pi_durable_tui.app._sessions import home, new_session_path, newest_session
+from pi_durable_tui.app._sessions import (
+    SessionUnavailable,
+    home,
+    new_session_path,
+    newest_session,
+)
 from pi_durable_tui.app._subagent import SUBAGENTS
+from pi_durable_tui.app._uncancelled import complete
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
     AgentChange,
@@ -47,7 +56,7 @@ from pi_durable_tui.harness import (
     create_registry,
 )
 from pi_durable_tui.kernel import Report
-from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.storage import SqliteStorage, StorageError
 from pi_durable_tui.tools import coding_tools
 
 
@@ -89,7 +98,7 @@ class AgentApp:
     """Whether this open created the session (a new store)."""
     demo: Demo | None = None
     """The demo this session runs, if any."""
-    _closed: bool = False
+    _closing: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -97,14 +106,22 @@ class AgentApp:
     ) -> AgentApp:
         """Open the session the options name and the harness on it (dispatching nothing).
 
+        A cancellation (Ctrl-C, SIGTERM) while it opens waits for the open to end,
+        closes what it opened, and then propagates: nothing is left half open.
+
         Raises:
             SettingsError: A settings file is malformed.
             NoSession: ``--continue`` found no session for this directory.
-            StoreLocked: Another process holds the session.
-            StorageCorrupted: The store is damaged.
-            ValueError: A malformed ``--model``.
+            SessionUnavailable: The store is locked by another process or damaged.
+            ModelChoiceError: A malformed or unknown ``--model``, a bad ``--base-url``.
             FauxScriptError: A malformed faux script.
         """
+        return await complete(cls._open(options, on_report), undo=lambda app: app.close())
+
+    @classmethod
+    async def _open(
+        cls, options: AppOptions, on_report: Callable[[Report], None] | None
+    ) -> AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
@@ -116,20 +133,32 @@ class AgentApp:
         else:
             store = new_session_path(cwd)
         created = not store.exists()
-        if options.demo is not None and created:
-            demo = DEMOS[options.demo]
-            write_marker(store, demo, create_workspace(demo, home()))
-        marker = read_marker(store)
-        faux = None
-        workspace = cwd
-        model_option = options.model
-        if marker is not None:
-            faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}").provider()
-            workspace = marker.workspace
-            model_option = model_option or "faux/faux-1"
-        models = build_models(app_settings, faux_script=options.faux_script, faux=faux)
-        choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
-        storage = await SqliteStorage.open(store)
+        try:
+            if options.demo is not None and created:
+                demo = DEMOS[options.demo]
+                write_marker(store, demo, create_workspace(demo, home()))
+            marker = read_marker(store)
+            faux = None
+            workspace = cwd
+            model_option = options.model
+            if marker is not None:
+                faux = parse_faux_script(script_text(marker.demo), f"demo {marker.name}")
+                workspace = marker.workspace
+                model_option = model_option or "faux/faux-1"
+            models = build_models(
+                app_settings,
+                faux_script=options.faux_script,
+                faux=faux.provider() if faux is not None else None,
+            )
+            choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            storage = await SqliteStorage.open(store)
+        except BaseException as error:
+            if not options.session and not options.continue_session:
+                # A session that never started leaves no empty directory behind.
+                shutil.rmtree(store.parent, ignore_errors=True)
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error) from error
+            raise
         reports: list[Report] = []
 
         def report(item: Report) -> None:
@@ -151,8 +180,10 @@ class AgentApp:
                 env=_env_factory(settings),
                 on_report=report,
             )
-        except BaseException:
+        except BaseException as error:
             await storage.close()
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.demo = marker.demo if marker is not None else None
@@ -166,12 +197,17 @@ class AgentApp:
         return app
 
     async def close(self) -> None:
-        """Close the harness and the store (idempotent, never raises for a closed store)."""
-        if self._closed:
-            return
-        self._closed = True
+        """Close the harness and the store; idempotent, never raises for a closed store.
+
+        A cancellation while it closes waits for the close to end, then propagates.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_harness())
+        await complete(self._closing)
+
+    async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.harness.close())
+            await self.harness.close()
 
     def demo_banner(self) -> str:
         """What a demo session tells the user about killing and continuing it."""

@@ -5,8 +5,8 @@ them key by key (objects merge, other values replace). Both are validated with
 pydantic: an error names the file and the key (``settings.json: retry.max_retries:
 Input should be a valid integer``), and the app reports it instead of starting
 with a setting silently ignored. ``SettingsFiles.current()`` re-reads the files
-when their modification times change, so edits apply at the next decision (R34)
-without reading the disk at every one.
+when their modification times or sizes change, so edits apply at the next
+decision (R34) without reading the disk at every one.
 """
 
 from __future__ import annotations
@@ -153,18 +153,21 @@ class SettingsFiles:
 
     def __init__(self, cwd: str | os.PathLike[str]) -> None:
         self._cwd = cwd
-        self._stamp: tuple[float, ...] | None = None
+        self._stamp: tuple[tuple[int, int], ...] | None = None
         self._value: AppSettings | None = None
         self.error: SettingsError | None = None
         """The newest problem met while re-reading (the last good value is kept)."""
 
-    def _stamps(self) -> tuple[float, ...]:
-        stamps: list[float] = []
+    def _stamps(self) -> tuple[tuple[int, int], ...]:
+        """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
+        stamps: list[tuple[int, int]] = []
         for path in (user_settings_path(), project_settings_path(self._cwd)):
             try:
-                stamps.append(path.stat().st_mtime)
+                stat = path.stat()
             except OSError:
-                stamps.append(-1.0)
+                stamps.append((-1, -1))
+            else:
+                stamps.append((stat.st_mtime_ns, stat.st_size))
         return tuple(stamps)
 
     def current(self) -> AppSettings:

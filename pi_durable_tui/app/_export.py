@@ -15,11 +15,13 @@ import asyncio
 import html
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
 
 from pi_durable_tui.app._sessions import NoSession, newest_session
+from pi_durable_tui.harness import text_of
 from pi_durable_tui.storage import EntryRecord, SqliteStorage, Storage, StorageError
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
@@ -51,7 +53,7 @@ def _markdown_entry(entry: EntryRecord) -> str:
     if entry.kind == "pi.system":
         return ""
     if entry.kind == "pi.compaction":
-        return "## Earlier context (summary)\n\n" + _text(message) + "\n"
+        return "## Earlier context (summary)\n\n" + text_of(message) + "\n"
     if entry.kind == "pi.reset":
         return "---\n\n*New context*\n"
     title = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result"}.get(
@@ -64,7 +66,7 @@ def _markdown_entry(entry: EntryRecord) -> str:
         kind = block.get("type")
         if kind == "text":
             text = block.get("text", "")
-            parts.append(f"```\n{text}\n```\n" if role == "toolResult" else f"{text}\n")
+            parts.append(_fenced(text) if role == "toolResult" else f"{text}\n")
         elif kind == "thinking":
             parts.append("> " + block.get("thinking", "").replace("\n", "\n> ") + "\n")
         elif kind == "tool_call":
@@ -77,8 +79,11 @@ def _markdown_entry(entry: EntryRecord) -> str:
     return "\n".join(parts)
 
 
-def _text(message: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in _blocks(message) if b.get("type") == "text")
+def _fenced(text: str) -> str:
+    """A code block around ``text`` whose fence is longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text.removesuffix(chr(10))}\n{fence}\n"
 
 
 _CSS = (

@@ -29,6 +29,10 @@ from pi_durable_tui.ai import (
 from pi_durable_tui.app._config import AppSettings, load_settings
 
 
+class ModelChoiceError(ValueError):
+    """The model asked for cannot be used: malformed, unknown, a bad URL, a clashing provider."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSelection:
     """A resolved model and the thinking level to use with it."""
@@ -56,11 +60,14 @@ def build_models(
 
     Raises:
         FauxScriptError: A malformed faux script (the message names file and place).
-        ValueError: A custom provider whose name clashes with a built-in one.
+        ModelChoiceError: A custom provider whose name clashes with a built-in one.
     """
     if faux_script:
         faux = load_faux_script(faux_script).provider()
-    return default_models(declarations=settings.providers, faux=faux)
+    try:
+        return default_models(declarations=settings.providers, faux=faux)
+    except ValueError as error:
+        raise ModelChoiceError(f"settings: {error}") from None
 
 
 def choose_model(
@@ -73,32 +80,39 @@ def choose_model(
     id speaks Chat Completions at zero cost).
 
     Raises:
-        ValueError: A malformed ``--model``, a bad URL, or an unknown model (the
-            message lists what exists).
+        ModelChoiceError: A malformed ``--model``, a bad URL, or an unknown model
+            (the message lists what exists).
     """
     text = option or settings.model
     if not text:
         return None
-    ref, level = parse_model_option(text)
-    if base_url:
-        model = models.use_base_url(ref, base_url)
-    else:
-        try:
-            model = models.resolve(ref)
-        except LookupError as error:
-            raise ValueError(str(error)) from None
+    try:
+        ref, level = parse_model_option(text)
+        model = models.use_base_url(ref, base_url) if base_url else models.resolve(ref)
+    except (ValueError, LookupError) as error:
+        raise ModelChoiceError(str(error)) from None
     wanted = level or settings.thinking_level
     thinking = clamp_thinking_level(model, wanted) if wanted else None
     return ModelSelection(model, thinking)
 
 
-def list_models_text(faux_script: str | None = None) -> str:
-    """The ``--list-models`` listing: one model per line, its context window, a missing key."""
-    models = build_models(load_settings(os.getcwd()), faux_script=faux_script)
+def list_models_text(cwd: str | os.PathLike[str], faux_script: str | None = None) -> str:
+    """The ``--list-models`` listing: one model per line, its context window, a missing key.
+
+    Args:
+        cwd: The working directory (its settings may declare custom providers).
+        faux_script: A faux script whose models are listed too.
+
+    Raises:
+        SettingsError: A settings file is malformed.
+        FauxScriptError: A malformed faux script.
+        ModelChoiceError: A custom provider whose name clashes with a built-in one.
+    """
+    models = build_models(load_settings(cwd), faux_script=faux_script)
     lines = []
     for model in models.list():
         missing = models.missing_key(model)
         note = f"  (set {missing})" if missing else ""
         window = f"{model.context_window // 1000}k" if model.context_window else "?"
-        lines.append(f"{model.provider}/{model.id:<40} {window:>6}{note}")
+        lines.append(f"{model.provider + '/' + model.id:<48} {window:>6}{note}")
     return "\n".join(lines) + "\n"

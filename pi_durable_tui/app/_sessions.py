@@ -5,7 +5,7 @@
 "Newest" is the lexicographically last directory name of that pattern (the
 timestamp leads, so it is also the most recently created). Listing a directory's
 sessions reads only directory entries and file sizes, plus, for the picker, the
-first user message from each store's JSON sidecar ``title.txt`` when present.
+first user message from each session's ``title.txt`` when present.
 """
 
 from __future__ import annotations
@@ -25,6 +25,20 @@ _SESSION_DIR = re.compile(r"^\d{13}-[0-9a-f-]{36}$")
 
 class NoSession(LookupError):
     """No stored session matches what was asked for."""
+
+
+class SessionUnavailable(Exception):
+    """A session's store exists but cannot be opened (locked by another process, damaged).
+
+    Args:
+        store: The store file.
+        cause: The storage error.
+    """
+
+    def __init__(self, store: Path, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.store = store
+        self.cause = cause
 
 
 def home() -> Path:

@@ -1,10 +1,11 @@
 """One clear line for each problem that stops the app from starting.
 
 Bad input must say what was wrong and what to do, and lose nothing: a malformed
-settings file names the file and the key; a locked store names the path (and the
-process holding it, when known); a damaged store says so and where it is; a
-missing session says how to start one; a malformed faux script names the file
-and the place. Anything else is a bug and keeps its traceback.
+settings file names the file and the key; a locked store names the path and the
+process holding it (the PID its lock file holds); a damaged store says so, where
+it is, and how to go on; a missing session says how to start one; a malformed
+faux script names the file and the place; a model that cannot be used says what
+exists. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -13,33 +14,46 @@ from pathlib import Path
 
 from pi_durable_tui.ai import FauxScriptError
 from pi_durable_tui.app._config import SettingsError
-from pi_durable_tui.app._sessions import NoSession
+from pi_durable_tui.app._model_setup import ModelChoiceError
+from pi_durable_tui.app._sessions import NoSession, SessionUnavailable
 from pi_durable_tui.storage import StorageCorrupted, StoreLocked
+from pi_durable_tui.storage.lock import LOCK_SUFFIX
 
 
-def _holder(message: str) -> str:
-    """The PID written in the lock file of the store a ``StoreLocked`` names, if any."""
-    _, _, path = message.rpartition(": ")
+def lock_holder(store: Path) -> int | None:
+    """The PID written in a store's lock file (by the process that took the lock), if any."""
     try:
-        pid = Path(path + ".lock").read_text().strip()
-    except OSError:
-        return ""
-    return f" (pid {pid})" if pid.isdigit() else ""
+        text = store.with_name(store.name + LOCK_SUFFIX).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _unavailable(error: SessionUnavailable) -> str:
+    store, cause = error.store, error.cause
+    if isinstance(cause, StoreLocked):
+        pid = lock_holder(store)
+        holder = f"process {pid}" if pid is not None else "another process"
+        return (
+            f"the session {store} is open in {holder}; close that pidurable first, "
+            "or start a new session (run without -c and --session)"
+        )
+    text = str(cause)
+    if isinstance(cause, StorageCorrupted):
+        if str(store) not in text:
+            text = f"the session store {store} is damaged: {text}"
+        if "start a new session" not in text:
+            text += "; move it aside and start a new session, or restore it from a backup"
+        return text
+    return f"cannot open the session store {store}: {text}"
 
 
 def describe_startup_error(error: BaseException) -> str | None:
     """Return the line to print for a startup problem the user can fix, else ``None``."""
-    if isinstance(error, StoreLocked):
-        text = str(error)
-        return f"{text}{_holder(text)}; close the other pidurable first"
-    if isinstance(error, StorageCorrupted):
-        return (
-            f"the session store is damaged: {error}. Start a new session (run pidurable without -c)"
-        )
+    if isinstance(error, SessionUnavailable):
+        return _unavailable(error)
     if isinstance(error, NoSession):
-        return f'{error}; start one with: pidurable -p "..." (or pidurable)'
-    if isinstance(error, (SettingsError, FauxScriptError)):
-        return str(error)
-    if isinstance(error, ValueError):
+        return f'{error}; start one with: pidurable -p "..."'
+    if isinstance(error, (SettingsError, FauxScriptError, ModelChoiceError)):
         return str(error)
     return None

@@ -36,6 +36,7 @@ from pi_durable_tui.harness import (
     define_extension,
     define_task,
     define_tool,
+    text_of,
 )
 from pi_durable_tui.kernel import Aborted, Completed, ConversationOwned, Running, TaskOwned, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -84,24 +85,16 @@ async def _foreground(args: SubagentArgs, api: ToolApi) -> ToolResult:
     if record.status != "done" or record.answer is None:
         reason = record.reason or record.status
         raise RuntimeError(f"Subagent {conversation_id} failed: {reason}")
-    answer = await _answer_text(api, record.answer)
+    answer_id = record.answer
+    answer = await api.commit(lambda tx: _answer_text(tx, answer_id))
     return ToolResult(content=answer or "(the subagent gave no text)", details=details)
 
 
-async def _answer_text(api: ToolApi, entry_id: int) -> str:
-    async def read(tx: Tx) -> str:
-        stored = await tx.entry(entry_id)
-        if stored is None or not stored.entry.model:
-            return ""
-        message = stored.entry.model[0]
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            return str(content or "")
-        return "".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-
-    return str(await api.commit(read))
+async def _answer_text(tx: Tx, entry_id: int) -> str:
+    """The text of the child's answer entry."""
+    stored = await tx.entry(entry_id)
+    message = stored.entry.model[0] if stored is not None and stored.entry.model else None
+    return text_of(message) if isinstance(message, dict) else ""
 
 
 async def _background(args: SubagentArgs, api: ToolApi) -> ToolResult:
@@ -156,21 +149,10 @@ async def _deliver(task: TaskRecord, runtime: HarnessRuntime) -> None:
         Input(str(data.get("prompt", "")), request_id=f"subagent:{task.id}")
     )
     record = await submission.wait()
-    if record.status == "done" and record.answer is not None:
-
-        async def read(tx: Tx) -> str:
-            stored = await tx.entry(record.answer or 0)
-            message = stored.entry.model[0] if stored and stored.entry.model else {}
-            content = message.get("content") if isinstance(message, dict) else ""
-            if isinstance(content, list):
-                return "".join(
-                    b.get("text", "")
-                    for b in content
-                    if isinstance(b, dict) and b.get("type") == "text"
-                )
-            return str(content or "")
-
-        text = f"[subagent {child} report] {await runtime.commit(read)}"
+    answer_id = record.answer
+    if record.status == "done" and answer_id is not None:
+        answer = await runtime.commit(lambda tx: _answer_text(tx, answer_id))
+        text = f"[subagent {child} report] {answer}"
     else:
         text = f"[subagent {child} report] The subagent failed: {record.reason or record.status}"
     await runtime.commit(lambda tx: Running({"phase": "report", "text": text, "child": child}))

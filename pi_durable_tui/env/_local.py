@@ -31,7 +31,7 @@ from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._readers import LocalBinaryReader, LocalDirReader
-from pi_durable_tui.env._secrets import scrub_environment
+from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,
@@ -382,6 +382,16 @@ class LocalEnv:
             abort=abort,
             kill_grace=self._kill_grace,
             groups=self._groups,
+            secrets=self._secret_values(),
+        )
+
+    def _secret_values(self) -> tuple[bytes, ...]:
+        """Values of this process's secret-looking variables (spill files hide them)."""
+        base = os.environ if self._environ is None else self._environ
+        return tuple(
+            value.encode("utf-8", "surrogateescape")
+            for name, value in base.items()
+            if len(value) >= 8 and is_secret_name(name)
         )
 
     async def cleanup(self) -> None:

@@ -83,10 +83,11 @@ class _Command:
         spill: SpillPolicy | None,
         window: OutputWindow | None,
         kill_grace: float,
+        secrets: Sequence[bytes] = (),
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_output = on_output
-        self._spill = None if spill is None else SpillFile(spill)
+        self._spill = None if spill is None else SpillFile(spill, secrets=secrets)
         deliver = on_output or (lambda data, stream, skipped: None)
         self._window = None if window is None else TailWindow(window, deliver)
         self._window_timer: asyncio.TimerHandle | None = None
@@ -301,6 +302,7 @@ async def run_command(
     abort: asyncio.Event | None,
     kill_grace: float,
     groups: set[ProcessGroup],
+    secrets: Sequence[bytes] = (),
 ) -> ExecResult:
     """Run ``argv`` to its end, or kill its group on timeout, abort or cancellation.
 
@@ -315,6 +317,7 @@ async def run_command(
         abort: Kills the command when set.
         kill_grace: Seconds between ``SIGTERM`` and ``SIGKILL``.
         groups: The environment's live process groups; this one is added while alive.
+        secrets: Values a spill file must never hold (written ``[redacted]``).
 
     Returns:
         The exit code and the spill file, if any.
@@ -323,7 +326,9 @@ async def run_command(
         FileError: ``timeout`` or ``aborted`` (with ``spill_path``), or a spawn error.
         asyncio.CancelledError: After the group was killed, when the caller was cancelled.
     """
-    command = _Command(on_output=on_output, spill=spill, window=window, kill_grace=kill_grace)
+    command = _Command(
+        on_output=on_output, spill=spill, window=window, kill_grace=kill_grace, secrets=secrets
+    )
     group = command.start(argv, cwd, environ)
     groups.add(group)
     loop = asyncio.get_running_loop()

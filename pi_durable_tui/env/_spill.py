@@ -7,16 +7,24 @@ truncate). It then creates a ``pi-output-*.log`` temp file, writes what it held,
 and from then on writes every chunk as it arrives, in the order chunks came from
 either stream. Writes are whole chunks (up to the 1 MiB pipe reads), so a
 gigabyte of output costs a thousand ``write`` calls.
+
+The file never holds a secret of this process: every value of a secret-looking
+environment variable (``secrets``) is written as ``[redacted]``. A value cut by a
+chunk boundary is found because the last ``len(longest) - 1`` bytes of each write
+are held back until the next one (or the close).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Sequence
 
 from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._types import SpillPolicy
 
+REDACTED = b"[redacted]"
 SPILL_PREFIX = "pi-output-"
 """The name prefix of the temp files holding a command's complete output (R120)."""
 
@@ -24,10 +32,15 @@ SPILL_PREFIX = "pi-output-"
 class SpillFile:
     """Watches one command's output and spills it to a file past the thresholds."""
 
-    def __init__(self, policy: SpillPolicy, directory: str | None = None) -> None:
+    def __init__(
+        self, policy: SpillPolicy, directory: str | None = None, secrets: Sequence[bytes] = ()
+    ) -> None:
         if policy.after_bytes < 0 or policy.after_lines < 0:
             raise FileError("invalid", "SpillPolicy thresholds must be at least 0")
         self._policy = policy
+        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        self._carry = b""
+        self._carry_size = len(self._secrets[0]) - 1 if self._secrets else 0
         self._directory = directory
         self._held: list[bytes] = []
         self._bytes = 0
@@ -69,8 +82,15 @@ class SpillFile:
         held, self._held = self._held, []
         self._write(b"".join(held))
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, final: bool = False) -> None:
         assert self._fd is not None
+        if self._secrets:
+            data = self._carry + data
+            for secret in self._secrets:
+                data = data.replace(secret, REDACTED)
+            # REMINDER: hold back what could be the start of a secret the next chunk ends.
+            keep = 0 if final else min(self._carry_size, len(data))
+            data, self._carry = data[: len(data) - keep], data[len(data) - keep :]
         view = memoryview(data)
         try:
             while view:
@@ -85,6 +105,9 @@ class SpillFile:
     def close(self) -> None:
         """Close the file (the path stays valid); drop held output. Idempotent."""
         self._held = []
+        if self._fd is not None and self._carry:
+            with contextlib.suppress(FileError):
+                self._write(b"", final=True)
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)

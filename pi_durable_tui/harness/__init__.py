@@ -69,6 +69,7 @@ from pi_durable_tui.harness._docs import (
     USAGE_DOC,
     USER,
 )
+from pi_durable_tui.harness._entries import text_of
 from pi_durable_tui.harness._errors import (
     ConversationBusy,
     HarnessClosed,
@@ -172,6 +173,7 @@ __all__ = [
     "format_size",
     "hook",
     "section",
+    "text_of",
     "truncation_notice",
     "watch_events",
     "wrap_section",

@@ -23,13 +23,21 @@ prints every problem ``check_chain`` finds.
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.e2e.crash_runner import Backend, KillBudget, Setup, run_chain, run_failpoint_chain
+from tests.e2e.crash_runner import (
+    Backend,
+    KillBudget,
+    Setup,
+    run_chain,
+    run_failpoint_chain,
+    run_until_stopped,
+)
 from tests.e2e.crash_verify import ChainReport, check_chain
 
 WORKLOAD_SEEDS = 8
@@ -94,24 +102,18 @@ def kill_campaign(backend: Backend, root: Path, plan: KillPlan) -> list[ChainRep
         )
         return check_chain(chain)
 
-    reports: list[ChainReport] = []
     started = 0
-    with ThreadPoolExecutor(max_workers=plan.workers) as pool:
-        running: set[Future[ChainReport]] = set()
-        while True:
-            failed = any(report.problems for report in reports)  # stop early, keep evidence
-            while (
-                budget.left > 0
-                and not failed
-                and len(running) < plan.workers
-                and started < plan.max_chains
-            ):
-                running.add(pool.submit(one, started))
-                started += 1
-            if not running:
-                break
-            done, running = wait(running, return_when=FIRST_COMPLETED)
-            reports += [future.result() for future in done]
+
+    def next_chain() -> Callable[[], ChainReport] | None:
+        nonlocal started
+        if budget.left <= 0 or started >= plan.max_chains:
+            return None
+        started += 1
+        return functools.partial(one, started - 1)
+
+    reports = run_until_stopped(
+        next_chain, workers=plan.workers, stop=lambda report: bool(report.problems)
+    )
     reports.sort(key=lambda r: r.chain.setup.name)
     return reports
 

@@ -12,7 +12,9 @@ Reliability.md section 11.1 (random ``kill -9`` of a child, then verify) and
 - ``run_failpoint_chain`` arms one failpoint occurrence per run (the child must
   die there), then restarts it to completion.
 - ``run_parallel`` runs independent chains or trials on worker threads (the
-  children are separate processes; the threads only wait on them).
+  children are separate processes; the threads only wait on them);
+  ``run_until_stopped`` does it for a campaign whose next chain depends on
+  how the others went, and stops starting chains at the first problem.
 
 Nothing here sleeps except ``communicate(timeout=kill_after)``, which is the
 random kill delay itself.
@@ -28,7 +30,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -328,3 +330,32 @@ def run_parallel(work: Callable[[T], R], items: Iterable[T], workers: int = 2) -
     """Apply ``work`` to every item on ``workers`` threads; results in item order."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(work, items))
+
+
+def run_until_stopped(
+    next_job: Callable[[], Callable[[], R] | None], *, workers: int, stop: Callable[[R], bool]
+) -> list[R]:
+    """Run jobs on up to ``workers`` threads for as long as ``next_job`` gives one.
+
+    ``next_job`` is asked for another job whenever a thread is free; ``None``
+    means none now (it is asked again when a running job ends, and the run ends
+    once nothing runs). Once a result satisfies ``stop``, no new job starts and
+    the running ones finish, so a failure is reported in seconds, with its
+    evidence, even in a soak.
+
+    Returns:
+        Every job's result, in the order they finished.
+    """
+    results: list[R] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        running: set[Future[R]] = set()
+        while True:
+            while len(running) < workers and not any(stop(result) for result in results):
+                job = next_job()
+                if job is None:
+                    break
+                running.add(pool.submit(job))
+            if not running:
+                return results
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            results += [future.result() for future in done]

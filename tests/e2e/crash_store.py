@@ -5,7 +5,8 @@ store through the Storage protocol only (never through a Session, which could
 commit while reconciling) and reads every conversation, entry, task and live
 document, plus the rewindable notes document as of each note's commit (R19).
 ``sqlite_health`` runs ``PRAGMA integrity_check`` and ``foreign_key_check`` with
-plain ``sqlite3`` (reliability.md 9.5). ``normalize`` turns a dump into the shape
+plain ``sqlite3`` (reliability.md 9.5); ``damage_sqlite`` breaks a closed store so
+the checks' own tests can see them fail. ``normalize`` turns a dump into the shape
 of ``crash_model.expected_state``: labels instead of IDs, no run numbers, no
 random keys. ``differences`` says where two such states differ.
 """
@@ -16,6 +17,7 @@ import asyncio
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.storage import (
@@ -45,7 +47,8 @@ class StoreDump:
     repairs: tuple[str, ...] = ()
 
 
-async def _pages(fetch: Any) -> list[Any]:
+async def all_pages(fetch: Any) -> list[Any]:
+    """Call ``fetch(cursor)`` page after page; return every item."""
     items: list[Any] = []
     cursor = None
     while True:
@@ -57,14 +60,14 @@ async def _pages(fetch: Any) -> list[Any]:
 
 
 async def _dump(storage: Storage) -> StoreDump:
-    conversations: list[ConversationRecord] = await _pages(
+    conversations: list[ConversationRecord] = await all_pages(
         lambda c: storage.scan_conversations(limit=500, cursor=c)
     )
     entries: list[StoredEntry] = []
     docs: dict[tuple[str, int | None], dict[str, Any]] = {}
     notes_id = None
     for scope in [ScopeRef("session"), *(ScopeRef("conversation", c.id) for c in conversations)]:
-        records = await _pages(lambda c, s=scope: storage.scan_documents(s, limit=500, cursor=c))
+        records = await all_pages(lambda c, s=scope: storage.scan_documents(s, limit=500, cursor=c))
         for record in records:
             read = await storage.document(record.id)
             assert read is not None
@@ -72,7 +75,7 @@ async def _dump(storage: Storage) -> StoreDump:
             if record.kind == "crash.notes":
                 notes_id = record.id
     for conversation in conversations:
-        entries += await _pages(
+        entries += await all_pages(
             lambda c, i=conversation.id: storage.scan_entries(i, order="asc", limit=500, cursor=c)
         )
     history = []
@@ -80,7 +83,7 @@ async def _dump(storage: Storage) -> StoreDump:
         if stored.entry.kind == "crash.note" and notes_id is not None:
             read = await storage.document(notes_id, stored.commit_seq)
             history.append((stored.commit_seq, None if read is None else read.value))
-    tasks: list[TaskRecord] = await _pages(lambda c: storage.scan_tasks(limit=500, cursor=c))
+    tasks: list[TaskRecord] = await all_pages(lambda c: storage.scan_tasks(limit=500, cursor=c))
     return StoreDump(storage.last_seq, conversations, entries, tasks, docs, history)
 
 
@@ -104,9 +107,9 @@ def dump_store(setup: Setup) -> StoreDump:
     return asyncio.run(_open_and_dump(setup))
 
 
-def sqlite_health(setup: Setup) -> list[str]:
+def sqlite_health(store: Path) -> list[str]:
     """Return the problems ``integrity_check`` and ``foreign_key_check`` report (none: [])."""
-    connection = sqlite3.connect(setup.store)
+    connection = sqlite3.connect(store)
     try:
         integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
         foreign = connection.execute("PRAGMA foreign_key_check").fetchall()
@@ -118,6 +121,15 @@ def sqlite_health(setup: Setup) -> list[str]:
     if foreign:
         problems.append(f"foreign_key_check: {foreign}")
     return problems
+
+
+def damage_sqlite(store: Path, page: int = 4096) -> None:
+    """Overwrite every page's b-tree header and cell tail, keeping the file header page."""
+    data = bytearray(store.read_bytes())
+    for offset in range(page, len(data), page):
+        data[offset : offset + 8] = b"\xa5" * 8  # the b-tree page header
+        data[offset + page - 64 : offset + page] = b"\xa5" * 64  # cell content
+    store.write_bytes(bytes(data))
 
 
 def read_ledger(setup: Setup) -> list[dict[str, Any]]:

@@ -126,7 +126,7 @@ def _check(report: ChainReport) -> None:
         else:
             report.recovery_kills += 1
     if setup.backend == "sqlite":
-        for problem in sqlite_health(setup):
+        for problem in sqlite_health(setup.store):
             report.fail(None, problem)
     try:
         dump = dump_store(setup)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.crash_runner import Chain, Run, Setup, run_failpoint_chain
-from tests.e2e.crash_store import read_ledger
+from tests.e2e.crash_store import damage_sqlite, read_ledger
 from tests.e2e.crash_verify import DONE_KINDS, check_chain
 
 
@@ -115,12 +115,6 @@ def test_a_damaged_sqlite_file_fails_the_integrity_check_or_the_reopen(
     clean_chain: Chain, tmp_path: Path
 ) -> None:
     chain = copy_chain(clean_chain, tmp_path)
-    store = chain.setup.store
-    data = bytearray(store.read_bytes())
-    page = 4096
-    for offset in range(page, len(data), page):  # keep the file header page intact
-        data[offset : offset + 8] = b"\xa5" * 8  # the b-tree page header
-        data[offset + page - 64 : offset + page] = b"\xa5" * 64  # cell content
-    store.write_bytes(bytes(data))
+    damage_sqlite(chain.setup.store)
     found = findings(chain)
     assert "integrity_check" in found or "does not reopen" in found, found

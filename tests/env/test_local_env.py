@@ -20,6 +20,7 @@ import pytest
 
 from pi_durable_tui.env import FileError, LocalEnv, OutputWindow, SpillPolicy
 from pi_durable_tui.env._local import find_shell
+from pi_durable_tui.env._spill import SpillFile
 from pi_durable_tui.env.conformance import Captured
 
 
@@ -178,3 +179,30 @@ async def test_r120_bad_exec_options_fail_before_anything_runs(
         await env.exec(command, **options)
     assert caught.value.code == "invalid"
     assert not (tmp_path / "ran.txt").exists()
+
+
+async def test_a_spill_file_never_holds_a_secret_of_this_process(
+    tmp_path: Path,
+) -> None:
+    canary = "sk-canary-0123456789abcdef"
+    env = LocalEnv(str(tmp_path), environ={"PATH": os.environ["PATH"], "MY_API_KEY": canary})
+    (tmp_path / "out.txt").write_text(("x" * 4093 + canary + "\n") * 64)
+    result = await env.exec("cat out.txt", spill=SpillPolicy(after_bytes=100, after_lines=5))
+    assert result.spill_path is not None
+    spilled = Path(result.spill_path).read_bytes()
+    assert canary.encode() not in spilled
+    assert spilled.count(b"[redacted]") == 64
+
+
+def test_a_secret_cut_by_a_chunk_boundary_is_still_redacted_in_the_spill_file(
+    tmp_path: Path,
+) -> None:
+    secret = b"sk-canary-0123456789abcdef"
+    spill = SpillFile(SpillPolicy(after_bytes=0, after_lines=0), str(tmp_path), [secret])
+    for cut in range(1, len(secret)):
+        spill.feed(b"<" + secret[:cut], 0)
+        spill.feed(secret[cut:] + b">\n", 1)
+    spill.close()
+    assert spill.path is not None
+    written = Path(spill.path).read_bytes()
+    assert written == b"<[redacted]>\n" * (len(secret) - 1)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pytest
 
-from pi_durable_tui.ai import faux_error, faux_response, faux_tool_call
+from pi_durable_tui.ai import ToolCall, faux_error, faux_response, faux_tool_call
 from pi_durable_tui.harness import (
     USER,
+    CompactionSettings,
     EventStream,
     HarnessRuntime,
     Input,
@@ -77,7 +79,7 @@ async def follow() -> AsyncIterator[Any]:
         await within(consumer)
 
 
-def bash(command: str) -> object:
+def bash(command: str) -> ToolCall:
     return faux_tool_call("bash", {"command": command})
 
 
@@ -219,7 +221,7 @@ async def test_a_manual_compaction_starts_ends_and_appends_its_summary_R125_R112
     rig = await view_rig(
         faux_response("first answer " * 20),
         faux_response("the summary"),
-        settings=Settings(compaction={"keep_recent_tokens": 5}),
+        settings=Settings(compaction=CompactionSettings(keep_recent_tokens=5)),
     )
     await ask(rig, "some work")
     log = await follow(rig, tail=0)
@@ -303,7 +305,7 @@ async def test_more_than_100_undelivered_batches_collapse_into_one_snapshot_R125
     stream = await within(watch_events(rig.harness, 1))
     for index in range(130):
         entry = {"role": "user", "content": f"m{index}"}
-        await within(rig.harness.session.commit(lambda tx, e=entry: tx.append(1, USER, model=[e])))
+        await within(rig.harness.session.commit(partial(_append, entry)))
     assert stream.pending == 31  # the snapshot and 99 batches collapsed at the 100th commit
     batches: list[list[JsonObject]] = []
 
@@ -334,3 +336,7 @@ async def test_an_event_stream_ends_when_the_harness_closes_after_what_was_queue
         ["entry_appended"],
     ]
     assert stream.reason == "session_closed"
+
+
+def _append(entry: JsonObject, tx: Tx) -> None:
+    tx.append(1, USER, model=[entry])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -167,7 +167,7 @@ async def test_an_unsafe_command_cut_by_a_crash_ends_interrupted_with_its_commit
         },
     ]
     assert "duration_ms" not in stored
-    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[index]
+    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[call-overload, index]
     [task] = await again.tasks("pi.tool")
     assert task.state["outcome"]["status"] == "failed"
     # the generation goes on after the interrupted result and answers
@@ -199,7 +199,7 @@ async def test_an_unsafe_write_cut_after_its_effect_is_never_run_twice_r95(
     assert ledger.read_text() == "write\n"
     assert (tmp_path / "work" / "out.txt").read_text() == "v1\n"
     [result] = [e for e in await again.transcript() if e.kind == TOOL_RESULT]
-    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[index]
+    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[call-overload, index]
 
 
 async def test_a_run_cut_mid_stream_converts_its_partial_and_sends_a_new_attempt_r84(
@@ -250,7 +250,7 @@ async def test_an_interrupted_result_keeps_the_committed_tail_and_says_what_was_
     kept = "".join(f"{n}\n" for n in range(3002, 5001)) + "started\n"
     [result] = [e for e in await again.transcript() if e.kind == TOOL_RESULT]
     assert message(result)["content"][0] == {"type": "text", "text": kept}
-    assert [d["message"] for d in result.data["diagnostics"]] == [  # type: ignore[index]
+    assert [d["message"] for d in result.data["diagnostics"]] == [  # type: ignore[call-overload, index]
         f"Output truncated: 3001 lines, {len(everything) - len(kept)} bytes dropped",
         "Tool bash was interrupted and may have partially run",
     ]
@@ -262,11 +262,14 @@ async def test_an_interrupted_result_keeps_the_committed_tail_and_says_what_was_
     ids=["stored-unsafe-now-safe", "stored-safe-now-gone"],
 )
 async def test_a_call_reruns_only_when_stored_and_current_policies_are_both_safe_r95(
-    open_rig: RigFactory, tmp_path: Path, before: str, after: str | None
+    open_rig: RigFactory,
+    tmp_path: Path,
+    before: Literal["safe", "unsafe"],
+    after: Literal["safe", "unsafe"] | None,
 ) -> None:
     path, ledger = tmp_path / "session.sqlite", tmp_path / "ledger"
 
-    def probe(replay: str) -> Extension:
+    def probe(replay: Literal["safe", "unsafe"]) -> Extension:
         async def execute(_args: Any, api: ToolApi) -> ToolResult:
             with ledger.open("a") as file:
                 file.write("run\n")
@@ -294,5 +297,5 @@ async def test_a_call_reruns_only_when_stored_and_current_policies_are_both_safe
 
     assert ledger.read_text() == "run\n"
     [result] = [e for e in await again.transcript() if e.kind == TOOL_RESULT]
-    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[index]
+    assert result.data["diagnostics"][-1]["code"] == "interrupted"  # type: ignore[call-overload, index]
     assert message(result)["content"][0] == {"type": "text", "text": "cut\n"}

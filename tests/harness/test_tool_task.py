@@ -175,7 +175,7 @@ async def test_a_tool_uninstalled_before_its_call_runs_ends_tool_unavailable_r93
     await rig.ask("go")
 
     [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
-    assert result.data["diagnostics"][0]["code"] == "tool_unavailable"  # type: ignore[index]
+    assert result.data["diagnostics"][0]["code"] == "tool_unavailable"  # type: ignore[call-overload, index]
     [task] = await rig.tasks("pi.tool")
     assert task.state["outcome"]["status"] == "completed"
 
@@ -196,7 +196,7 @@ async def test_invalid_arguments_are_answered_with_the_validators_message_r93(
     assert stored["content"] == [
         harness_block("[error] Invalid arguments for strict: text: Field required")
     ]
-    assert result.data["diagnostics"][0]["code"] == "invalid_arguments"  # type: ignore[index]
+    assert result.data["diagnostics"][0]["code"] == "invalid_arguments"  # type: ignore[call-overload, index]
     assert ran == []
     [task] = await rig.tasks("pi.tool")
     assert task.state["outcome"]["status"] == "completed"
@@ -245,7 +245,7 @@ async def test_a_repair_that_raises_answers_invalid_arguments_with_its_message_r
     tool = make_tool("fixable", lambda a, p: returns("ok"), prepare_arguments=repair)
     _rig, result = await one_call(open_rig, [tool])
 
-    assert result.data["diagnostics"] == [  # type: ignore[index]
+    assert result.data["diagnostics"] == [  # type: ignore[call-overload, index]
         {"severity": "error", "message": "edits must be a list", "code": "invalid_arguments"}
     ]
 
@@ -277,7 +277,7 @@ async def test_before_tool_blocks_a_call_before_any_intent_is_recorded_r93(
     )
 
     assert message(result)["content"] == [harness_block(f"[error] {expected}")]
-    assert result.data["diagnostics"][0]["code"] == "blocked"  # type: ignore[index]
+    assert result.data["diagnostics"][0]["code"] == "blocked"  # type: ignore[call-overload, index]
     assert ran == []
     running = [
         v
@@ -332,7 +332,7 @@ async def test_arguments_a_before_tool_hook_breaks_are_invalid_r93(open_rig: Rig
         hooks=[hook("pi.tool", before_tool=lambda call, _rt: {"text": 3})],
     )
 
-    assert result.data["diagnostics"][0]["code"] == "invalid_arguments"  # type: ignore[index]
+    assert result.data["diagnostics"][0]["code"] == "invalid_arguments"  # type: ignore[call-overload, index]
 
 
 # -- R93, R39: the durable intent --
@@ -434,7 +434,7 @@ async def test_a_tool_that_raises_answers_tool_error_with_its_output_and_fails_t
         {"type": "text", "text": "partial\n"},
         harness_block("[error] boom"),
     ]
-    assert result.data["diagnostics"][-1]["code"] == "tool_error"  # type: ignore[index]
+    assert result.data["diagnostics"][-1]["code"] == "tool_error"  # type: ignore[call-overload, index]
     assert isinstance(stored["duration_ms"], int)
     [task] = await rig.tasks("pi.tool")
     assert task.state["outcome"]["status"] == "failed"
@@ -470,7 +470,7 @@ async def test_a_tool_without_an_environment_fails_with_a_clear_message_r96_r118
     await rig.ask("go")
 
     [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
-    assert result.data["diagnostics"] == [  # type: ignore[index]
+    assert result.data["diagnostics"] == [  # type: ignore[call-overload, index]
         {
             "severity": "error",
             "message": "No execution environment is configured",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
@@ -12,10 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.ai import ToolCall, faux_response, faux_tool_call
 from pi_durable_tui.harness import (
     LIVE_DOC,
     USER,
+    CompactionSettings,
     HarnessClosed,
     Input,
     Settings,
@@ -40,7 +42,7 @@ from tests.harness.view_support import (
 TAILS = (None, 3, 0)
 
 
-def bash(command: str) -> object:
+def bash(command: str) -> ToolCall:
     return faux_tool_call("bash", {"command": command})
 
 
@@ -65,7 +67,7 @@ async def test_every_frame_applied_to_the_first_value_gives_a_fresh_mount_throug
         faux_response("the summary of the work"),
         faux_response("after the summary"),
         tokens_per_second=200,
-        settings=Settings(compaction={"keep_recent_tokens": 5}),
+        settings=Settings(compaction=CompactionSettings(keep_recent_tokens=5)),
     )
     views = {tail: await within(rig.root.view_state(tail)) for tail in TAILS}
     replicas = {tail: Replica.of(view) for tail, view in views.items()}
@@ -130,7 +132,7 @@ async def test_a_tail_view_keeps_the_head_marker_and_the_newest_n_entries_and_pa
     sizes: list[int] = []
     tail.subscribe(lambda value, _ops: sizes.append(len(value["entries"])))
 
-    def append(count: int, head: int | None = None) -> object:
+    def append(count: int, head: int | None = None) -> Awaitable[None]:
         def write(tx: Tx) -> None:
             for index in range(count):
                 tx.append(1, USER, model=[{"role": "user", "content": f"m{index}"}])
@@ -260,7 +262,7 @@ def test_random_commits_keep_every_replica_equal_to_a_fresh_mount_and_tails_boun
                     )
                     for tail, replica in replicas.items():
                         fresh = await rig.fresh(tail)
-                        await until(lambda r=replica, f=fresh: r.value == f, timeout=2)
+                        await until(partial(_same, replica, fresh), timeout=2)
                         assert replica.mismatches == []
                         assert tail is None or len(replica.value["entries"]) <= tail + 1
 
@@ -299,7 +301,7 @@ async def test_more_than_100_undelivered_frames_collapse_into_one_root_replaceme
     watch = await within(rig.root.watch())
     start = watch.value
     for index in range(130):
-        await within(rig.harness.session.commit(lambda tx, i=index: tx.append(1, USER, data=i)))
+        await within(rig.harness.session.commit(_append_user(index)))
     assert watch.pending == 30
     frames = []
 
@@ -371,3 +373,11 @@ async def test_a_view_of_a_missing_conversation_or_with_a_bad_tail_is_refused(
         await within(rig.harness.conversation(999).view_state())
     with pytest.raises(ValueError, match=r"tail must be None .* got -1"):
         await within(rig.root.watch(tail=-1))
+
+
+def _append_user(index: int) -> Callable[[Tx], object]:
+    return lambda tx: tx.append(1, USER, data=index)
+
+
+def _same(replica: Replica, fresh: JsonObject) -> bool:
+    return replica.value == fresh

@@ -315,8 +315,7 @@ async def dump(storage: Storage, *, max_id: int = 32, history: bool = True) -> d
             out[f"entries {c} {order}"] = await _call(partial(_scan_pages, whole))
             out[f"entries {c} {order} bounded"] = await _call(partial(_scan_pages, bounded))
         out[f"heads {c}"] = [
-            await _call(partial(s.find_latest_head_marker, c, at))
-            for at in (None, E2, E3, E5, E6)
+            await _call(partial(s.find_latest_head_marker, c, at)) for at in (None, E2, E3, E5, E6)
         ]
     out["task"] = [await s.task(i) for i in ids]
     out["tasks"] = await _scan_pages(partial(s.scan_tasks, limit=2))

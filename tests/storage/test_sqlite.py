@@ -323,8 +323,7 @@ async def test_reopen_reads_the_metadata_and_never_the_history(
     # One row from the top of each key: a SCAN here only reads the newest entry (LIMIT 1).
     allowed = ("SCAN entries", "SCAN CONSTANT ROW")
     assert all(
-        step[3].startswith(("SEARCH", "SCALAR SUBQUERY")) or step[3] in allowed
-        for step in plan
+        step[3].startswith(("SEARCH", "SCALAR SUBQUERY")) or step[3] in allowed for step in plan
     ), plan
 
 

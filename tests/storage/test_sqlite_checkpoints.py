@@ -176,6 +176,7 @@ async def test_the_frames_a_commit_is_counted_for_are_near_the_frames_it_writes(
 ) -> None:
     counted: list[int] = []
     monkeypatch.setattr(Checkpoints, "after_commit", lambda self, frames: counted.append(frames))
+
     async def never(fn: Callable[[sqlite3.Connection], Any]) -> Any:
         raise AssertionError("nothing runs on the worker here")
 

@@ -99,7 +99,7 @@ async def test_aborting_a_command_kills_its_whole_process_group(
     assert not alive(child)
     [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
     assert message(result)["content"][0] == {"type": "text", "text": "started\n"}
-    assert result.data["diagnostics"][-1]["message"] == "Tool bash was aborted"  # type: ignore[index]
+    assert result.data["diagnostics"][-1]["message"] == "Tool bash was aborted"  # type: ignore[call-overload, index]
 
 
 async def test_bash_keeps_the_tail_and_names_the_spill_file_with_the_full_output(

@@ -121,4 +121,4 @@ async def test_edit_repairs_common_argument_mistakes_and_stores_the_call_as_sent
     assert not outcome.is_error, outcome.errors
     assert (workdir / "m.py").read_text().startswith("def h():")
     call = next(e for e in await outcome.rig.transcript() if e.kind == "pi.assistant")
-    assert call.model[0]["content"][0]["arguments"] == arguments  # type: ignore[index]
+    assert call.model[0]["content"][0]["arguments"] == arguments  # type: ignore[call-overload, index]

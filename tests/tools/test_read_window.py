@@ -340,12 +340,19 @@ def test_every_source_gives_the_same_window_as_the_whole_text(
     max_bytes: int,
     known_total: bool,
 ) -> None:
-    options = {"offset": offset, "limit": limit, "max_lines": max_lines, "max_bytes": max_bytes}
     total = text.count("\n") + 1 if known_total else None
 
     def window(source: Any) -> ReadWindow | str:
         try:
-            return select_lines(source, display_path=PATH, total_lines=total, **options)
+            return select_lines(
+                source,
+                offset,
+                limit,
+                display_path=PATH,
+                total_lines=total,
+                max_lines=max_lines,
+                max_bytes=max_bytes,
+            )
         except ReadError as error:
             return str(error)
 

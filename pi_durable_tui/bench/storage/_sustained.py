@@ -206,4 +206,3 @@ async def reopen_with_floor(
             if with_floor:
                 floor.ns.append(await _open_and_read(path))
     return result
-

@@ -245,4 +245,3 @@ def read_candidates(name: str, store: TimingStore) -> dict[str, Candidate]:
         lambda n: f"find_latest_head_marker({chain.tip}) (want entry {chain.first_entry})",
     )
     return reads
-

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.storage import failpoints
+from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.jsonl._files import MAIN_FILE, fsync_directory, parse_main_line
 from pi_durable_tui.storage.jsonl._index import JsonlIndex
 
@@ -67,7 +67,7 @@ MAGIC = b"pidurable jsonl checkpoint\n"
 ANCHOR = 1 << 16
 """Bytes of ``main.jsonl`` before the checkpoint's offset whose checksum it records."""
 _FOOTER = 9
-BEFORE_RENAME = failpoints.define("jsonl.checkpoint_before_rename")
+BEFORE_RENAME = define_failpoint("jsonl.checkpoint_before_rename")
 
 
 class Rejected(Exception):

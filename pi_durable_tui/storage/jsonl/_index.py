@@ -51,7 +51,7 @@ from pi_durable_tui.storage.records import (
 )
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl._plan import Plan, Written
+    from pi_durable_tui.storage.jsonl._plan_types import Plan, Written
 
 
 class JsonlIndex:

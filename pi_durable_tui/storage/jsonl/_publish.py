@@ -41,19 +41,19 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from pi_durable_tui.storage import failpoints
 from pi_durable_tui.storage.errors import StorageCorrupted
+from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.jsonl._files import (
     SidecarFiles,
     fsync_directory,
     replace_file,
     write_all,
 )
-from pi_durable_tui.storage.jsonl._plan import Plan, Written
+from pi_durable_tui.storage.jsonl._plan_types import Plan, Written
 from pi_durable_tui.storage.jsonl._sidecars import rescan
 
-AFTER_SIDECARS = failpoints.define("jsonl.after_sidecars")
-AFTER_MARKER = failpoints.define("jsonl.after_marker")
+AFTER_SIDECARS = define_failpoint("jsonl.after_sidecars")
+AFTER_MARKER = define_failpoint("jsonl.after_marker")
 
 
 class Publisher:

@@ -35,7 +35,7 @@ from pi_durable_tui.storage.jsonl._documents import Documents
 from pi_durable_tui.storage.jsonl._files import SidecarLine, parse_sidecar_line, split_lines
 
 if TYPE_CHECKING:
-    from pi_durable_tui.storage.jsonl._plan import Expectation
+    from pi_durable_tui.storage.jsonl._plan_types import Expectation
 
 Expected = tuple[int, str, int]
 """A confirmed revision as a marker names it: ``(seq, kind, version)``."""

@@ -87,7 +87,8 @@ from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl import _queries as jsonl_queries
 from pi_durable_tui.storage.jsonl._checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
 from pi_durable_tui.storage.jsonl._files import MAIN_FILE, fsync_directory, open_append
-from pi_durable_tui.storage.jsonl._plan import Written, plan_commit
+from pi_durable_tui.storage.jsonl._plan import plan_commit
+from pi_durable_tui.storage.jsonl._plan_types import Written
 from pi_durable_tui.storage.jsonl._publish import Publisher
 from pi_durable_tui.storage.jsonl._reader import Reader
 from pi_durable_tui.storage.jsonl._recovery import Recovery, RecoveryStats, recover

@@ -47,13 +47,13 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
-from pi_durable_tui.storage import failpoints
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
     StoragePoisoned,
     StorageRejected,
 )
+from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
@@ -89,8 +89,8 @@ __all__ = ["SqliteStorage", "run_on_worker"]
 T = TypeVar("T")
 P = ParamSpec("P")
 
-BEFORE_COMMIT = failpoints.define("sqlite.before_commit")
-AFTER_COMMIT = failpoints.define("sqlite.after_commit")
+BEFORE_COMMIT = define_failpoint("sqlite.before_commit")
+AFTER_COMMIT = define_failpoint("sqlite.after_commit")
 
 
 async def run_on_worker(

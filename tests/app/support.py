@@ -1,0 +1,75 @@
+"""Helpers of the app tests: faux scripts, settings files, headless runs, store reads."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
+from pi_durable_tui.storage import EntryRecord, SqliteStorage
+
+FAUX = "faux/faux-1"
+
+
+def text(answer: str) -> dict[str, Any]:
+    """A faux response answering with ``answer``."""
+    return {"content": [{"type": "text", "text": answer}]}
+
+
+def tool_call(name: str, arguments: dict[str, Any], lead: str = "") -> dict[str, Any]:
+    """A faux response calling one tool (after an optional text)."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": lead}] if lead else []
+    content.append({"type": "tool_call", "name": name, "arguments": arguments})
+    return {"content": content}
+
+
+def write_script(directory: Path, *responses: dict[str, Any], **top: Any) -> Path:
+    """Write a faux script file holding ``responses`` and return its path."""
+    path = directory / "script.json"
+    path.write_text(json.dumps({"responses": list(responses), **top}), "utf-8")
+    return path
+
+
+def write_settings(path: Path, data: Any) -> Path:
+    """Write a settings file (``data`` as JSON, or raw text), creating its directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
+    return path
+
+
+@dataclass
+class Printed:
+    """What a headless run returned and printed."""
+
+    status: int
+    out: str
+    err: str
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.out.splitlines()]
+
+
+async def run(
+    app: AgentApp,
+    prompt: str | None,
+    *,
+    mode: HeadlessMode = "text",
+    request_id: str | None = None,
+) -> Printed:
+    """Run ``run_headless`` on ``app`` and capture what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    status = await run_headless(app, prompt, out, err, mode=mode, request_id=request_id)
+    return Printed(status, out.getvalue(), err.getvalue())
+
+
+async def stored_entries(store: Path, conversation_id: int = 1) -> list[EntryRecord]:
+    """Every entry of a conversation of a closed store, oldest first."""
+    storage = await SqliteStorage.open(store)
+    try:
+        page = await storage.scan_entries(conversation_id, order="asc", limit=10_000)
+        return [stored.entry for stored in page.items]
+    finally:
+        await storage.close()

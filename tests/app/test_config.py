@@ -1,0 +1,126 @@
+"""Settings files: user and project merged key by key, validated, re-read when they change (R34)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pi_durable_tui.app import SettingsError, SettingsFiles, load_settings
+from tests.app.support import write_settings
+
+
+@pytest.fixture
+def user_file(home: Path) -> Path:
+    return home / "settings.json"
+
+
+@pytest.fixture
+def project_file(project: Path) -> Path:
+    return project / ".pidurable" / "settings.json"
+
+
+def test_no_settings_files_give_the_reference_defaults(home: Path, project: Path) -> None:
+    settings = load_settings(project)
+
+    assert settings.model is None
+    assert settings.retry.max_retries == 3
+    assert settings.harness_settings().compaction.keep_recent_tokens == 20000
+
+
+def test_the_project_file_overrides_the_user_file_key_by_key_and_objects_merge(
+    user_file: Path, project_file: Path, project: Path
+) -> None:
+    write_settings(
+        user_file,
+        {
+            "model": "faux/faux-1",
+            "env_allow": ["GITHUB_TOKEN"],
+            "retry": {"max_retries": 5, "base_delay_ms": 100},
+        },
+    )
+    write_settings(project_file, {"env_allow": ["NPM_TOKEN"], "retry": {"max_retries": 1}})
+
+    settings = load_settings(project)
+
+    assert settings.model == "faux/faux-1"  # only the user file sets it
+    assert settings.env_allow == ["NPM_TOKEN"]  # a list replaces
+    assert (settings.retry.max_retries, settings.retry.base_delay_ms) == (1, 100)  # objects merge
+
+
+@pytest.mark.parametrize(
+    ("which", "content", "expected"),
+    [
+        ("project", {"retry": {"max_retries": "often"}}, "retry.max_retries: Input should be"),
+        ("user", {"tool_execution": "sideways"}, "tool_execution: Input should be"),
+        ("project", {"modle": "faux/faux-1"}, "modle: Extra inputs are not permitted"),
+        ("user", '{"model": "faux/faux-1",\n}', "line 2: Expecting property name"),
+        ("project", "[1, 2]", "the top level must be an object"),
+    ],
+)
+def test_a_malformed_settings_file_is_refused_naming_the_file_and_the_key(
+    user_file: Path,
+    project_file: Path,
+    project: Path,
+    which: str,
+    content: object,
+    expected: str,
+) -> None:
+    write_settings(user_file, {"retry": {"base_delay_ms": 10}})
+    write_settings(project_file, {"model": "faux/faux-1"})
+    bad = project_file if which == "project" else user_file
+    write_settings(bad, content)
+
+    with pytest.raises(SettingsError) as caught:
+        load_settings(project)
+
+    assert str(caught.value).startswith(f"{bad}: ")
+    assert expected in str(caught.value)
+
+
+def test_a_malformed_edit_while_running_keeps_the_last_good_settings_and_says_why(
+    project_file: Path, project: Path
+) -> None:
+    write_settings(project_file, {"retry": {"max_retries": 2}})
+    files = SettingsFiles(project)
+    assert files.current().retry.max_retries == 2
+
+    write_settings(project_file, {"retry": {"max_retries": -1}})
+    os.utime(project_file, ns=(1, 1))  # a different modification time, whatever the clock
+
+    assert files.current().retry.max_retries == 2
+    assert files.error is not None
+    assert "retry.max_retries: Input should be greater than or equal to 0" in str(files.error)
+
+    write_settings(project_file, {"retry": {"max_retries": 4}})
+    os.utime(project_file, ns=(2, 2))
+
+    assert files.harness().retry.max_retries == 4
+    assert files.error is None
+
+
+def test_settings_are_read_again_only_when_a_file_changes_its_modification_time(
+    project_file: Path, user_file: Path, project: Path
+) -> None:
+    write_settings(project_file, {"retry": {"max_retries": 1}})
+    files = SettingsFiles(project)
+    assert files.current().retry.max_retries == 1
+    stamp = project_file.stat()
+
+    write_settings(project_file, {"retry": {"max_retries": 7}})  # same size
+    os.utime(project_file, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert files.current().retry.max_retries == 1  # not read again
+
+    write_settings(user_file, {"model": "faux/faux-1"})  # a new file changes the stamps
+    assert files.current().retry.max_retries == 7
+    assert files.current().model == "faux/faux-1"
+
+
+def test_a_malformed_file_at_the_first_read_is_an_error_not_a_silent_default(
+    project_file: Path, project: Path
+) -> None:
+    write_settings(project_file, {"retry": {"max_retries": "x"}})
+
+    with pytest.raises(SettingsError, match=r"retry\.max_retries"):
+        SettingsFiles(project).current()

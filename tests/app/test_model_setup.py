@@ -1,0 +1,164 @@
+"""Models of a run: custom providers speaking their wire API, --base-url, --list-models.
+
+The providers talk to a real HTTP server on 127.0.0.1 serving recorded streams.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_durable_tui.app import (
+    AppSettings,
+    ModelChoiceError,
+    build_models,
+    choose_model,
+    list_models_text,
+)
+from tests.ai.sse_server import SseServer
+from tests.app.conftest import OpenApp
+from tests.app.support import run, write_script, write_settings
+
+ENDPOINTS = {
+    "openai-completions": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+    "anthropic-messages": "/v1/messages",
+}
+
+
+def local_provider(base_url: str, api: str = "openai-completions", **fields: Any) -> dict[str, Any]:
+    """A custom provider declaration as a settings file holds it."""
+    model = {"id": "qwen3-8b", "context_window": 32768, "max_tokens": 4096}
+    return {"name": "local", "base_url": base_url, "api": api, "models": [model], **fields}
+
+
+@pytest.mark.parametrize("api", list(ENDPOINTS))
+async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire_api(
+    open_app: OpenApp,
+    project: Path,
+    sse_server: SseServer,
+    monkeypatch: pytest.MonkeyPatch,
+    api: str,
+) -> None:
+    monkeypatch.setenv("LOCAL_KEY", "local-key-123")
+    declaration = local_provider(f"{sse_server.url}/v1", api, api_key_env="LOCAL_KEY")
+    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    sse_server.sse(api, "text")
+    app = await open_app(model="local/qwen3-8b")
+
+    printed = await run(app, "hi")
+
+    assert (printed.status, printed.out, printed.err) == (0, "Hello, world!\n", "")
+    [request] = sse_server.requests
+    assert (request.method, request.path) == ("POST", ENDPOINTS[api])
+    assert request.json()["model"] == "qwen3-8b"
+    sent = request.headers.get("authorization", "") + request.headers.get("x-api-key", "")
+    assert "local-key-123" in sent
+    usage = await app.harness.usage()
+    assert usage["input"] > 0
+    assert usage["cost"]["total"] == 0  # declared without a cost: zero, never a borrowed price
+
+
+async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_zero_cost(
+    open_app: OpenApp, sse_server: SseServer
+) -> None:
+    sse_server.sse("openai-completions", "text")
+    app = await open_app(model="ollama/llama3.2", base_url=f"{sse_server.url}/v1")
+
+    printed = await run(app, "hi")
+
+    assert (printed.status, printed.out) == (0, "Hello, world!\n")
+    [request] = sse_server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.json()["model"] == "llama3.2"
+
+
+async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the_url(
+    open_app: OpenApp, project: Path
+) -> None:
+    write_settings(
+        project / ".pidurable" / "settings.json",
+        {"retry": {"enabled": False}, "providers": [local_provider("http://127.0.0.1:9/v1")]},
+    )
+    app = await open_app(model="local/qwen3-8b")
+
+    printed = await run(app, "hi")
+
+    assert printed.status == 1
+    assert printed.err.startswith("pidurable: the model request failed: ")
+    assert "http://127.0.0.1:9/v1/chat/completions" in printed.err
+    assert printed.err.count("\n") == 1
+
+
+def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(
+    home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOCAL_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    declaration = local_provider("http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY")
+    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    script = write_script(project, {"content": [{"type": "text", "text": "x"}]}, models=["tiny"])
+
+    lines = list_models_text(project, str(script)).splitlines()
+
+    local = next(line for line in lines if line.startswith("local/qwen3-8b "))
+    assert local.split() == ["local/qwen3-8b", "32k", "(set", "LOCAL_KEY)"]
+    assert any(line.split()[0] == "faux/tiny" for line in lines)
+    assert any("(set ANTHROPIC_API_KEY)" in line for line in lines if line.startswith("anthropic/"))
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("local/nope", "Unknown model local/nope. Models of local: qwen3-8b"),
+        ("nowhere/x", "Unknown model nowhere/x: no provider 'nowhere'"),
+        ("qwen3-8b", "Model reference must look like provider/model-id, got 'qwen3-8b'"),
+    ],
+)
+def test_a_model_that_cannot_be_chosen_is_refused_saying_what_exists(
+    option: str, message: str
+) -> None:
+    settings = AppSettings.model_validate({"providers": [local_provider("http://h:1/v1")]})
+    models = build_models(settings)
+
+    with pytest.raises(ModelChoiceError) as caught:
+        choose_model(models, option, settings)
+
+    assert message in str(caught.value)
+
+
+def test_a_bad_base_url_is_refused_with_an_example_of_a_good_one() -> None:
+    settings = AppSettings()
+
+    with pytest.raises(ModelChoiceError, match="write it like http://localhost:8080/v1"):
+        choose_model(build_models(settings), "ollama/x", settings, base_url="localhost:8080")
+
+
+def test_a_custom_provider_may_not_take_a_built_in_providers_name() -> None:
+    settings = AppSettings.model_validate(
+        {"providers": [{**local_provider("http://h:1/v1"), "name": "openai"}]}
+    )
+
+    with pytest.raises(ModelChoiceError, match="'openai': the name belongs to a built-in provider"):
+        build_models(settings)
+
+
+def test_the_model_option_wins_over_settings_and_keeps_a_supported_thinking_suffix(
+    project: Path,
+) -> None:
+    deep = {"id": "deep", "reasoning": True, "thinking_levels": ["off", "high"]}
+    script = write_script(
+        project, {"content": [{"type": "text", "text": "x"}]}, models=["faux-1", deep]
+    )
+    settings = AppSettings(model="faux/faux-1")
+    models = build_models(settings, faux_script=str(script))
+
+    default = choose_model(models, None, settings)
+    chosen = choose_model(models, "faux/deep:high", settings)
+
+    assert default is not None
+    assert (default.model.id, default.thinking_level) == ("faux-1", None)
+    assert chosen is not None
+    assert (chosen.model.id, chosen.thinking_level) == ("deep", "high")
