@@ -3,7 +3,10 @@
 Used by ``test_tui_pty``. ``read_store`` opens the session's SQLite store
 through the ``Storage`` protocol only (never a Session, which could commit while
 reconciling) and reads every conversation's entries and live documents, every
-submission and task, plus ``PRAGMA integrity_check`` (R129, reliability.md 9.5).
+submission and task, plus ``integrity_check`` and ``foreign_key_check`` (R129,
+reliability.md 9.5). The pieces it shares with the other crash tests come from
+``crash_store`` (paging, SQLite health) and ``agent_store`` (an entry's message
+and diagnostics).
 
 The scenarios mark their text with *tokens* (``w017``, ``a005``: a letter and
 three digits) in prompts, scripted answers and command output, so "every text
@@ -15,28 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sqlite3
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pi_durable_tui.harness._entries import message_of, text_of
-from pi_durable_tui.storage import (
-    Page,
-    ScopeRef,
-    StoredEntry,
-    SubmissionRecord,
-    TaskRecord,
-)
+from pi_durable_tui.storage import ScopeRef, StoredEntry, SubmissionRecord, TaskRecord
 from pi_durable_tui.storage.sqlite import SqliteStorage
+from tests.e2e.agent_store import diagnostic_codes, message, text_of
+from tests.e2e.crash_store import all_pages, sqlite_health
 
 TOKEN = re.compile(r"\b[a-z]\d{3}\b")
 """A scenario's marker: one lowercase letter and three digits, a whole word."""
-
-T = TypeVar("T")
 
 
 def tokens(text: str) -> set[str]:
@@ -55,16 +49,6 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def message(stored: StoredEntry) -> dict[str, Any]:
-    """An entry's first model message (``{}`` when it has none)."""
-    return message_of(stored.entry) or {}
-
-
-def message_text(stored: StoredEntry) -> str:
-    """The text blocks (or the plain content) of an entry's first model message."""
-    return text_of(message_of(stored.entry))
-
-
 @dataclass(frozen=True, slots=True)
 class StoreSnapshot:
     """Everything the checks read from one store at one moment."""
@@ -74,8 +58,8 @@ class StoreSnapshot:
     tasks: list[TaskRecord]
     documents: list[dict[str, Any]]
     """The current value of every live document (``pi.live`` holds streamed partials)."""
-    integrity: list[str]
-    """``PRAGMA integrity_check`` rows: ``["ok"]`` for a healthy store."""
+    health: list[str]
+    """What ``integrity_check`` and ``foreign_key_check`` report: ``[]`` when healthy."""
 
     def tokens(self) -> set[str]:
         """The marker tokens in every committed string: entries and live documents."""
@@ -99,32 +83,23 @@ class StoreSnapshot:
     def assistant(self, *, aborted: bool, conversation: int | None = None) -> list[str]:
         """The texts of the assistant messages that were (not) cut short."""
         return [
-            message_text(s)
+            text_of(s)
             for s in self.of_kind("pi.assistant", conversation)
             if (stop_reason(s) == "aborted") == aborted
         ]
 
     def tool_results(self) -> dict[tuple[int, str], dict[str, Any]]:
-        """Tool results by conversation and call ID: ``{"code": error code, "text": ...}``.
-
-        The code is ``None`` for a result without an error diagnostic.
-        """
+        """Tool results by conversation and call ID: their diagnostic codes and text."""
         results: dict[tuple[int, str], dict[str, Any]] = {}
         for stored in self.of_kind("pi.tool-result"):
-            data = stored.entry.data if isinstance(stored.entry.data, dict) else {}
-            codes = [
-                d.get("code")
-                for d in data.get("diagnostics") or []
-                if isinstance(d, dict) and d.get("severity") == "error"
-            ]
             call = (stored.entry.conversation_id, str(message(stored).get("tool_call_id")))
-            results[call] = {"code": codes[0] if codes else None, "text": message_text(stored)}
+            results[call] = {"codes": diagnostic_codes(stored), "text": text_of(stored)}
         return results
 
     def duplicates(self) -> list[str]:
         """What was placed twice: user texts, request IDs, submissions' entries, answers."""
         found: list[str] = []
-        users = Counter((s.entry.conversation_id, message_text(s)) for s in self.of_kind("pi.user"))
+        users = Counter((s.entry.conversation_id, text_of(s)) for s in self.of_kind("pi.user"))
         found += [f"user text {key} placed {n} times" for key, n in users.items() if n > 1]
         requests = Counter(
             (s.conversation_id, s.request_id) for s in self.submissions if s.request_id
@@ -133,7 +108,7 @@ class StoreSnapshot:
         placed = Counter(s.entry for s in self.submissions if s.entry is not None)
         found += [f"entry {key} placed by {n} submissions" for key, n in placed.items() if n > 1]
         answers = Counter(
-            (s.entry.conversation_id, message_text(s))
+            (s.entry.conversation_id, text_of(s))
             for s in self.of_kind("pi.assistant")
             if stop_reason(s) != "aborted"
         )
@@ -156,44 +131,30 @@ def stop_reason(stored: StoredEntry) -> str | None:
     return None if reason is None else str(reason)
 
 
-async def _pages(scan: Callable[..., Awaitable[Page[T]]]) -> list[T]:
-    """Every item of a scan, page after page (``scan`` takes ``limit`` and ``cursor``)."""
-    items: list[T] = []
-    cursor = None
-    while True:
-        page = await scan(limit=500, cursor=cursor)
-        items.extend(page.items)
-        if page.cursor is None:
-            return items
-        cursor = page.cursor
-
-
 async def _read(path: Path) -> StoreSnapshot:
     storage = await SqliteStorage.open(path)
     try:
-        conversations = await _pages(storage.scan_conversations)
+        conversations = await all_pages(lambda c: storage.scan_conversations(limit=500, cursor=c))
         entries: list[StoredEntry] = []
         documents: list[dict[str, Any]] = []
         for conversation in conversations:
-            entries += await _pages(partial(storage.scan_entries, conversation.id, order="asc"))
+            entries += await all_pages(
+                lambda c, i=conversation.id: storage.scan_entries(
+                    i, order="asc", limit=500, cursor=c
+                )
+            )
             scope = ScopeRef("conversation", conversation.id)
-            for record in await _pages(partial(storage.scan_documents, scope)):
+            for record in await all_pages(
+                lambda c, s=scope: storage.scan_documents(s, limit=500, cursor=c)
+            ):
                 read = await storage.document(record.id)
                 if read is not None:
                     documents.append(read.value)
-        submissions = await _pages(storage.scan_submissions)
-        tasks = await _pages(storage.scan_tasks)
+        submissions = await all_pages(lambda c: storage.scan_submissions(limit=500, cursor=c))
+        tasks = await all_pages(lambda c: storage.scan_tasks(limit=500, cursor=c))
     finally:
         await storage.close()
-    return StoreSnapshot(entries, submissions, tasks, documents, _integrity(path))
-
-
-def _integrity(path: Path) -> list[str]:
-    connection = sqlite3.connect(path)
-    try:
-        return [str(row[0]) for row in connection.execute("PRAGMA integrity_check")]
-    finally:
-        connection.close()
+    return StoreSnapshot(entries, submissions, tasks, documents, sqlite_health(path))
 
 
 def read_store(path: Path) -> StoreSnapshot:

@@ -4,8 +4,8 @@ DESIGN.md section 6 ("the product end to end in a pseudo-terminal (tmux) that
 types keys, reads the screen, kills the process with SIGKILL and runs
 ``--continue``"); reliability.md section 15 (K1 in the terminal).
 
-``Terminal`` owns one private tmux server (``tmux -L <unique socket>``, no user
-configuration) with one pane of 120x40 cells, in which it starts
+``Terminal`` owns one private tmux server (``tmux -S <its own socket file>``, no
+user configuration) with one pane of 120x40 cells, in which it starts
 ``python -m pi_durable_tui`` with its own ``PIDURABLE_HOME`` and working
 directory. The pane is started with ``exec``, so the pane's process *is* the
 app and its PID is the one to SIGKILL; ``remain-on-exit`` keeps a dead pane
@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -83,7 +82,9 @@ class Terminal:
         self.home.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.script = script
-        self.socket = f"pidurable-e2e-{uuid.uuid4().hex[:12]}"
+        # A socket file of its own (not -L, which leaves its file in the shared
+        # /tmp/tmux-<uid>/ after kill-server).
+        self.socket = root / "tmux.sock"
         self.config = root / "tmux.conf"
         self.config.write_text(_CONFIG)
         self.starts = 0
@@ -94,7 +95,7 @@ class Terminal:
 
     def tmux(self, *args: str) -> str:
         """Run a tmux command on this terminal's server and return its output."""
-        command = [TMUX, "-L", self.socket, "-f", str(self.config), *args]
+        command = [TMUX, "-S", str(self.socket), "-f", str(self.config), *args]
         done = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
         if done.returncode != 0:
             raise TerminalError(f"{shlex.join(command)} failed: {done.stderr.strip()}")
@@ -131,7 +132,10 @@ class Terminal:
         except (TerminalError, ProcessLookupError):
             pass
         subprocess.run(
-            [TMUX, "-L", self.socket, "kill-server"], capture_output=True, timeout=20, check=False
+            [TMUX, "-S", str(self.socket), "kill-server"],
+            capture_output=True,
+            timeout=20,
+            check=False,
         )
         self.starts = 0
 
