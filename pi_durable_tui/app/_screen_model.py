@@ -102,7 +102,8 @@ class LiveScreenModel:
         self._ticker: asyncio.Task[None] | None = None
         self._resumed = 0
         self.watched: set[int] = set()
-        """Submissions made through this screen: their ``unanswered`` settlements become notices."""
+        """Submissions sent from this screen or open when a conversation was shown: their
+        ``unanswered`` settlements become notices."""
 
     # -- ScreenModel --
 
@@ -194,6 +195,12 @@ class LiveScreenModel:
                 definition.kind: await session.snapshot(definition, conversation_id) or {}
                 for definition in (LIVE_DOC, INBOX_DOC, USAGE_DOC, AGENT_DOC)
             }
+            # Open submissions are watched like those sent from this screen: a turn a
+            # killed process left, resumed after --continue, must not fail silently.
+            pending = await storage.scan_submissions(
+                conversation_id=conversation_id, status=("queued", "placed"), limit=PAGE
+            )
+            self.watched.update(record.id for record in pending.items)
             # REMINDER: subscribing inside the callback, while this commit holds the
             # line, is what guarantees that no commit lands between mount and follow.
             self._unsubscribe = session.subscribe(self._on_commit)
