@@ -151,10 +151,10 @@ class Run:
         return self.store
 
 
-def _start(terminal: Terminal, prompt: str) -> None:
+def _start(terminal: Terminal, prompt: str, *, burst: bool = False) -> None:
     terminal.start("--model", "faux/faux-1")
     terminal.wait_for(contains("Ask anything"), "the first paint")
-    terminal.submit(prompt)
+    terminal.submit(prompt, burst=burst)
 
 
 def _ledger(terminal: Terminal) -> list[str]:
@@ -257,7 +257,8 @@ def drive_background(terminal: Terminal) -> Run:
 def drive_escape(terminal: Terminal) -> Run:
     """Esc during the main answer while a background subagent works; no kill."""
     run = Run(terminal)
-    _start(terminal, "u004 chat while reviewing")
+    # The prompt arrives in one burst with its Enter (the editor keeps typing order).
+    _start(terminal, "u004 chat while reviewing", burst=True)
     terminal.wait_for(
         lambda s: "w010" in s and "pi.subagent" in s, "the answer streaming beside the subagent"
     )

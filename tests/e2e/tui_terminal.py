@@ -171,8 +171,19 @@ class Terminal:
         """Press keys by tmux name (``Enter``, ``Escape``, ``C-d``)."""
         self.tmux("send-keys", "-t", "app", *keys)
 
-    def submit(self, text: str) -> None:
-        """Type a prompt and press Enter."""
+    def submit(self, text: str, *, burst: bool = False) -> None:
+        """Type a prompt and press Enter.
+
+        Args:
+            text: The prompt (one line).
+            burst: Send the text and Enter at once, as a paste or a fast typist does,
+                instead of waiting for the editor to show the text first (a text that
+                is a tmux key name, such as ``Enter``, would be sent as that key).
+        """
+        if burst:
+            # One send-keys: tmux writes the characters and the Enter together.
+            self.tmux("send-keys", "-t", "app", text, "Enter")
+            return
         self.type(text)
         self.press("Enter")
 
