@@ -186,6 +186,57 @@ def _after_last(marker: str, screen: str) -> str:
     return screen.rsplit(marker, 1)[-1]
 
 
+def _live_answer_shows(text: str) -> ScreenTest:
+    """A screen test: the answer streaming now shows ``text``.
+
+    The live answer is below the partials earlier kills left, each ending in
+    ``[aborted]``.
+    """
+    return lambda screen: text in _after_last("[aborted]", screen)
+
+
+def _subagent_runs(terminal: Terminal, letter: str) -> ScreenTest:
+    """A screen test: the subagent runs command ``letter``.
+
+    Its output is not on the main screen: its command in the task tree and its
+    start in the ledger say it runs.
+    """
+    return lambda screen: f"bash: echo {letter} >>" in screen and letter in _ledger(terminal)
+
+
+def _recovered(pattern: str) -> ScreenTest:
+    """A screen test: what follows the newest ``resumed`` separator matches ``pattern``.
+
+    REMINDER: a recovery wait must test everything the checks later read from its
+    screen: tmux may capture a frame Textual is still drawing.
+    """
+    compiled = re.compile(pattern)
+    return lambda screen: compiled.search(flat(_after_last(SEPARATOR, screen))) is not None
+
+
+STREAM_RECOVERED = _recovered(r"The turn in the main conversation resumes .*\[aborted\]")
+BACKGROUND_RECOVERED = _recovered(
+    r"Background task \d+ \(pi\.subagent: \[bg\] review slowly\) is still running\."
+)
+
+
+def reported(token: str) -> ScreenTest:
+    """A screen test: the subagent's report (with ``token``) arrived in the transcript."""
+    pattern = re.compile(r"\[subagent \d+ report\] Review: " + token)
+    return lambda screen: pattern.search(flat(screen)) is not None
+
+
+def bash_cut(letter: str) -> ScreenTest:
+    """A screen test: command ``letter``'s card says ``[interrupted]`` and the recovery
+    report says it was cut and does not run again."""
+    card = re.compile(rf"seq -f {letter}%03g .*\[interrupted\]")
+    report = _recovered(
+        rf"bash `echo {letter} >> .* was cut by the crash while running; "
+        r"it is not replay-safe, so it does not run again"
+    )
+    return lambda screen: card.search(screen) is not None and report(screen)
+
+
 def drive_stream(terminal: Terminal) -> Run:
     """Kill during the streamed answer, again and again, at words drawn from the seed."""
     run = Run(terminal)
@@ -194,17 +245,11 @@ def drive_stream(terminal: Terminal) -> Run:
     for number in range(STREAM_KILLS):
         # The first kill comes late enough to watch the typed prompt's answer grow.
         word = f"w{rng.randint(45, 70) if number == 0 else rng.randint(8, 60):03d}"
-        # The live answer is below the partials earlier kills left (each ends in [aborted]).
-        during = (lambda w: lambda s: w in _after_last("[aborted]", s))(word)
-        _kill_and_continue(
-            run,
-            during,
-            f"{number + 1} during the stream at {word}",
-            lambda s: "[aborted]" in _after_last(SEPARATOR, s),
-        )
+        what = f"{number + 1} during the stream at {word}"
+        _kill_and_continue(run, _live_answer_shows(word), what, STREAM_RECOVERED)
         if number == 0:
             run.streaming = list(terminal.screens)
-    return _finish(run, lambda s: "END-STREAM" in _after_last("[aborted]", s), "the whole answer")
+    return _finish(run, _live_answer_shows("END-STREAM"), "the whole answer")
 
 
 def drive_bash(terminal: Terminal) -> Run:
@@ -214,27 +259,8 @@ def drive_bash(terminal: Terminal) -> Run:
     _start(terminal, "u002 run three slow steps")
     for letter in BASH_LETTERS:
         line = f"{letter}{rng.randint(3, 25):03d}"
-        _kill_and_continue(
-            run,
-            contains(line),
-            f"during bash {letter} at {line}",
-            (lambda x: lambda s: _interrupted_card(x, s) and _reported(x, s))(letter),
-        )
+        _kill_and_continue(run, contains(line), f"during bash {letter} at {line}", bash_cut(letter))
     return _finish(run, contains("END-BASH"), "the last answer")
-
-
-def _interrupted_card(letter: str, screen: str) -> bool:
-    """The card of command ``letter`` (its header line) says ``[interrupted]``."""
-    return re.search(rf"seq -f {letter}%03g .*\[interrupted\]", screen) is not None
-
-
-def _reported(letter: str, screen: str) -> bool:
-    """The recovery report names command ``letter`` as cut and not run again."""
-    report = flat(_after_last(SEPARATOR, screen))
-    return (
-        re.search(rf"bash `echo {letter} >> .* was cut by the crash while running", report)
-        is not None
-    )
 
 
 def drive_background(terminal: Terminal) -> Run:
@@ -242,16 +268,17 @@ def drive_background(terminal: Terminal) -> Run:
     run = Run(terminal)
     _start(terminal, "u003 review in the background")
     for letter in SUB_LETTERS:
-        # The subagent's output is not on the main screen: its command in the task
-        # tree and its start in the ledger say it runs.
-        during = (lambda x: lambda s: f"bash: echo {x} >>" in s and x in _ledger(terminal))(letter)
         _kill_and_continue(
             run,
-            during,
+            _subagent_runs(terminal, letter),
             f"during the subagent's bash {letter}",
-            lambda s: "is still running" in flat(_after_last(SEPARATOR, s)),
+            BACKGROUND_RECOVERED,
         )
-    return _finish(run, contains("END-MAIN"), "the main answer to the report")
+    return _finish(
+        run,
+        lambda s: "END-MAIN" in s and reported("r001")(s),
+        "the report and the main answer to it",
+    )
 
 
 def drive_escape(terminal: Terminal) -> Run:
@@ -263,8 +290,13 @@ def drive_escape(terminal: Terminal) -> Run:
         lambda s: "w010" in s and "pi.subagent" in s, "the answer streaming beside the subagent"
     )
     terminal.press("Escape")
-    run.screens["escaped"] = terminal.wait_for(contains("[aborted]"), "the aborted answer")
-    return _finish(run, contains("END-ESC"), "the answer to the report")
+    run.screens["escaped"] = terminal.wait_for(
+        lambda s: "[aborted]" in s and "pi.subagent" in _after_last("─Tasks", s),
+        "the aborted answer, the subagent still in the task tree",
+    )
+    return _finish(
+        run, lambda s: "END-ESC" in s and reported("r002")(s), "the report and the answer to it"
+    )
 
 
 SCENARIOS: dict[str, tuple[dict[str, Any], Callable[[Terminal], Run]]] = {
@@ -364,7 +396,7 @@ def test_kills_mid_stream_keep_each_shown_partial_as_one_aborted_message_and_the
         assert not any("END-STREAM" in t for t in kill.store.assistant(aborted=False)), (
             f"kill {kill.what} landed after the answer was complete"
         )
-        assert "The turn in the main conversation resumes" in flat(kill.resumed)
+        assert STREAM_RECOVERED(kill.resumed), kill.resumed
     partials = run.final.assistant(aborted=True)
     assert len(partials) == STREAM_KILLS, partials
     for kill, partial in zip(run.kills, partials, strict=True):
@@ -388,9 +420,7 @@ def test_kills_during_slow_bash_commands_report_each_interrupted_with_its_output
         shown = {t for t in tokens(kill.screen) if t[0] == letter}
         assert shown, kill.screen
         assert shown <= tokens(result["text"]), f"kill {kill.what}: output lost"
-        assert _interrupted_card(letter, kill.resumed), kill.resumed
-        assert _reported(letter, kill.resumed), kill.resumed
-        assert "it is not replay-safe, so it does not run again" in flat(kill.resumed)
+        assert bash_cut(letter)(kill.resumed), kill.resumed
     assert run.final.assistant(aborted=False)[-1] == "All steps done. END-BASH"
 
 
@@ -402,7 +432,7 @@ def test_kills_during_a_background_subagent_leave_it_running_and_its_report_arri
     for kill in run.kills:
         live = [t for t in kill.store.live_tasks() if t.kind == "pi.subagent"]
         assert live, f"kill {kill.what} landed after the subagent finished"
-        assert re.search(r"Background task \d+ \(pi.subagent: \[bg\]", flat(kill.resumed))
+        assert BACKGROUND_RECOVERED(kill.resumed), kill.resumed
     assert run.ledger == list(SUB_LETTERS), "a replay-unsafe command ran again"
     results = run.final.tool_results().values()
     interrupted = [r for r in results if "interrupted" in r["codes"]]
@@ -420,7 +450,7 @@ def _check_report(run: Run, token: str) -> None:
     request = f"subagent-report:{tasks[0].id}"
     submissions = [s for s in run.final.submissions if s.request_id == request]
     assert [s.status for s in submissions] == ["done"]
-    assert re.search(r"\[subagent \d+ report\] Review: " + token, flat(run.screens["final"]))
+    assert reported(token)(run.screens["final"])
 
 
 @pytest.mark.scenario("escape")
