@@ -120,6 +120,9 @@ async def _background(args: SubagentArgs, api: ToolApi) -> ToolResult:
         return {"task_id": task.id, "conversation_id": record.id}
 
     started = await api.commit(start)
+    # REMINDER: recorded at once, so a call aborted right now still tells the model
+    # which background task it started (the task lives on either way).
+    await api.details(started)
     text = (
         f"Subagent {started['conversation_id']} started in the background (task "
         f"{started['task_id']}). Its report will arrive as a message when it finishes; "

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import uuid
 from pathlib import Path
 
+from pi_durable_tui.examples._workers import kill_and_rerun
 from pi_durable_tui.kernel import (
     Aborted,
     Completed,
@@ -105,18 +104,7 @@ def main() -> None:
         ledger = os.path.join(directory, "ledger.txt")
         module = "pi_durable_tui.examples.recovery"
         command = [sys.executable, "-m", module, "--worker", store, ledger]
-        first = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-        assert first.stdout is not None
-        for line in first.stdout:
-            print("worker 1:", line.rstrip())
-            if line.startswith("tick 3"):
-                first.send_signal(signal.SIGKILL)
-                break
-        first.wait()
-        print("worker 1 was killed with SIGKILL")
-        second = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
-        for line in second.stdout.splitlines():
-            print("worker 2:", line)
+        kill_and_rerun(command, kill_at="tick 3")
         print("ledger:", Path(ledger).read_text().strip().splitlines())
 
 

@@ -90,7 +90,9 @@ async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
         await _end(runtime, Failed(message, detail={"reason": "no_model"}))
         return
     settings = services.settings()
-    view = await load_context(services.session.storage, runtime.conversation_id)
+    view = await load_context(
+        services.session.storage, runtime.conversation_id, cache=services.contexts
+    )
     cut = select_cut(view, settings.compaction.keep_recent_tokens)
     if cut is None:
         await _end(runtime, Completed({}))
@@ -161,7 +163,10 @@ async def _summarize(task: TaskRecord, runtime: HarnessRuntime) -> None:
         return
     first_kept = int(checkpoint["first_kept"])
     view = await load_context(
-        services.session.storage, runtime.conversation_id, int(checkpoint["tail"])
+        services.session.storage,
+        runtime.conversation_id,
+        int(checkpoint["tail"]),
+        cache=services.contexts,
     )
     summarized: list[JsonObject] = []
     for entry in view.entries:

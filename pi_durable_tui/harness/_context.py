@@ -20,6 +20,7 @@ messages (``role: "system"``); nothing here validates them into pydantic types.
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -157,8 +158,45 @@ def derive_context(active: Sequence[EntryRecord]) -> ContextView:
     )
 
 
+class RangeCache:
+    """The newest visible range read of each conversation, kept in memory (R127).
+
+    Entries are immutable, so a later read of the same active range (same head
+    marker) needs only the entries after the cached tail: a turn of a long
+    conversation reads a few new rows instead of the whole range. Observable only as
+    speed.
+
+    Args:
+        kept: How many conversations to remember (the least recently read go first).
+    """
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._ranges: OrderedDict[int, tuple[int | None, int, list[EntryRecord]]] = OrderedDict()
+
+    def get(self, conversation_id: int, start: int | None) -> tuple[int, list[EntryRecord]] | None:
+        """The cached ``(tail, entries)`` of a range starting at ``start``, if any."""
+        found = self._ranges.get(conversation_id)
+        if found is None or found[0] != start:
+            return None
+        self._ranges.move_to_end(conversation_id)
+        return found[1], found[2]
+
+    def put(
+        self, conversation_id: int, start: int | None, tail: int, entries: list[EntryRecord]
+    ) -> None:
+        """Remember a range read through ``tail``."""
+        self._ranges[conversation_id] = (start, tail, entries)
+        self._ranges.move_to_end(conversation_id)
+        while len(self._ranges) > self._kept:
+            self._ranges.popitem(last=False)
+
+
 async def load_context(
-    reader: ContextReader, conversation_id: int, cutoff: int | None = None
+    reader: ContextReader,
+    conversation_id: int,
+    cutoff: int | None = None,
+    cache: RangeCache | None = None,
 ) -> ContextView:
     """Read the active range of a conversation from storage and derive its context (R71-R76).
 
@@ -171,6 +209,7 @@ async def load_context(
         reader: The storage (or anything with its two reads).
         conversation_id: The conversation.
         cutoff: The newest entry to include (``None``: the newest visible entry).
+        cache: Remembers ranges between reads, so only newer entries are scanned.
 
     Returns:
         The view; an empty one for a conversation without entries.
@@ -189,11 +228,21 @@ async def load_context(
     marker = await reader.find_latest_head_marker(conversation_id, tail)
     start = marker.entry.head if marker is not None else None
     visible: list[EntryRecord] = []
+    scan_from = start
+    cached = cache.get(conversation_id, start) if cache is not None else None
+    if cached is not None:
+        cached_tail, cached_entries = cached
+        if cached_tail >= tail:
+            visible = [entry for entry in cached_entries if entry.id <= tail]
+            scan_from = None
+        else:
+            visible = list(cached_entries)
+            scan_from = cached_tail + 1
     cursor: JsonObject | None = None
-    while True:
+    while cached is None or scan_from is not None:
         page = await reader.scan_entries(
             conversation_id,
-            min_entry_id=start,
+            min_entry_id=scan_from,
             max_entry_id=tail,
             order="asc",
             limit=SCAN_PAGE_SIZE,
@@ -205,6 +254,8 @@ async def load_context(
         cursor = page.cursor
     if cutoff is not None and (not visible or visible[-1].id != cutoff):
         raise EntryNotVisible(cutoff, conversation_id)
+    if cache is not None and (cached is None or cached[0] < tail):
+        cache.put(conversation_id, start, tail, visible)
     return derive_context(active_range(visible))
 
 

@@ -52,7 +52,7 @@ from pi_durable_tui.harness._hook_calls import invoke
 from pi_durable_tui.harness._partials import PartialCommitter
 from pi_durable_tui.harness._prompt import plan_system_entries, render_section, replay_prompt
 from pi_durable_tui.harness._request import build_request
-from pi_durable_tui.harness._run_end import answer, convert_partial, fail_run
+from pi_durable_tui.harness._run_end import INTERRUPTED, answer, convert_partial, fail_run
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import retry_delay_ms
@@ -158,7 +158,9 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
         if not (isinstance(result, dict) and result.get("entry_id")):
             await _fail(runtime, "model_error", str(checkpoint["overflow"]))
             return
-    view = await load_context(services.session.storage, runtime.conversation_id)
+    view = await load_context(
+        services.session.storage, runtime.conversation_id, cache=services.contexts
+    )
     if not view.entries:
         raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
     sections = await _render_sections(runtime, view)
@@ -347,7 +349,7 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
     async def begin(tx: Tx) -> None:
         live = await tx.doc(LIVE_DOC, conversation_id)
-        await convert_partial(tx, conversation_id, live)
+        await convert_partial(tx, conversation_id, live, INTERRUPTED)
         live["generation"] = {"attempt": attempt}
 
     # REMINDER: the opening commit converts a partial an interrupted attempt left
@@ -365,7 +367,12 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
             f"Model {ref.get('provider')}/{ref.get('model_id')} is not available",
         )
         return
-    view = await load_context(services.session.storage, conversation_id, int(checkpoint["cutoff"]))
+    view = await load_context(
+        services.session.storage,
+        conversation_id,
+        int(checkpoint["cutoff"]),
+        cache=services.contexts,
+    )
     message = await _stream(runtime, model, checkpoint, view)
     if runtime.aborted.is_set():
         return  # the abort (or close) path answers for this attempt (R37, R92)

@@ -22,16 +22,31 @@ from pi_durable_tui.harness._usage import add_model_usage
 from pi_durable_tui.kernel import Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
+ABORTED = "Request was aborted"
+"""The error message of a partial kept when its request was aborted (R92)."""
+INTERRUPTED = "The response was cut off: the process stopped while it streamed"
+"""The error message of a partial an interrupted attempt left, kept by the next (R84)."""
 
-async def convert_partial(tx: Tx, conversation_id: int, live: JsonObject) -> int | None:
-    """Turn a committed partial into an aborted assistant entry; returns its ID (R92)."""
+
+async def convert_partial(
+    tx: Tx, conversation_id: int, live: JsonObject, why: str = ABORTED
+) -> int | None:
+    """Turn a committed partial into an aborted assistant entry; returns its ID (R84, R92).
+
+    Args:
+        tx: The commit.
+        conversation_id: The conversation.
+        live: Its ``pi.live`` draft.
+        why: The entry's error message: an abort, or (``INTERRUPTED``) a partial an
+            interrupted attempt left behind, found by the next attempt.
+    """
     generation = live.get("generation")
     if not isinstance(generation, dict) or not isinstance(generation.get("message"), dict):
         return None
     message = generation["message"]
     message = dict(message)
     message["stop_reason"] = "aborted"
-    message.setdefault("error_message", "Request was aborted")
+    message.setdefault("error_message", why)
     entry = append_assistant(tx, conversation_id, message)
     await add_model_usage(tx, conversation_id, message)
     generation.pop("message", None)

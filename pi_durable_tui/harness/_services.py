@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pi_durable_tui.ai import Models
 from pi_durable_tui.harness._agent import ResolvedAgent, resolve_agent
+from pi_durable_tui.harness._context import RangeCache
 from pi_durable_tui.harness._docs import AGENT_DOC
 from pi_durable_tui.harness._errors import HarnessClosed
 from pi_durable_tui.harness._registry import Registry
@@ -139,6 +140,8 @@ class HarnessServices:
     tasks: TaskDefinitions
     on_report: Callable[[Report], None] | None = None
     submissions: SubmissionWaiters = field(default_factory=SubmissionWaiters)
+    contexts: RangeCache = field(default_factory=RangeCache)
+    """The newest active range read per conversation (R127): later reads scan only newer entries."""
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
 

@@ -12,6 +12,7 @@ from pi_durable_tui.harness._context import (
     MISSING_RESULT_TEXT,
     SCAN_PAGE_SIZE,
     EntryNotVisible,
+    RangeCache,
     active_range,
     derive_context,
     is_stale_head,
@@ -327,6 +328,36 @@ async def test_load_context_pages_through_a_long_range_in_order(storage: Storage
     view = await load_context(storage, 1)
 
     assert [e.id for e in view.entries] == list(range(2, count))
+
+
+async def test_a_range_cache_makes_a_later_read_scan_only_the_newer_entries_r127(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 30)))
+    cache = RangeCache()
+    await load_context(storage, 1, cache=cache)
+    await put(storage, user_entry(30, "new"))
+    reader = RecordingReader(storage)
+
+    view = await load_context(reader, 1, cache=cache)
+
+    assert [e.id for e in view.entries] == list(range(2, 31))
+    assert [i for scan in reader.scans for i in scan["items"]] == [30, 30]  # tail, then new
+    earlier = await load_context(reader, 1, 10, cache=cache)
+    assert [e.id for e in earlier.entries] == list(range(2, 11))
+
+
+async def test_a_new_head_marker_makes_the_range_cache_read_the_new_range_whole_r127(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 20)))
+    cache = RangeCache()
+    await load_context(storage, 1, cache=cache)
+    await put(storage, entry(20, "pi.compaction", user("summary"), head=15), user_entry(21, "x"))
+
+    view = await load_context(storage, 1, cache=cache)
+
+    assert [e.id for e in view.entries] == [20, *range(15, 20), 21]
 
 
 async def test_load_context_of_an_empty_conversation_is_empty(storage: Storage) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -440,3 +442,19 @@ async def test_the_aiosqlite_internals_this_backend_uses_still_exist(tmp_path: P
         await blocker
         await db.execute("SELECT 1")
         assert order == ["first", "ran"]  # cancelling the caller does not cancel the work
+
+
+def test_a_process_that_raises_with_a_store_left_open_still_exits(tmp_path: Path) -> None:
+    program = (
+        "import asyncio\n"
+        "from pi_durable_tui.storage import SqliteStorage\n"
+        "async def main() -> None:\n"
+        f"    await SqliteStorage.open({str(tmp_path / 'left-open.sqlite')!r})\n"
+        "    raise RuntimeError('a bug left the store open')\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 1
+    assert "a bug left the store open" in done.stderr

@@ -193,7 +193,15 @@ class SqliteStorage:
         lock = StoreLock.acquire(store)
         db: aiosqlite.Connection | None = None
         try:
-            db = await aiosqlite.connect(store, isolation_level=None, cached_statements=256)
+            connecting = aiosqlite.connect(store, isolation_level=None, cached_statements=256)
+            # REMINDER: a process must never hang at exit. aiosqlite's worker thread is
+            # not a daemon, so a store a bug leaves open would keep the process alive;
+            # as a daemon, such a process ends as a kill would (SQLite survives that).
+            # The attribute is aiosqlite 0.22's (pinned in pyproject.toml).
+            worker = getattr(connecting, "_thread", None)
+            if worker is not None:
+                worker.daemon = True
+            db = await connecting
             metadata = await run_on_worker(
                 db,
                 configure,
