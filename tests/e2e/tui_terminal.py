@@ -19,7 +19,6 @@ screen, the exit status and the tail of the app's crash log.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -58,12 +57,6 @@ def flat(text: str) -> str:
 def contains(*texts: str) -> ScreenTest:
     """A screen test: every text is on the screen (wrapped over lines or not)."""
     return lambda screen: all(flat(text) in flat(screen) for text in texts)
-
-
-def matches(pattern: str) -> ScreenTest:
-    """A screen test: the regular expression matches somewhere on the screen."""
-    compiled = re.compile(pattern)
-    return lambda screen: compiled.search(screen) is not None
 
 
 class Terminal:
