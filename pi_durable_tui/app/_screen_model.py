@@ -113,7 +113,8 @@ class LiveScreenModel:
         self._ticker: asyncio.Task[None] | None = None
         self._resumed = 0
         self.watched: set[int] = set()
-        """Submissions made through this screen: their ``unanswered`` settlements become notices."""
+        """Submissions sent from this screen or open when a conversation was shown: their
+        ``unanswered`` settlements become notices."""
 
     # -- ScreenModel --
 
@@ -218,6 +219,12 @@ class LiveScreenModel:
                 definition.kind: await session.snapshot(definition, conversation_id) or {}
                 for definition in (LIVE_DOC, INBOX_DOC, USAGE_DOC, AGENT_DOC)
             }
+            # Open submissions are watched like those sent from this screen: a turn a
+            # killed process left, resumed after --continue, must not fail silently.
+            pending = await storage.scan_submissions(
+                conversation_id=conversation_id, status=("queued", "placed"), limit=PAGE
+            )
+            self.watched.update(submission.id for submission in pending.items)
             # REMINDER: from here on nothing awaits: the state is rebuilt and the model
             # subscribed while this commit holds the line, so no later commit can be
             # published before the mount (it would be lost) or applied to the old one.

@@ -14,14 +14,22 @@
 - Ctrl+D on an empty editor asks to exit; otherwise it deletes forward.
 
 The editor never calls the controller: it posts ``Submitted`` / ``ExitRequested``.
+
+Its keys run in the editor's own queue, in the order they were typed, not as
+priority bindings: a priority binding runs in the App's queue as soon as the key
+arrives, ahead of the characters typed before it that still wait in the editor's
+queue, so Enter right after a burst of typing (a fast typist, a terminal that
+delivers several keys in one read, tmux ``send-keys``) sent an empty or partial
+text, and Ctrl+D after typing exited instead of deleting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from textual import events
 from textual.actions import SkipAction
-from textual.binding import Binding
+from textual.binding import Binding, BindingsMap
 from textual.message import Message
 from textual.widgets import TextArea
 
@@ -47,19 +55,18 @@ class PromptEditor(TextArea):
     """
 
     BINDINGS = [
-        Binding("enter", "submit", "Send; while the agent works, steer it", priority=True),
+        Binding("enter", "submit", "Send; while the agent works, steer it"),
         Binding(
             f"{FOLLOW_UP_KEY},{FOLLOW_UP_FALLBACK}",
             "submit(True)",
             "Queue a follow-up (ctrl+f where alt+enter does not arrive: tmux, older terminals)",
-            priority=True,
         ),
-        Binding("shift+enter,ctrl+j", "newline", "Insert a newline", priority=True),
-        Binding("up", "history(-1)", "Previous prompt (on the first line)", priority=True),
-        Binding("down", "history(1)", "Next prompt (on the last line)", priority=True),
-        Binding("tab", "accept_completion", "Accept the / or @ completion", priority=True),
-        Binding("escape", "close_completion", "", priority=True, show=False),
-        Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)", priority=True),
+        Binding("shift+enter,ctrl+j", "newline", "Insert a newline"),
+        Binding("up", "history(-1)", "Previous prompt (on the first line)"),
+        Binding("down", "history(1)", "Next prompt (on the last line)"),
+        Binding("tab", "accept_completion", "Accept the / or @ completion"),
+        Binding("escape", "close_completion", "", show=False),
+        Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
     ]
 
     DEFAULT_CSS = """
@@ -110,6 +117,18 @@ class PromptEditor(TextArea):
         self._history_index: int | None = None
         self._recalled = ""
         self._draft = ""
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Run the editor's own binding of a key here, in typing order (module docstring).
+
+        A binding whose action skips (Esc with no completion open, Tab with nothing
+        to complete) lets the key go on to ``TextArea`` and then to the app.
+        """
+        for binding in _EDITOR_KEYS.key_to_bindings.get(event.key, ()):
+            if await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()
+                return
 
     def set_busy(self, busy: bool) -> None:
         """Say in the placeholder what Enter does now."""
@@ -228,3 +247,7 @@ class PromptEditor(TextArea):
     def _load(self, text: str) -> None:
         self.text = text
         self.move_cursor(self.document.end)
+
+
+_EDITOR_KEYS = BindingsMap(PromptEditor.BINDINGS)
+"""The editor's own keys (``BINDINGS`` without ``TextArea``'s), run by ``_on_key``."""

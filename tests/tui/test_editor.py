@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from textual import events
+
 from pi_durable_tui.bench.tui_model import RecordingController
 from pi_durable_tui.tui import PidurableApp
 from pi_durable_tui.tui._completion import completion_at
-from tests.tui.conftest import settle, shown
+from tests.tui.conftest import running, settle, shown
 
 
 async def test_up_on_the_first_line_recalls_earlier_prompts_and_down_returns_to_the_draft(
@@ -94,3 +96,28 @@ def test_completion_needs_a_token_under_the_cursor() -> None:
     assert found is not None
     assert found.start == 4
     assert found.candidates[0].replacement == "@a.py "
+
+
+def _burst(app: PidurableApp, *keys: str) -> None:
+    """Deliver keys to the app in one go, as a terminal does for a fast typist or a paste."""
+    for key in keys:
+        character = key if len(key) == 1 else {"enter": "\r", "ctrl+d": "\x04"}.get(key)
+        app.post_message(events.Key(key, character))
+
+
+async def test_enter_right_after_a_burst_of_typing_sends_every_typed_character(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        _burst(app, *"fix it", "enter")
+        await settle(pilot)
+        assert controller.called("submit") == [("fix it", False)]
+        assert app.editor.text == ""
+
+
+async def test_ctrl_d_right_after_typing_keeps_the_app_and_the_text(app: PidurableApp) -> None:
+    async with app.run_test() as pilot:
+        _burst(app, *"ab", "ctrl+d")
+        await settle(pilot)
+        assert running(app)
+        assert app.editor.text == "ab"

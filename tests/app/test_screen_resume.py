@@ -1,0 +1,39 @@
+"""The live screen model after a reopen: a resumed turn that fails says why."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pi_durable_tui.app import AgentApp, AppOptions, LiveScreenModel
+from pi_durable_tui.harness import Input
+from tests.app.support import FAUX, text, write_script
+
+
+async def test_a_resumed_turn_that_ends_unanswered_says_why_on_the_screen_R83(
+    home: Path, project: Path
+) -> None:
+    # The first process leaves a turn streaming (a slow answer) when it goes away.
+    script = write_script(project, text("a slow answer " * 40), tokens_per_second=5)
+    store = project / "s.sqlite"
+    first = await AgentApp.open(
+        AppOptions(cwd=str(project), session=str(store), model=FAUX, faux_script=str(script))
+    )
+    await first.root.submit(Input("hello"))
+    await first.close()
+    # Reopened without the faux script, the resumed turn has no model (R83).
+    app = await AgentApp.open(AppOptions(cwd=str(project), session=str(store)))
+    model = LiveScreenModel(app)
+    notices = asyncio.Event()
+    model.subscribe(lambda change: notices.set() if change.notices else None)
+    try:
+        await model.attach(app.root.id)
+        app.harness.resume()
+        await asyncio.wait_for(notices.wait(), 10)
+    finally:
+        await model.close()
+        await app.close()
+
+    (notice,) = model.notices
+    assert notice.level == "error"
+    assert "Model faux/faux-1 is not available" in notice.text
