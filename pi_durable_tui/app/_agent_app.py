@@ -44,6 +44,8 @@ from pi_durable_tui.app._sessions import (
     home,
     new_session_path,
     newest_session,
+    remember_faux_script,
+    remembered_faux_script,
 )
 from pi_durable_tui.app._subagent import SUBAGENTS
 from pi_durable_tui.app._uncancelled import complete
@@ -170,9 +172,14 @@ class AgentApp:
                     provider = parse_faux_script(script, f"demo {marker.name}").provider()
                 workspace = marker.workspace
                 model_option = model_option or "faux/faux-1"
+            faux_script = options.faux_script
+            if faux_script is not None:
+                remember_faux_script(store, faux_script)
+            elif provider is None:
+                faux_script = remembered_faux_script(store)
             models = build_models(
                 app_settings,
-                faux_script=None if provider is not None else options.faux_script,
+                faux_script=None if provider is not None else faux_script,
                 faux=provider,
             )
             choice = choose_model(models, model_option, app_settings, base_url=options.base_url)

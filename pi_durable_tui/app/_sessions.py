@@ -20,6 +20,7 @@ from pathlib import Path
 
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
+FAUX_SCRIPT_NAME = "faux-script.txt"
 _SESSION_DIR = re.compile(r"^\d{13}-[0-9a-f-]{36}$")
 
 
@@ -123,3 +124,19 @@ def write_title(store: Path, text: str) -> None:
     if not title_file.exists():
         line = " ".join(text.split())[:200]
         title_file.write_text(line + "\n", "utf-8")
+
+
+def remember_faux_script(store: Path, script: str) -> None:
+    """Remember the faux script a session runs, so ``--continue`` finds it again."""
+    path = store.parent / FAUX_SCRIPT_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(os.path.abspath(script) + "\n", "utf-8")
+
+
+def remembered_faux_script(store: Path) -> str | None:
+    """The faux script a session was started with, if it still exists."""
+    try:
+        script = (store.parent / FAUX_SCRIPT_NAME).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return script if script and os.path.exists(script) else None

@@ -21,7 +21,8 @@ async def test_a_resumed_turn_that_ends_unanswered_says_why_on_the_screen_R83(
     )
     await first.root.submit(Input("hello"))
     await first.close()
-    # Reopened without the faux script, the resumed turn has no model (R83).
+    # The script is gone when the session is reopened: the resumed turn has no model (R83).
+    script.unlink()
     app = await AgentApp.open(AppOptions(cwd=str(project), session=str(store)))
     model = LiveScreenModel(app)
     notices = asyncio.Event()
@@ -37,3 +38,23 @@ async def test_a_resumed_turn_that_ends_unanswered_says_why_on_the_screen_R83(
     (notice,) = model.notices
     assert notice.level == "error"
     assert "Model faux/faux-1 is not available" in notice.text
+
+
+async def test_a_session_started_with_a_faux_script_continues_with_it_without_the_flag(
+    home: Path, project: Path
+) -> None:
+    script = write_script(project, text("first"), text("second"))
+    store = project / "s.sqlite"
+    first = await AgentApp.open(
+        AppOptions(cwd=str(project), session=str(store), model=FAUX, faux_script=str(script))
+    )
+    await (await first.root.submit(Input("one"))).wait()
+    await first.close()
+
+    again = await AgentApp.open(AppOptions(cwd=str(project), session=str(store)))
+    try:
+        record = await asyncio.wait_for((await again.root.submit(Input("two"))).wait(), 10)
+    finally:
+        await again.close()
+
+    assert record.status == "done"
