@@ -56,6 +56,9 @@ class AgentPlan:
             these COMMITs (``sqlite.after_commit`` failpoint): a fresh session's
             first commits, so one of them lands between the prompt's admission
             commit and its acknowledgement (S1), and the restart sends it again.
+        stream_kills: The next random chains' first processes are killed right
+            after their N-th ``message_update`` line: mid-stream, with a partial
+            committed (R92), however fast or loaded the machine.
         workers: The most chains at the same time.
     """
 
@@ -67,6 +70,7 @@ class AgentPlan:
     max_early_delay: float = 1.5
     max_kills_per_chain: int = 4
     commit_kills: tuple[int, ...] = (1, 2, 3, 4)
+    stream_kills: tuple[int, ...] = (1, 2, 3)
     workers: int = 24
 
 
@@ -144,8 +148,12 @@ def agent_campaign(root: Path, plan: AgentPlan, scenario: Scenario) -> list[Agen
                 return None
             running_random += 1
         first = None
-        if started["random"] < len(plan.commit_kills):
-            first = Kill(failpoint=f"sqlite.after_commit:{plan.commit_kills[started['random']]}")
+        firsts = [
+            *(Kill(failpoint=f"sqlite.after_commit:{n}") for n in plan.commit_kills),
+            *(Kill(updates=n) for n in plan.stream_kills),
+        ]
+        if started["random"] < len(firsts):
+            first = firsts[started["random"]]
         started["random"] += 1
         seed = plan.base_seed + index
         planner = _random_planner(seed, budget, plan, first)
@@ -166,6 +174,7 @@ class AgentFigures:
     kills: int = 0
     random_kills: int = 0
     commit_kills: int = 0
+    stream_kills: int = 0
     recovery_kills: int = 0
     """Kills of a process that had acknowledged nothing yet (start-up, reopen, recovery)."""
     window_kills: Counter[str] = field(default_factory=Counter)
@@ -204,6 +213,7 @@ class AgentFigures:
                 1 for r in chain.kills if r.kill and r.kill.after is not None
             )
             figures.commit_kills += sum(1 for r in chain.kills if r.kill and r.kill.failpoint)
+            figures.stream_kills += sum(1 for r in chain.kills if r.kill and r.kill.updates)
             figures.recovery_kills += sum(1 for r in chain.kills if not r.acks)
             figures.window_kills.update(report.window_kills)
             figures.window_landed.update(report.window_landed)
@@ -238,7 +248,8 @@ class AgentFigures:
         parts = [
             f"{self.chains} chains in {self.seconds:.0f} s",
             f"{self.kills} kills ({self.random_kills} at random times, {self.commit_kills} at "
-            f"a fresh session's first commits, {self.recovery_kills} before the process "
+            f"a fresh session's first commits, {self.stream_kills} after a streamed update, "
+            f"{self.recovery_kills} before the process "
             f"acknowledged anything)",
             f"effect-window kills landed/sent: {windows or 'none'}",
             f"lost acknowledged entries {self.lost_acked}",
@@ -264,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     """Replay one chain (see the module docstring); exit 1 when it shows problems."""
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.agent_campaign")
     parser.add_argument(
-        "--kills", required=True, help="comma-separated: seconds, +seconds, call IDs, failpoints"
+        "--kills",
+        required=True,
+        help="comma-separated: seconds, +seconds, ~updates, call IDs, failpoints",
     )
     parser.add_argument("--resubmit", action="store_true")
     args = parser.parse_args(argv)

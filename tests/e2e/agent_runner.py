@@ -140,7 +140,7 @@ class Trial:
 
 @dataclass(frozen=True, slots=True)
 class Kill:
-    """When to kill one process: at a time, at a tool call's effect, or at a failpoint.
+    """When to kill one process: at a time, at a tool call's effect, mid-stream, or at a failpoint.
 
     Attributes:
         after: Seconds after the spawn, or after the first line when ``from_first_line``.
@@ -150,6 +150,9 @@ class Kill:
         effect_tool: The call's tool (set by ``run_chain``).
         failpoint: A ``PIDURABLE_FAILPOINT`` value: the process kills itself
             there (``sqlite.after_commit:2``: right after its second COMMIT).
+        updates: SIGKILL right after the process printed this many
+            ``message_update`` lines: a streamed partial is committed (every
+            line derives from a commit), so recovery keeps it aborted (R92).
     """
 
     after: float | None = None
@@ -157,19 +160,24 @@ class Kill:
     effect: str | None = None
     effect_tool: str | None = None
     failpoint: str | None = None
+    updates: int | None = None
 
     def describe(self) -> str:
         if self.effect is not None:
             return f"kill inside the effect window of {self.effect}"
         if self.failpoint is not None:
             return f"die at failpoint {self.failpoint}"
+        if self.updates is not None:
+            return f"kill after {self.updates} streamed updates"
         since = "the first line" if self.from_first_line else "spawn"
         return f"kill {self.after:.3f} s after {since}"
 
     def token(self) -> str:
-        """This kill in ``--kills`` form: ``1.2``, ``+1.2``, a call ID or a failpoint."""
+        """This kill in ``--kills`` form: ``1.2``, ``+1.2``, ``~3``, a call ID or a failpoint."""
         if self.effect is not None or self.failpoint is not None:
             return self.effect or self.failpoint or ""
+        if self.updates is not None:
+            return f"~{self.updates}"
         return f"{'+' if self.from_first_line else ''}{self.after:.3f}"
 
     @classmethod
@@ -177,6 +185,8 @@ class Kill:
         """The kill a ``token()`` string names."""
         if ":" in token:
             return cls(failpoint=token)
+        if token.startswith("~"):
+            return cls(updates=int(token[1:]))
         try:
             return cls(after=abs(float(token)), from_first_line=token.startswith("+"))
         except ValueError:
@@ -342,6 +352,8 @@ def launch(
                 sent, trigger = time.monotonic() - start, reason
 
         first_line: float | None = None
+        updates = 0
+        scanned = 0  # bytes of ``out`` already split into lines
         while True:
             elapsed = time.monotonic() - start
             due = _due(kill, first_line)
@@ -370,6 +382,14 @@ def launch(
                 out += chunk
                 if first_line is None and b"\n" in out:
                     first_line = time.monotonic() - start
+                if kill is not None and kill.updates is not None and sent is None:
+                    end = out.rfind(b"\n") + 1
+                    if end > scanned:
+                        lines, _ = _parse(bytes(out[scanned:end]))
+                        updates += sum(1 for e in lines if e.get("type") == "message_update")
+                        scanned = end
+                    if updates >= kill.updates:
+                        send(f"streamed update {updates}")
         proc.stdout.close()
         returncode = proc.wait()
         duration = time.monotonic() - start

@@ -15,7 +15,9 @@ One campaign (``campaign``, module scope) feeds every test: at least 50 kills
 at random times on chains of at most 4 kills (a quarter timed from the spawn, so
 they land in start-up and recovery, the rest from the first JSON line), 4 kills
 right after each of a fresh session's first COMMITs (one of them between the
-prompt's admission and its acknowledgement), plus 16 kills inside the effect
+prompt's admission and its acknowledgement), 3 kills right after a process
+printed its first, second or third ``message_update`` line (mid-stream, R92),
+plus 16 kills inside the effect
 windows of reads, writes, edits and bash commands of the root conversation, of
 a subagent's conversation and of a sequential round. The chains run at once
 (about 20 processes, mostly waiting on the faux pacing): about 75 s of CPU in
@@ -71,6 +73,9 @@ def test_random_kills_lose_no_acknowledged_entry_and_leave_an_intact_store_k1_k4
     # The kills landed everywhere: during start-up and recovery, mid-stream (a
     # partial kept as an aborted entry, R92), and inside tool rounds.
     assert campaign.recovery_kills >= 2, campaign.summary("no kill landed during recovery")
+    # Three chains are killed right after a streamed update line (a committed
+    # partial), whatever the machine's speed; random kills add more.
+    assert campaign.stream_kills == 3, campaign.summary("a stream kill missed")
     assert campaign.partials >= 3, campaign.summary("no kill landed mid-stream")
     assert campaign.sequential_rounds > 0
     assert campaign.parallel_rounds > 0
