@@ -301,7 +301,8 @@ async def _stream(
     services = services_of(runtime)
     agent = await runtime.agent()
     messages = list(view.messages)
-    for hook in agent.hooks("pi.generation", "before_request"):
+    hooks = agent.hooks("pi.generation", "before_request")
+    for hook in hooks:
         try:
             replaced = await invoke(hook, messages, runtime)
         except asyncio.CancelledError:
@@ -313,7 +314,8 @@ async def _stream(
             continue
         if isinstance(replaced, list):
             messages = replaced
-    context = build_request(messages)
+    # A hook may change stored dicts in place, so its requests validate everything.
+    context = build_request(messages, None if hooks else services.validated)
     thinking = checkpoint.get("thinking_level") or "off"
     options = StreamOptions.model_validate(
         {

@@ -18,11 +18,15 @@ take one system prompt and one tool list, so:
 - The tools offered are the final replayed tool list (R79), which is also what
   the tool round offers (``offered_tools``, R89).
 
-Every other message validates into its ``pi_durable_tui.ai`` type.
+Every other message validates into its ``pi_durable_tui.ai`` type. Stored
+messages are immutable and a conversation's active range stays cached between
+requests (R127), so ``ValidatedMessages`` remembers each stored dict's validated
+message: a turn of a long conversation validates only the new ones (speed only).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from pydantic import TypeAdapter, ValidationError
@@ -34,12 +38,50 @@ from pi_durable_tui.storage import JsonObject
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 
-def build_request(messages: Sequence[JsonObject]) -> Context:
+class ValidatedMessages:
+    """The validated model message of each recently requested stored message dict.
+
+    Keyed by the dict's identity: the cache holds the dict itself, so its ``id``
+    cannot be reused while it is remembered.
+
+    Args:
+        kept: How many messages to remember (the least recently used go first).
+    """
+
+    def __init__(self, kept: int = 8192) -> None:
+        self._kept = kept
+        self._messages: OrderedDict[int, tuple[JsonObject, Message]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def validated(self, index: int, message: JsonObject) -> Message:
+        """The model message of ``message``, validated on its first request.
+
+        Raises:
+            ValueError: As ``build_request`` does.
+        """
+        found = self._messages.get(id(message))
+        if found is not None and found[0] is message:
+            self._messages.move_to_end(id(message))
+            return found[1]
+        converted = _validated(index, message)
+        self._messages[id(message)] = (message, converted)
+        while len(self._messages) > self._kept:
+            self._messages.popitem(last=False)
+        return converted
+
+
+def build_request(
+    messages: Sequence[JsonObject], cache: ValidatedMessages | None = None
+) -> Context:
     """Turn a context's messages into the ``ai.Context`` of one request.
 
     Args:
         messages: ``ContextView.messages`` (stored message dicts, system messages
             included), possibly after ``before_request`` hooks replaced them.
+        cache: Remembers validated messages between requests. REMINDER: only for
+            dicts nobody changes in place (stored entries; not a hook's output).
 
     Returns:
         The system prompt, the model messages and the offered tools.
@@ -67,7 +109,9 @@ def build_request(messages: Sequence[JsonObject]) -> Context:
             continue
         in_first_run = False
         _flush_update(update, converted)
-        converted.append(_validated(index, message))
+        converted.append(
+            _validated(index, message) if cache is None else cache.validated(index, message)
+        )
     _flush_update(update, converted)
     return Context(
         system_prompt=initial.text() or None,

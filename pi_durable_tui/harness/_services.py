@@ -31,6 +31,7 @@ from pi_durable_tui.harness._context import RangeCache
 from pi_durable_tui.harness._docs import AGENT_DOC
 from pi_durable_tui.harness._errors import HarnessClosed
 from pi_durable_tui.harness._registry import Registry
+from pi_durable_tui.harness._request import ValidatedMessages
 from pi_durable_tui.harness._settings import Settings, SettingsSource, read_settings
 from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -142,6 +143,8 @@ class HarnessServices:
     submissions: SubmissionWaiters = field(default_factory=SubmissionWaiters)
     contexts: RangeCache = field(default_factory=RangeCache)
     """The newest active range read per conversation (R127): later reads scan only newer entries."""
+    validated: ValidatedMessages = field(default_factory=ValidatedMessages)
+    """Stored messages already validated for a request (R127): later requests reuse them."""
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
 

@@ -278,3 +278,26 @@ async def test_r53_r117_work_a_hook_creates_holds_the_generation_while_the_next_
 
 def first_generation(graph: dict[str, Any]) -> int:
     return min(int(i) for i, node in graph.items() if node["kind"] == "pi.generation")
+
+
+async def test_r117_a_before_request_hook_that_changes_a_message_in_place_is_seen_by_the_request(
+    kit: HarnessKit,
+) -> None:
+    calls: list[int] = []
+
+    def before_request(messages: list[Any], runtime: HarnessRuntime) -> None:
+        calls.append(len(calls))
+        if len(calls) == 2:
+            messages[0]["content"] = "changed in place"
+
+    kit.install(
+        define_extension("editor", hooks=[hook("pi.generation", before_request=before_request)])
+    )
+    kit.script(faux_response("one"), faux_response("two"))
+    root = await kit.root(extensions=["editor"])
+
+    await within((await root.submit("first")).wait())
+    await within((await root.submit("second")).wait())
+
+    first_sent = kit.faux.requests[-1].context.messages[0]
+    assert first_sent.content == "changed in place"

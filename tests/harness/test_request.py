@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pi_durable_tui.ai import AssistantMessage, ToolResultMessage, ToolSpec, UserMessage
-from pi_durable_tui.harness._request import build_request, offered_tools
+from pi_durable_tui.harness._request import ValidatedMessages, build_request, offered_tools
 from pi_durable_tui.storage import JsonObject
 from tests.harness.transcript import (
     assistant_entry,
@@ -136,3 +136,40 @@ def test_a_malformed_message_is_refused_naming_its_index_and_what_is_wrong(
 ) -> None:
     with pytest.raises(ValueError, match=error):
         build_request([user("hi"), message])
+
+
+def test_a_later_request_reuses_the_validated_messages_of_the_same_stored_dicts_r127() -> None:
+    cache = ValidatedMessages()
+    messages = view_of(*FIRST).messages
+    first = build_request(messages, cache)
+    grown = [*messages, *view_of(user_entry(7, "again")).messages]
+
+    second = build_request(grown, cache)
+
+    assert all(a is b for a, b in zip(first.messages, second.messages, strict=False))
+    assert second.messages[-1] == UserMessage.model_validate(user("again"))
+    assert len(cache) == len(first.messages) + 1
+
+
+def test_an_equal_but_different_dict_is_validated_again_not_taken_from_the_cache() -> None:
+    cache = ValidatedMessages()
+    stored = view_of(user_entry(2, "before")).messages
+    build_request(stored, cache)
+    changed = [{**stored[0], "content": "after"}]
+
+    assert build_request(changed, cache).messages[0].content == "after"
+
+
+def test_the_cache_forgets_the_least_recently_requested_messages_beyond_its_size() -> None:
+    cache = ValidatedMessages(kept=2)
+    messages = view_of(user_entry(2, "a"), user_entry(3, "b"), user_entry(4, "c")).messages
+
+    build_request(messages, cache)
+
+    assert len(cache) == 2
+
+
+def test_a_cached_request_still_names_an_invalid_message() -> None:
+    cache = ValidatedMessages()
+    with pytest.raises(ValueError, match="Context message 0 \\(role 'assistant'\\)"):
+        build_request([{"role": "assistant", "content": 3}], cache)
