@@ -31,7 +31,7 @@ from pi_durable_tui import __version__
 if TYPE_CHECKING:
     import asyncio
 
-    from pi_durable_tui.app import AgentApp
+    from pi_durable_tui.app import AppOptions
 
 EXIT_USAGE = 2
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -59,8 +59,8 @@ class SignalGuard:
       ends at once.
     - While the loop runs (``attach``), the first signal cancels the main task;
       opening and closing the session finish anyway (``AgentApp``), so the store
-      is closed on every path. Once the work is over (``release``), a signal only
-      is recorded: the close in progress must end.
+      is closed on every path. Once the work is over (``release``), a signal
+      only is recorded: the close in progress must end.
     - After the loop (``detach``, ``ignore``), signals are recorded and ignored
       until the process exits.
 
@@ -231,12 +231,13 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
 
         return export_main(arguments[1:])
     args = build_parser().parse_args(arguments)
-    # The heavy imports happen here, before the event loop starts: a signal in
-    # their middle ends the command at once (``Interrupted``), with nothing open.
-    from pi_durable_tui.app import describe_startup_error
-
+    if args.prompt is not None or args.list_models:
+        # The heavy imports happen here, before the event loop starts: a signal in
+        # their middle ends the command at once (``Interrupted``), with nothing open.
+        # The terminal app imports them after its first paint instead.
+        _import_session_layers()
     if args.list_models:
-        from pi_durable_tui.app import list_models_text
+        from pi_durable_tui.app import describe_startup_error, list_models_text
 
         try:
             sys.stdout.write(list_models_text(os.getcwd(), args.faux_script))
@@ -263,57 +264,141 @@ def _startup_failed(error: Exception, message: str | None) -> int:
     return EXIT_USAGE
 
 
+def _import_session_layers() -> None:
+    """Import what opening a session needs: the app's session code and every layer below."""
+    import pi_durable_tui.app
+
+    pi_durable_tui.app.AgentApp  # noqa: B018 -- resolving the lazy name imports the layers
+
+
+def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
+    from pi_durable_tui.app import AppOptions
+
+    return AppOptions(
+        cwd=os.getcwd(),
+        session=session,
+        continue_session=args.continue_session,
+        model=args.model,
+        base_url=args.base_url,
+        faux_script=args.faux_script,
+        demo=args.demo,
+    )
+
+
 async def _run(args: argparse.Namespace, session: str | None, signals: SignalGuard) -> int:
     import asyncio
-
-    from pi_durable_tui.app import AgentApp, AppOptions, describe_startup_error, run_headless
 
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()
     signals.attach(loop, task)
     try:
-        options = AppOptions(
-            cwd=os.getcwd(),
-            session=session,
-            continue_session=args.continue_session,
-            model=args.model,
-            base_url=args.base_url,
-            faux_script=args.faux_script,
-            demo=args.demo,
-        )
-        try:
-            app = await AgentApp.open(options)
-        except asyncio.CancelledError:
-            return signals.stopped(signals.received, None)
-        except Exception as error:
-            return _startup_failed(error, describe_startup_error(error))
-        status = EXIT_USAGE
-        try:
-            if args.prompt is None:
-                reopened = args.continue_session or args.resume or bool(session)
-                status = await _run_screen(app, reopened=reopened)
-            else:
-                status = await run_headless(
-                    app,
-                    args.prompt or None,
-                    sys.stdout,
-                    sys.stderr,
-                    mode=args.mode,
-                    request_id=args.request_id,
-                )
-        except asyncio.CancelledError:
-            pass  # a stop signal: reported below, once the store is closed
-        finally:
-            signals.release()  # the close below must run to its end
-            await app.close()
-        # REMINDER: the screen may end quietly when its task is cancelled, so the
-        # guard, not the CancelledError, says whether a signal stopped the work.
-        if signals.cancelled:
-            return signals.stopped(signals.received, _continue_hint(args))
-        return status
+        if args.prompt is None:
+            return await _run_screen(args, session, signals)
+        return await _run_headless(args, session, signals)
     finally:
         signals.detach(loop)
+
+
+async def _run_headless(args: argparse.Namespace, session: str | None, signals: SignalGuard) -> int:
+    import asyncio
+
+    from pi_durable_tui.app import AgentApp, describe_startup_error, run_headless
+
+    try:
+        app = await AgentApp.open(_app_options(args, session))
+    except asyncio.CancelledError:
+        return signals.stopped(signals.received, None)
+    except Exception as error:
+        return _startup_failed(error, describe_startup_error(error))
+    status = EXIT_USAGE
+    try:
+        status = await run_headless(
+            app,
+            args.prompt or None,
+            sys.stdout,
+            sys.stderr,
+            mode=args.mode,
+            request_id=args.request_id,
+        )
+    except asyncio.CancelledError:
+        pass  # a stop signal: reported below, once the store is closed
+    finally:
+        signals.release()  # the close below must run to its end
+        await app.close()
+    if signals.cancelled:
+        return signals.stopped(signals.received, _continue_hint(args))
+    return status
+
+
+async def _run_screen(args: argparse.Namespace, session: str | None, signals: SignalGuard) -> int:
+    """Run the terminal app: paint first, then open the session behind the screen.
+
+    The screen starts on an ``OpeningSession`` (issue 8: first paint at most twice
+    a bare Textual app's); once it has painted, the session layers are imported on
+    a thread (keys still echo) and the session opens. A problem the user can fix
+    (a locked store, no session to continue...) leaves the screen and prints one
+    line, as before a screen existed.
+    """
+    import asyncio
+
+    from pi_durable_tui.app import Controller, OpeningSession, ScreenModel, settings_theme
+    from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
+
+    cwd = os.getcwd()
+    reopened = bool(args.continue_session or args.resume or session)
+    if args.continue_session and session is None:
+        # Found before the first paint: "nothing to continue" needs no screen.
+        from pi_durable_tui.app import NoSession, newest_session
+
+        try:
+            session = str(newest_session(cwd))
+        except NoSession as error:
+            from pi_durable_tui.app import describe_startup_error
+
+            return _startup_failed(error, describe_startup_error(error))
+    failures: list[BaseException] = []
+
+    async def open_session() -> tuple[ScreenModel, Controller]:
+        await asyncio.to_thread(_import_session_layers)
+        from pi_durable_tui.app import AgentApp, start_screen
+
+        app = await AgentApp.open(_app_options(args, session))
+        screen.log_path = app.store.parent / "pidurable.log"
+        return await start_screen(app, reopened=reopened)
+
+    def failed(error: BaseException) -> None:
+        failures.append(error)
+        screen.exit(return_code=EXIT_USAGE)
+
+    opening = OpeningSession(cwd, open_session, failed)
+    screen = PidurableApp(
+        opening,
+        opening,
+        theme=settings_theme(cwd) or DEFAULT_THEME,
+        on_painted=opening.start,
+    )
+    status = EXIT_USAGE
+    try:
+        await screen.run_async()
+        status = int(screen.return_code or 0)
+    except asyncio.CancelledError:
+        pass  # a stop signal: reported below, once the store is closed
+    finally:
+        signals.release()  # the close below must run to its end
+        await opening.close()
+    # REMINDER: the screen may end quietly when its task is cancelled, so the
+    # guard, not the CancelledError, says whether a signal stopped the work.
+    if signals.cancelled:
+        return signals.stopped(signals.received, _continue_hint(args) if opening.opened else None)
+    if failures:
+        from pi_durable_tui.app import describe_startup_error
+
+        failure = failures[0]
+        if not isinstance(failure, Exception):
+            raise failure
+        return _startup_failed(failure, describe_startup_error(failure))
+    return status
 
 
 def _continue_hint(args: argparse.Namespace) -> str:
@@ -345,22 +430,3 @@ def _pick_session() -> str | None:
         sys.stderr.write(f"pidurable: no session numbered {answer}\n")
         return None
     return str(sessions[index].path)
-
-
-async def _run_screen(app: AgentApp, *, reopened: bool) -> int:
-    """Run the terminal app on an open session until the user leaves it."""
-    from pi_durable_tui.app import start_screen
-    from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
-
-    model, controller = await start_screen(app, reopened=reopened)
-    try:
-        screen = PidurableApp(
-            model,
-            controller,
-            theme=app.settings_now().theme or DEFAULT_THEME,
-            log_path=app.store.parent / "pidurable.log",
-        )
-        await screen.run_async()
-        return int(screen.return_code or 0)
-    finally:
-        await controller.close()

@@ -307,6 +307,7 @@ def test_a_stop_signal_at_any_moment_ends_with_one_line_and_a_store_that_reopens
         ),
         ({}, ["-p", "x", "--model", "openai/nope"], "Unknown model openai/nope. Models of openai:"),
         ({}, ["-c", "-p"], "No session exists for"),
+        ({}, ["-c"], "No session exists for"),  # the terminal app: found before any screen
     ],
 )
 def test_a_startup_problem_exits_2_with_one_line_and_no_traceback(

@@ -104,8 +104,13 @@ def _resolve(module_name: str, base: str | None, level: int) -> str:
 
 @cache
 def origin(module_name: str, name: str) -> Origin:
-    """Follow ``from X import name`` statements to the module that defines ``name``."""
-    for node in _tree(module_name).body:
+    """Follow ``from X import name`` statements to the module that defines ``name``.
+
+    A lazy face (``app``) names its lazily imported names under ``if TYPE_CHECKING:``.
+    """
+    body = _tree(module_name).body
+    nested = [inner for node in body if isinstance(node, ast.If) for inner in node.body]
+    for node in [*body, *nested]:
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if (alias.asname or alias.name) == name:

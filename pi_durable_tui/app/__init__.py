@@ -11,36 +11,10 @@ system prompt sections, the subagent tool, the models of a run, print and JSON
 modes, and (for the TUI) a plain view model and a controller over the harness.
 """
 
-from pi_durable_tui.app._agent_app import AgentApp, AppOptions
-from pi_durable_tui.app._config import AppSettings, SettingsError, SettingsFiles, load_settings
-from pi_durable_tui.app._context_files import ContextFile, discover_context_files
-from pi_durable_tui.app._controller import AgentController
-from pi_durable_tui.app._demos import DEMOS, Demo
-from pi_durable_tui.app._export import export_main, export_transcript
-from pi_durable_tui.app._headless import HeadlessMode, run_headless
-from pi_durable_tui.app._model_setup import (
-    ModelChoiceError,
-    ModelSelection,
-    build_models,
-    choose_model,
-    list_models_text,
-)
+import importlib
+from typing import TYPE_CHECKING
+
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
-from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-from pi_durable_tui.app._recovery import recovery_report
-from pi_durable_tui.app._screen_model import LiveScreenModel
-from pi_durable_tui.app._screen_start import start_screen
-from pi_durable_tui.app._sessions import (
-    NoSession,
-    SessionUnavailable,
-    StoredSession,
-    list_sessions,
-    new_session_path,
-    newest_session,
-    sessions_dir,
-)
-from pi_durable_tui.app._startup_errors import describe_startup_error
-from pi_durable_tui.app._subagent import SUBAGENTS, SubagentArgs
 from pi_durable_tui.app._view import (
     Block,
     ConversationInfo,
@@ -55,6 +29,91 @@ from pi_durable_tui.app._view import (
     ToolCard,
     ViewChange,
 )
+
+if TYPE_CHECKING:
+    from pi_durable_tui.app._agent_app import AgentApp, AppOptions
+    from pi_durable_tui.app._config import AppSettings, SettingsFiles, load_settings
+    from pi_durable_tui.app._context_files import ContextFile, discover_context_files
+    from pi_durable_tui.app._controller import AgentController
+    from pi_durable_tui.app._demos import DEMOS, Demo
+    from pi_durable_tui.app._export import export_main, export_transcript
+    from pi_durable_tui.app._headless import HeadlessMode, run_headless
+    from pi_durable_tui.app._model_setup import (
+        ModelChoiceError,
+        ModelSelection,
+        build_models,
+        choose_model,
+        list_models_text,
+    )
+    from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
+    from pi_durable_tui.app._prompt_sections import CODING_PROMPT
+    from pi_durable_tui.app._recovery import recovery_report
+    from pi_durable_tui.app._screen_model import LiveScreenModel
+    from pi_durable_tui.app._screen_start import start_screen
+    from pi_durable_tui.app._sessions import (
+        NoSession,
+        SessionUnavailable,
+        StoredSession,
+        list_sessions,
+        new_session_path,
+        newest_session,
+        sessions_dir,
+    )
+    from pi_durable_tui.app._settings_files import SettingsError, settings_theme
+    from pi_durable_tui.app._startup_errors import describe_startup_error
+    from pi_durable_tui.app._subagent import SUBAGENTS, SubagentArgs
+
+_LAZY: dict[str, str] = {
+    "AgentApp": "_agent_app",
+    "AppOptions": "_agent_app",
+    "AppSettings": "_config",
+    "SettingsError": "_settings_files",
+    "settings_theme": "_settings_files",
+    "OpeningSession": "_opening",
+    "SessionNotOpened": "_opening",
+    "SettingsFiles": "_config",
+    "load_settings": "_config",
+    "ContextFile": "_context_files",
+    "discover_context_files": "_context_files",
+    "AgentController": "_controller",
+    "DEMOS": "_demos",
+    "Demo": "_demos",
+    "export_main": "_export",
+    "export_transcript": "_export",
+    "HeadlessMode": "_headless",
+    "run_headless": "_headless",
+    "ModelChoiceError": "_model_setup",
+    "ModelSelection": "_model_setup",
+    "build_models": "_model_setup",
+    "choose_model": "_model_setup",
+    "list_models_text": "_model_setup",
+    "CODING_PROMPT": "_prompt_sections",
+    "recovery_report": "_recovery",
+    "LiveScreenModel": "_screen_model",
+    "start_screen": "_screen_start",
+    "NoSession": "_sessions",
+    "SessionUnavailable": "_sessions",
+    "StoredSession": "_sessions",
+    "list_sessions": "_sessions",
+    "new_session_path": "_sessions",
+    "newest_session": "_sessions",
+    "sessions_dir": "_sessions",
+    "describe_startup_error": "_startup_errors",
+    "SUBAGENTS": "_subagent",
+    "SubagentArgs": "_subagent",
+}
+"""Where each name not needed by the screen lives, imported on first use."""
+
+
+def __getattr__(name: str) -> object:
+    """Import a lazily exported name from its private module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CODING_PROMPT",
@@ -79,9 +138,11 @@ __all__ = [
     "NoSession",
     "Notice",
     "NoticeLevel",
+    "OpeningSession",
     "QueueItem",
     "ScreenModel",
     "SessionInfo",
+    "SessionNotOpened",
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
@@ -105,5 +166,6 @@ __all__ = [
     "recovery_report",
     "run_headless",
     "sessions_dir",
+    "settings_theme",
     "start_screen",
 ]

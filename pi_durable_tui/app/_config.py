@@ -1,9 +1,10 @@
 """Settings files: ``~/.pidurable/settings.json`` overridden by ``.pidurable/settings.json``.
 
 The user file sets defaults; the project file (in the working directory) overrides
-them key by key (objects merge, other values replace). Both are validated with
-pydantic: an error names the file and the key (``settings.json: retry.max_retries:
-Input should be a valid integer``), and the app reports it instead of starting
+them key by key (objects merge, other values replace: ``_settings_files`` reads and
+merges them). The result is validated with pydantic: an error names the file and
+the key (``settings.json: retry.max_retries: Input should be a valid integer``),
+and the app reports it instead of starting
 with a setting silently ignored. ``SettingsFiles.current()`` re-reads the files
 when their modification times or sizes change, so edits apply at the next
 decision (R34) without reading the disk at every one.
@@ -11,7 +12,6 @@ decision (R34) without reading the disk at every one.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -20,15 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
-from pi_durable_tui.app._sessions import home
+from pi_durable_tui.app._settings_files import (
+    SETTINGS_NAME,
+    SettingsError,
+    merged_settings,
+    read_settings_file,
+    settings_sources,
+)
 from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
-
-PROJECT_DIR = ".pidurable"
-SETTINGS_NAME = "settings.json"
-
-
-class SettingsError(ValueError):
-    """A settings file is malformed; the message names the file and the key."""
 
 
 class AppSettings(BaseModel):
@@ -69,42 +68,6 @@ class AppSettings(BaseModel):
         )
 
 
-def user_settings_path() -> Path:
-    """``$PIDURABLE_HOME/settings.json``."""
-    return home() / SETTINGS_NAME
-
-
-def project_settings_path(cwd: str | os.PathLike[str]) -> Path:
-    """``<cwd>/.pidurable/settings.json``."""
-    return Path(cwd) / PROJECT_DIR / SETTINGS_NAME
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise SettingsError(f"{path}: cannot be read: {error.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SettingsError(f"{path}: line {error.lineno}: {error.msg}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: the top level must be an object")
-    return data
-
-
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def _validate(data: dict[str, Any], sources: list[Path]) -> AppSettings:
     try:
         return AppSettings.model_validate(data)
@@ -118,7 +81,7 @@ def _validate(data: dict[str, Any], sources: list[Path]) -> AppSettings:
 def _source_of(loc: tuple[Any, ...], sources: list[Path]) -> str:
     """Name the file that set the offending key (the project file wins)."""
     for path in reversed(sources):
-        node: Any = _read(path)
+        node: Any = read_settings_file(path)
         for part in loc:
             if (isinstance(node, dict) and part in node) or (
                 isinstance(node, list) and isinstance(part, int) and part < len(node)
@@ -137,11 +100,8 @@ def load_settings(cwd: str | os.PathLike[str]) -> AppSettings:
     Raises:
         SettingsError: A file is malformed (the message names the file and key).
     """
-    sources = [user_settings_path(), project_settings_path(cwd)]
-    merged: dict[str, Any] = {}
-    for path in sources:
-        merged = _merge(merged, _read(path))
-    return _validate(merged, [p for p in sources if p.exists()])
+    merged = merged_settings(cwd)
+    return _validate(merged, [p for p in settings_sources(cwd) if p.exists()])
 
 
 class SettingsFiles:
@@ -161,7 +121,7 @@ class SettingsFiles:
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
         stamps: list[tuple[int, int]] = []
-        for path in (user_settings_path(), project_settings_path(self._cwd)):
+        for path in settings_sources(self._cwd):
             try:
                 stat = path.stat()
             except OSError:

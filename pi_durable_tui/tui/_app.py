@@ -78,6 +78,8 @@ class PidurableApp(KeyActions, GuardedApp):
         log_path: Where tracebacks go; ``None`` leaves Textual's own crash output.
         verbose: Show system-prompt changes in the transcript.
         clock: Monotonic seconds, for the task clocks, notices and double presses.
+        on_painted: Called once the first frame is painted (``pidurable`` paints
+            before it opens the session, and opens it then).
 
     Example:
         ``PidurableApp(model, controller, theme="light", log_path=session / "pidurable.log").run()``
@@ -97,6 +99,7 @@ class PidurableApp(KeyActions, GuardedApp):
         log_path: Path | None = None,
         verbose: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        on_painted: Callable[[], None] | None = None,
     ) -> None:
         no_color = "NO_COLOR" in os.environ
         # REMINDER: Textual picks its NO_COLOR filter in App.__init__ from ansi_color:
@@ -105,6 +108,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.model = model
         self.controller = controller
         self.clock = clock
+        self._on_painted = on_painted
         self._catalog = load_themes(themes_dir)
         for spec in self._catalog.themes.values():
             self.register_theme(spec.to_textual())
@@ -146,8 +150,11 @@ class PidurableApp(KeyActions, GuardedApp):
         self._unsubscribe = self.model.subscribe(self._changed)
         self.editor.focus()
         # Startup objects are long-lived: freezing them keeps the collector's full passes
-        # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at unmount.
+        # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at
+        # unmount; frozen again after each new transcript (a session opened meanwhile).
         self.call_after_refresh(gc.freeze)
+        if self._on_painted is not None:
+            self.call_after_refresh(self._on_painted)
 
     async def on_unmount(self) -> None:
         """Stop listening, then close the controller (``GuardedApp``)."""
@@ -176,6 +183,7 @@ class PidurableApp(KeyActions, GuardedApp):
         model, transcript = self.model, self.transcript
         if change.transcript_reset:
             transcript.rebuild()
+            self.call_after_refresh(gc.freeze)
         else:
             if change.blocks_removed:
                 transcript.blocks_removed(change.blocks_removed)

@@ -139,6 +139,15 @@ class Terminal:
         lines = self.tmux("capture-pane", "-p", "-t", "app").splitlines()
         return "\n".join(line.rstrip() for line in lines).strip("\n")
 
+    def history(self) -> str:
+        """The screen with every line scrolled off it above (what a user scrolls back to).
+
+        A dead pane's ``Pane is dead`` line scrolls the whole screen up in tmux 3.3,
+        so what the app printed last before exiting is found here, not on ``screen``.
+        """
+        lines = self.tmux("capture-pane", "-p", "-S", "-", "-t", "app").splitlines()
+        return "\n".join(line.rstrip() for line in lines).strip("\n")
+
     def _pane(self, field: str) -> str:
         return self.tmux("display-message", "-p", "-t", "app", f"#{{{field}}}").strip()
 

@@ -1,0 +1,83 @@
+"""Starting the terminal app in a real pseudo-terminal: paint first, then open (issue 8).
+
+``pidurable`` paints its first frame before it opens the session (``Opening
+session...``), so a problem found while opening (here: the session is open in
+another process) must leave the screen, restore the terminal and print one line,
+exactly as it did before a screen existed; a stop signal while it opens must
+close everything and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tui_terminal import TMUX, Terminal, contains, flat
+
+SCRIPT = {"responses": [{"content": [{"type": "text", "text": "READY-ANSWER"}]}]}
+
+
+@pytest.fixture
+def terminals(tmp_path: Path) -> Iterator[list[Terminal]]:
+    if shutil.which(TMUX) is None:
+        message = "tmux is not installed (apt-get install tmux)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    made = [Terminal(tmp_path / "first", script), Terminal(tmp_path / "second", script)]
+    # Both terminals work in one directory with one home: the second sees the first's session.
+    made[1].home, made[1].work = made[0].home, made[0].work
+    yield made
+    for terminal in made:
+        terminal.close()
+
+
+def test_a_session_open_elsewhere_leaves_the_screen_and_prints_one_line_naming_the_process(
+    terminals: list[Terminal],
+) -> None:
+    first, second = terminals
+    first.start("--model", "faux/faux-1")
+    first.wait_for(contains("/compact"), "the first frame")  # keys typed earlier reach the tty
+    first.submit("hello")
+    first.wait_for(contains("READY-ANSWER"), "the first app's answer")
+
+    second.start("-c")
+    status = second.wait_dead()
+
+    printed = second.history()
+    assert status == "status 2", printed
+    assert f"is open in process {first.pid()}" in printed.replace("\n", "")
+    assert second.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+
+
+def test_sigterm_at_the_first_frame_restores_the_terminal_and_exits_143(
+    terminals: list[Terminal],
+) -> None:
+    first, _ = terminals
+    first.start("--model", "faux/faux-1")
+    first.wait_for(contains("/compact"), "the first frame")
+    os.kill(first.pid(), signal.SIGTERM)
+
+    assert first.wait_dead() == "status 143"
+    assert "pidurable: terminated" in first.history()
+    assert first.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+
+
+def test_sigterm_in_an_open_session_says_how_to_continue_it(terminals: list[Terminal]) -> None:
+    first, _ = terminals
+    first.start("--model", "faux/faux-1")
+    first.wait_for(contains("/compact"), "the first frame")
+    first.submit("hello")
+    first.wait_for(contains("READY-ANSWER"), "the answer")
+    os.kill(first.pid(), signal.SIGTERM)
+
+    assert first.wait_dead() == "status 143"
+    printed = flat(first.history())
+    assert "pidurable: terminated; the session is saved: `pidurable -c` continues it" in printed
+    assert first.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"

@@ -1,0 +1,73 @@
+"""The screen paints before the session opens, then shows it (issue 8 first paint)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pi_durable_tui.app import Controller, OpeningSession, ScreenModel
+from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel, sample_blocks
+from pi_durable_tui.tui import PidurableApp
+from tests.tui.conftest import settle, shown, text_of
+
+
+async def test_the_screen_paints_opening_then_shows_the_session_and_sends_what_was_typed(
+    tmp_path: Path,
+) -> None:
+    session_model = StaticScreenModel(sample_blocks(4))
+    session_controller = RecordingController(session_model)
+    release = asyncio.Event()
+    painted: list[bool] = []
+
+    async def opener() -> tuple[ScreenModel, Controller]:
+        await release.wait()
+        return session_model, session_controller
+
+    opening = OpeningSession(str(tmp_path), opener, lambda error: None)
+
+    def on_painted() -> None:
+        painted.append(opening.opened)
+        opening.start()
+
+    app = PidurableApp(opening, opening, log_path=tmp_path / "log", on_painted=on_painted)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert painted == [False]  # called once, after the first frame, before any session
+        assert shown(app.status_line)
+        assert "Opening session..." in text_of(app.status_line.render())
+        assert app.transcript.mounted_keys == []
+
+        await pilot.press(*"typed while opening", "enter")
+        await pilot.pause()
+        assert session_controller.called("submit") == []
+
+        release.set()
+        await opening.wait_opened()
+        await settle(pilot)
+        assert app.transcript.mounted_keys == [b.key for b in session_model.blocks]
+        assert not shown(app.status_line)
+        assert session_controller.called("submit") == [("typed while opening", False)]
+    assert painted == [False]
+    assert session_controller.called("close") == [()]
+
+
+def test_the_screen_and_the_command_import_no_layer_below_the_app_before_the_first_paint() -> None:
+    # What the first frame needs: Textual, the screen and the app's view values. The
+    # session layers (and pydantic, httpx, aiosqlite) load after the paint, on a thread.
+    probe = (
+        "import sys, json, pi_durable_tui.cli, pi_durable_tui.tui, pi_durable_tui.app as app;"
+        "app.OpeningSession; app.settings_theme;"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = json.loads(subprocess.check_output([sys.executable, "-c", probe], text=True))
+    below = ("harness", "kernel", "storage", "ai", "env", "tools")
+    heavy = [
+        name
+        for name in loaded
+        if name.split(".")[0] in ("pydantic", "httpx", "aiosqlite", "tiktoken")
+        or (name.startswith("pi_durable_tui.") and name.split(".")[1] in below)
+    ]
+    assert heavy == []
