@@ -2,14 +2,18 @@
 
 ``python -m pi_durable_tui.bench tui [--json] [--repeat N] [--tokens N]``
 
-- ``first_paint``: a fresh process starts ``PidurableApp`` over a static model of
-  10 blocks, headless at 120x40, and reports the time from spawn to the first
-  refresh after mount (``tui_paint``); the floor is a bare Textual app with one
-  ``Static`` in the same kind of process. The best of ``--repeat`` runs, bare and
-  app interleaved, counts (each figure's own minimum). Target: ratio <= 2.
-- ``first_paint_10000``: the same with 10,000 blocks, against 10 blocks (the
-  transcript is windowed). Target: ratio <= 1.5. ``rss_10000`` / ``rss_10``: peak
-  RSS at first paint of the same processes, and their ratio.
+- ``first_paint``: ``python -m pi_durable_tui --model faux/faux-1`` (the real
+  ``pidurable``, a new session in a fresh directory) started in a pseudo-terminal
+  of 120x40, from just before the spawn until the terminal shows the footer's
+  hints line; the floor, ``baseline.bare_textual``, is a bare Textual app with one
+  ``Static`` started the same way, until that ``Static`` shows. Target: ratio <= 2.
+- ``first_paint_10000``: ``python -m pi_durable_tui -c`` on a session of 10,000
+  user entries until its last entry is painted, against the same on a session of
+  10 entries (the transcript is windowed). Target: ratio <= 1.5. ``rss``: the
+  peak RSS (``VmHWM``) of those two processes when their last entry shows, and
+  their ratio. ``tui_paint`` says how the sessions are prepared.
+- Each of these commands runs ``--repeat`` times, the kinds interleaved; each
+  figure is its best run.
 - ``stream``: in one process (``run_test``, headless, which does the full
   rendering work: DESIGN.md section 5), ``--tokens`` tokens are appended to a
   streaming assistant block at 200 tokens/s, each as a model update. ``lag_ms``
@@ -23,7 +27,8 @@
   ``keystroke_idle``, is the same with no stream.
 
 Figures are printed with ``pass``/``MISS`` for the targets, never asserted
-(DESIGN.md section 6). ``--smoke`` (hidden) runs a tiny version for the tests.
+(DESIGN.md section 6). ``--smoke`` (hidden) runs a tiny version for the tests: one run of
+each command, a long session of 200 entries, 40 tokens.
 """
 
 from __future__ import annotations
@@ -31,62 +36,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
 
-Report = dict[str, dict[str, Any]]
+from pi_durable_tui.bench.tui_paint import Report, measure_paint
 
 
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def _paint(kind: str, blocks: int) -> dict[str, float]:
-    command = [sys.executable, "-m", "pi_durable_tui.bench.tui_paint", kind, str(blocks)]
-    spawned = time.time()
-    done = subprocess.run([*command, repr(spawned)], capture_output=True, text=True, check=True)
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def measure_paint(repeat: int, log: Callable[[str], None]) -> Report:
-    """Measure first paint and RSS in fresh processes, interleaved."""
-    runs: dict[str, list[dict[str, float]]] = {"bare": [], "app_10": [], "app_10000": []}
-    for index in range(repeat):
-        log(f"first paint {index + 1}/{repeat}")
-        runs["bare"].append(_paint("bare", 0))
-        runs["app_10"].append(_paint("app", 10))
-        runs["app_10000"].append(_paint("app", 10_000))
-    # The best run counts (as in the SSE benchmark): on a shared machine the others
-    # measure the neighbours as much as the app.
-    best = {
-        name: {key: min(run[key] for run in values) for key in values[0]}
-        for name, values in runs.items()
-    }
-    bare, small, large = best["bare"], best["app_10"], best["app_10000"]
-    return {
-        "baseline.bare_textual": {"paint_s": bare["paint_s"], "rss_mib": bare["rss_mib"]},
-        "first_paint": {
-            "paint_s": small["paint_s"],
-            "ratio": small["paint_s"] / bare["paint_s"],
-            "target": 2.0,
-        },
-        "first_paint_10000": {
-            "paint_s": large["paint_s"],
-            "ratio": large["paint_s"] / small["paint_s"],
-            "target": 1.5,
-            "model_build_s": large["model_s"],
-        },
-        "rss": {
-            "rss_10_mib": small["rss_mib"],
-            "rss_10000_mib": large["rss_mib"],
-            "ratio": large["rss_mib"] / small["rss_mib"],
-        },
-    }
 
 
 async def _stream(tokens: int, *, stream: bool, keys_every_s: float) -> dict[str, float]:
@@ -248,12 +207,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tokens", type=int, default=600, help="tokens streamed (200/s)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    repeat, tokens = (1, 40) if args.smoke else (args.repeat, args.tokens)
+    repeat, tokens, entries = (1, 40, 200) if args.smoke else (args.repeat, args.tokens, 10_000)
 
     def log(text: str) -> None:
         sys.stderr.write(f"[tui bench] {text}\n")
 
-    report = measure_paint(repeat, log) | measure_stream(tokens, log)
+    report = measure_paint(repeat, entries, log) | measure_stream(tokens, log)
     table = render(report)
     sys.stdout.write((json.dumps(report) if args.json else table) + "\n")
     return 0
