@@ -17,7 +17,7 @@ on every reopen)::
 
 
     class TestMyStorage(StorageConformance):
-        persistent = True  # False: tests that reopen the store are skipped
+        persistent = True  # False: the tests that reopen the store are left out
 
         async def open_storage(self, directory: Path) -> MyStorage:
             return await MyStorage.open(directory / "store.db")

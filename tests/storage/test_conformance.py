@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pi_durable_tui.storage import JsonlStorage, MemoryStorage, SqliteStorage
 from pi_durable_tui.storage.conformance import StorageConformance
 from pi_durable_tui.storage.protocol import Storage
@@ -32,3 +34,23 @@ class TestJsonlStorage(StorageConformance):
     async def open_storage(self, directory: Path) -> Storage:
         opened: Storage = await JsonlStorage.open(directory, fsync=False)
         return opened
+
+
+def test_a_backend_that_is_not_persistent_has_no_reopen_tests_rather_than_skipped_ones() -> None:
+    tests = {name for name in dir(TestMemoryStorage) if callable(getattr(TestMemoryStorage, name))}
+    persistent = {name for name in dir(TestSqliteStorage) if name.startswith("test_")}
+
+    assert "test_seqs_continue_after_a_reopen" in persistent
+    assert "test_seqs_continue_after_a_reopen" not in tests
+    assert "test_a_task_is_replaced_as_a_whole_record" in tests
+
+
+async def test_reopening_a_store_that_is_not_persistent_fails_and_says_how_to_mark_the_test(
+    tmp_path: Path,
+) -> None:
+    suite = TestMemoryStorage()
+    suite._directory = tmp_path
+    storage = await suite.open_storage(tmp_path)
+
+    with pytest.raises(TypeError, match="mark a test that reopens with @reopens"):
+        await suite.reopen(storage)

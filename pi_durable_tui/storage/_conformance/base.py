@@ -2,16 +2,18 @@
 
 ``ConformanceBase`` owns the fixtures every test uses: ``storage`` (a fresh
 store in a directory of its own, closed after the test) and ``phase`` (runs a
-test twice, once as is and once with a reopen at each ``checkpoint``; the second
-run is skipped for backends that declare ``persistent = False``). The builders
-make valid records with few arguments, so a test reads as the rule it checks.
+test twice, once as is and once with a reopen at each ``checkpoint``). A backend
+that declares ``persistent = False`` has no reopen tests at all, rather than
+skipped ones: its tests get only the ``live`` phase, and the tests marked
+``@reopens`` are not part of its class. The builders make valid records with few
+arguments, so a test reads as the rule it checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 
@@ -42,6 +44,15 @@ from pi_durable_tui.storage.writes import (
     Write,
 )
 
+_Test = TypeVar("_Test", bound=Callable[..., Any])
+_REOPENS = "_conformance_reopens"
+
+
+def reopens(test: _Test) -> _Test:
+    """Mark a test that calls ``reopen``: a backend that is not persistent does not get it."""
+    setattr(test, _REOPENS, True)
+    return test
+
 
 class ConformanceBase:
     """Fixtures and helpers shared by every group of conformance tests.
@@ -50,7 +61,22 @@ class ConformanceBase:
     """
 
     persistent: ClassVar[bool] = True
-    """Whether the store survives ``close``; ``False`` skips every reopen test."""
+    """Whether the store survives ``close``; ``False`` leaves out every reopen test."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.persistent:
+            return
+        # pytest collects only callables: a test set to None is not in the class.
+        for name in dir(cls):
+            if name.startswith("test_") and getattr(getattr(cls, name), _REOPENS, False):
+                setattr(cls, name, None)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Give ``phase`` its runs: ``live``, and ``reopened`` for a persistent backend."""
+        if "phase" in metafunc.fixturenames:
+            phases = ["live", "reopened"] if self.persistent else ["live"]
+            metafunc.parametrize("phase", phases, indirect=True)
 
     _directory: Path
     _current: Storage
@@ -75,23 +101,21 @@ class ConformanceBase:
         finally:
             await self._current.close()
 
-    @pytest.fixture(params=["live", "reopened"])
+    @pytest.fixture
     def phase(self, request: pytest.FixtureRequest) -> str:
         """Run a test as is, then again with a reopen at every ``checkpoint``."""
-        reopened: bool = request.param == "reopened"
-        if reopened and not self.persistent:
-            pytest.skip(f"{type(self).__name__} is not persistent")
-        self._reopen_at_checkpoint = reopened
+        self._reopen_at_checkpoint = request.param == "reopened"
         return str(request.param)
 
-    def require_persistent(self) -> None:
-        """Skip the running test for a backend that forgets everything on close."""
-        if not self.persistent:
-            pytest.skip(f"{type(self).__name__} is not persistent")
-
     async def reopen(self, storage: Storage) -> Storage:
-        """Close ``storage`` and open the same store again; return the new instance."""
-        self.require_persistent()
+        """Close ``storage`` and open the same store again; return the new instance.
+
+        Raises:
+            TypeError: The backend is not persistent (mark the test ``@reopens``).
+        """
+        if not self.persistent:
+            name = type(self).__name__
+            raise TypeError(f"{name} is not persistent: mark a test that reopens with @reopens")
         await storage.close()
         self._current = await self.open_storage(self._directory)
         return self._current

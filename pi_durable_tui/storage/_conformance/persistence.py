@@ -22,6 +22,7 @@ from pi_durable_tui.storage._conformance.base import (
     entry,
     latest,
     rejects,
+    reopens,
     rewindable,
     set_op,
     submission,
@@ -72,9 +73,9 @@ async def mixed_store(storage: Storage) -> None:
 class PersistenceRules(ConformanceBase):
     """What survives a reopen (R129)."""
 
+    @reopens
     async def test_every_read_answers_the_same_after_a_reopen(self, storage: Storage) -> None:
         """R129: records, histories and documents at every point survive a reopen."""
-        self.require_persistent()
         await mixed_store(storage)
         before = canonical(await snapshot(storage))
         storage = await self.reopen(storage)
@@ -82,9 +83,9 @@ class PersistenceRules(ConformanceBase):
         storage = await self.reopen(storage)
         assert canonical(await snapshot(storage)) == before
 
+    @reopens
     async def test_seqs_continue_after_a_reopen(self, storage: Storage) -> None:
         """R129: sequences persist; the next commit is ``last_seq + 1``."""
-        self.require_persistent()
         await storage.commit([conversation(1)])
         await storage.commit([])
         storage = await self.reopen(storage)
@@ -93,17 +94,17 @@ class PersistenceRules(ConformanceBase):
         storage = await self.reopen(storage)
         assert storage.last_seq == 3
 
+    @reopens
     async def test_a_fresh_reopened_store_is_empty_and_mints_from_2(self, storage: Storage) -> None:
         """R-1.2: reopening a store that holds nothing starts over at seq 0 and ID 2."""
-        self.require_persistent()
         storage = await self.reopen(storage)
         assert storage.last_seq == 0
         assert storage.mint_id() == 2
         assert await storage.commit([conversation(1)]) == 1
 
+    @reopens
     async def test_the_mint_floor_survives_a_reopen(self, storage: Storage) -> None:
         """R-1.2, R129: after explicit entry 100 and a reopen, the next mint is 101."""
-        self.require_persistent()
         await storage.commit([conversation(1), entry(100, 1)])
         storage = await self.reopen(storage)
         assert storage.mint_id() == 101
@@ -111,9 +112,9 @@ class PersistenceRules(ConformanceBase):
         storage = await self.reopen(storage)
         assert storage.mint_id() == 501
 
+    @reopens
     async def test_conflicts_are_still_refused_after_a_reopen(self, storage: Storage) -> None:
         """R-1.2, R4, R18: ID kinds, written-once records, request IDs, live addresses."""
-        self.require_persistent()
         await mixed_store(storage)
         storage = await self.reopen(storage)
         await rejects(storage, [task(2, 1)], "ID 2 already belongs to entry", exact=True)
@@ -133,11 +134,11 @@ class PersistenceRules(ConformanceBase):
         await rejects(storage, [delta(30, set_op(["t"], ""), version=2)], needs_base)
         await storage.commit([create(40, TaskScope(20))])
 
+    @reopens
     async def test_a_cursor_taken_before_a_reopen_continues_after_it(
         self, storage: Storage
     ) -> None:
         """Protocol, Scans: cursors survive a JSON round trip and a reopen."""
-        self.require_persistent()
         await populate(storage)
         for name, (make, expected) in SCANS.items():
             first = await make(storage)(1, None)
@@ -150,11 +151,11 @@ class PersistenceRules(ConformanceBase):
             assert got == expected, name
             assert [i for page in await pages(make(storage), 3) for i in page] == expected
 
+    @reopens
     async def test_a_rejected_commit_leaves_nothing_behind_after_a_reopen(
         self, storage: Storage
     ) -> None:
         """R8: nothing of a rejected batch is durable; its seq and IDs are still free."""
-        self.require_persistent()
         await storage.commit([conversation(1)])
         await rejects(storage, [entry(50, 1), create(51, SessionScope()), entry(52, 99)], "99")
         storage = await self.reopen(storage)
