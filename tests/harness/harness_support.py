@@ -13,6 +13,12 @@
 - ``GatedTool``: a tool whose calls record their ``label`` and wait at a ``Gate``,
   so a test can hold a run inside a tool round.
 - ``write_note(conversation)`` appends an entry and returns its ID.
+- ``hold_busy(kit, *then)`` starts a run whose first tool call waits at a
+  ``GatedTool``'s gate (the conversation is busy until the test opens it);
+  ``dialogue`` reads the transcript as ``kind: text`` lines, ``settled`` waits
+  for submissions to settle and ``last_seq`` is the store's last sequence
+  number. ``NoArgs`` is the arguments model of a tool without arguments. The
+  inbox tests (``test_inbox_*``) share them.
 - ``Gate``, ``within(awaitable)`` (a safety timeout, so a bug fails fast) and
   ``spin()`` (let ready callbacks run) are the kernel tests' own, re-exported.
   Nothing here sleeps for real.
@@ -29,7 +35,15 @@ from typing import Any, cast
 import pytest
 from pydantic import BaseModel
 
-from pi_durable_tui.ai import AssistantMessage, FauxProvider, FauxResponse, ModelRef, Models
+from pi_durable_tui.ai import (
+    AssistantMessage,
+    FauxProvider,
+    FauxResponse,
+    ModelRef,
+    Models,
+    faux_response,
+    faux_tool_call,
+)
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.harness import (
     INBOX_DOC,
@@ -39,8 +53,10 @@ from pi_durable_tui.harness import (
     EntryDraft,
     Extension,
     Harness,
+    Input,
     Registry,
     Settings,
+    Submission,
     Tool,
     ToolApi,
     ToolResult,
@@ -50,7 +66,14 @@ from pi_durable_tui.harness import (
     define_tool,
 )
 from pi_durable_tui.kernel import ManualClock, Report
-from pi_durable_tui.storage import EntryRecord, JsonObject, MemoryStorage, SqliteStorage, Storage
+from pi_durable_tui.storage import (
+    EntryRecord,
+    JsonObject,
+    MemoryStorage,
+    SqliteStorage,
+    Storage,
+    SubmissionRecord,
+)
 from tests.kernel.task_support import Gate as Gate
 from tests.kernel.task_support import spin as spin
 from tests.kernel.task_support import within as within
@@ -238,6 +261,47 @@ def entry_text(entry: EntryRecord) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+
+
+class NoArgs(BaseModel):
+    """No arguments."""
+
+
+async def hold_busy(
+    kit: HarnessKit, *then: FauxResponse
+) -> tuple[Conversation, GatedTool, Submission]:
+    """Start a run whose first tool call waits at a gate; ``then`` answers afterwards."""
+    gated = GatedTool()
+    kit.install(gated.extension())
+    kit.script(faux_response(faux_tool_call("gate", {"label": "first"})), *then)
+    root = await kit.root()
+    first = await root.submit(Input("go"))
+    await gated.gate.wait_reached()
+    return root, gated, first
+
+
+async def dialogue(kit: HarnessKit, conversation: Conversation) -> list[str]:
+    """The transcript without system entries, as ``kind: text`` lines."""
+    short = {"pi.user": "user", "pi.assistant": "assistant", "pi.tool-result": "result"}
+    lines = []
+    for entry in await kit.transcript(conversation):
+        if entry.kind == "pi.system":
+            continue
+        kind = short.get(entry.kind, entry.kind)
+        if entry.kind == "pi.assistant" and not entry_text(entry):
+            lines.append(f"{kind}: <tool call>")
+        else:
+            lines.append(f"{kind}: {entry_text(entry)}")
+    return lines
+
+
+async def settled(*submissions: Submission) -> list[SubmissionRecord]:
+    return [await within(s.wait()) for s in submissions]
+
+
+async def last_seq(kit: HarnessKit) -> int:
+    seq: int = kit.harness.session.storage.last_seq
+    return seq
 
 
 @pytest.fixture

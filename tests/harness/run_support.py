@@ -8,6 +8,14 @@ model and the test's working directory. Every rig it opened is closed at teardow
 ``Rig`` records every commit's publication (``rig.commits``), so tests can count
 partial and progress commits and read ``pi.live`` as a screen saw it. Every await
 goes through ``within`` so a bug fails the test in seconds instead of hanging.
+
+The tool-task tests (``test_tool_*``) share a probe tool on a rig: ``make_tool``
+defines a tool over an ``execute`` body (``returns(text)`` answers with a text),
+``one_call`` runs one round calling it and returns the result entry,
+``start_gate`` holds a run inside a call to a ``Gate`` tool body (which writes
+``working`` and waits until the test opens it), ``slot_outputs`` lists every
+committed change of the first slot's output and ``harness_block`` builds the
+``<harness>`` content item that diagnostics render in.
 """
 
 from __future__ import annotations
@@ -20,18 +28,33 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from pydantic import BaseModel
 
-from pi_durable_tui.ai import FauxProvider, FauxResponse, Model, ModelRef, Models
+from pi_durable_tui.ai import (
+    FauxProvider,
+    FauxResponse,
+    Model,
+    ModelRef,
+    Models,
+    faux_response,
+    faux_tool_call,
+)
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.harness import (
     LIVE_DOC,
+    TOOL_RESULT,
     AgentChange,
     Conversation,
     Extension,
     Harness,
     Input,
     Settings,
+    Tool,
+    ToolApi,
+    ToolResult,
     create_registry,
+    define_extension,
+    define_tool,
 )
 from pi_durable_tui.kernel import CommitInfo, ManualClock, Report
 from pi_durable_tui.storage import EntryRecord, JsonObject, MemoryStorage, Storage
@@ -196,3 +219,91 @@ def message(entry: EntryRecord) -> JsonObject:
     first = entry.model[0]
     assert isinstance(first, dict)
     return first
+
+
+class TextArgs(BaseModel):
+    text: str = "x"
+
+
+Execute = Callable[[Any, ToolApi], Awaitable[ToolResult | None]]
+
+
+def make_tool(name: str, execute: Execute, **options: Any) -> Tool[Any]:
+    options.setdefault("parameters", TextArgs)
+    return define_tool(name, description=f"The {name} tool.", execute=execute, **options)
+
+
+async def returns(text: str) -> ToolResult:
+    return ToolResult(content=text)
+
+
+@dataclass
+class Gate:
+    """A tool body that writes a line, then waits until the test opens it."""
+
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    apis: list[ToolApi] = field(default_factory=list)
+
+    async def __call__(self, _args: Any, api: ToolApi) -> ToolResult:
+        self.apis.append(api)
+        api.output("working\n")
+        self.started.set()
+        await self.opened.wait()
+        return ToolResult(content="opened")
+
+
+def slot_outputs(rig: Rig) -> list[tuple[float, str]]:
+    """``(publication time, output)`` of every commit that changed the first slot's output."""
+    out: list[tuple[float, str]] = []
+    last: str | None = None
+    for published, value, _ops in rig.live_changes():
+        slots = value.get("tools") or []
+        output = slots[0].get("output") if slots else None
+        if output is not None and output != last:
+            out.append((published.at, output))
+            last = output
+    return out
+
+
+async def start_gate(
+    open_rig: RigFactory, answer: str = "done", hooks: list[Any] | None = None
+) -> tuple[Rig, Gate, Any]:
+    """Start a run whose one call (to ``gate``) has committed ``working`` and waits."""
+    gate = Gate()
+    extension = define_extension("probe", tools=[make_tool("gate", gate)], hooks=hooks or [])
+    rig = await open_rig(
+        faux_response(faux_tool_call("gate", {"text": "a"})),
+        faux_response(answer),
+        extensions=[extension],
+    )
+    handle = await within(rig.root.submit(Input("go")))
+    await within(rig.wait_until(lambda: any(o == "working\n" for _, o in slot_outputs(rig))))
+    return rig, gate, handle
+
+
+async def one_call(
+    open_rig: RigFactory,
+    tools: list[Tool[Any]],
+    arguments: dict[str, Any] | None = None,
+    *,
+    name: str | None = None,
+    hooks: list[Any] | None = None,
+    settings: Settings | None = None,
+) -> tuple[Rig, EntryRecord]:
+    """Run one round calling ``name`` (the first tool by default); return its result entry."""
+    extension = define_extension("probe", tools=tools, hooks=hooks or [])
+    rig = await open_rig(
+        faux_response(faux_tool_call(name or tools[0].name, arguments or {})),
+        faux_response("done"),
+        extensions=[extension],
+        settings=settings,
+    )
+    record = await rig.ask("go")
+    assert record.status == "done", record
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    return rig, result
+
+
+def harness_block(*lines: str) -> dict[str, str]:
+    return {"type": "text", "text": "<harness>\n" + "\n".join(lines) + "\n</harness>"}
