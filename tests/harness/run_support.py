@@ -12,7 +12,7 @@ goes through ``within`` so a bug fails the test in seconds instead of hanging.
 The tool-task tests (``test_tool_*``) share a probe tool on a rig: ``make_tool``
 defines a tool over an ``execute`` body (``returns(text)`` answers with a text),
 ``one_call`` runs one round calling it and returns the result entry,
-``start_gate`` holds a run inside a call to a ``Gate`` tool body (which writes
+``start_gate`` holds a run inside a call to a ``ToolBodyGate`` (which writes
 ``working`` and waits until the test opens it), ``slot_outputs`` lists every
 committed change of the first slot's output and ``harness_block`` builds the
 ``<harness>`` content item that diagnostics render in.
@@ -238,7 +238,7 @@ async def returns(text: str) -> ToolResult:
 
 
 @dataclass
-class Gate:
+class ToolBodyGate:
     """A tool body that writes a line, then waits until the test opens it."""
 
     opened: asyncio.Event = field(default_factory=asyncio.Event)
@@ -268,9 +268,9 @@ def slot_outputs(rig: Rig) -> list[tuple[float, str]]:
 
 async def start_gate(
     open_rig: RigFactory, answer: str = "done", hooks: list[Any] | None = None
-) -> tuple[Rig, Gate, Any]:
+) -> tuple[Rig, ToolBodyGate, Any]:
     """Start a run whose one call (to ``gate``) has committed ``working`` and waits."""
-    gate = Gate()
+    gate = ToolBodyGate()
     extension = define_extension("probe", tools=[make_tool("gate", gate)], hooks=hooks or [])
     rig = await open_rig(
         faux_response(faux_tool_call("gate", {"text": "a"})),

@@ -30,9 +30,9 @@ from pi_durable_tui.harness import (
     define_extension,
 )
 from tests.harness.run_support import (
-    Gate,
     Rig,
     RigFactory,
+    ToolBodyGate,
     make_tool,
     message,
     returns,
@@ -46,8 +46,8 @@ from tests.harness.run_support import (
 
 async def start_two_gates(
     open_rig: RigFactory, settings: Settings | None = None, mode: str = "parallel"
-) -> tuple[Rig, Gate, Gate, Any]:
-    first, second = Gate(), Gate()
+) -> tuple[Rig, ToolBodyGate, ToolBodyGate, Any]:
+    first, second = ToolBodyGate(), ToolBodyGate()
     extension = define_extension(
         "probe",
         tools=[make_tool("one", first, execution_mode=mode), make_tool("two", second)],
