@@ -81,6 +81,53 @@ def working_session(theme: str) -> PidurableApp:
     return PidurableApp(model, RecordingController(model), theme=theme, clock=FakeClock())
 
 
+def continued_session(theme: str) -> PidurableApp:
+    """A session reopened with ``--continue``: an interrupted command and the recovery report."""
+    blocks = [
+        *sample_blocks(4),
+        Block(
+            "e10/c1",
+            "tool",
+            10,
+            tool=ToolCard(
+                "c1",
+                "bash",
+                "interrupted",
+                command="./migrate.sh --apply",
+                output="step 1/4 done\nstep 2/4 done",
+                error="Tool bash was interrupted and may have partially run",
+            ),
+        ),
+        Block(
+            "resumed/1",
+            "resumed",
+            None,
+            text="\n".join(
+                [
+                    "The turn in the main conversation resumes (task 9, phase tools).",
+                    "bash `./migrate.sh --apply` was cut by the crash while running; it is not "
+                    "replay-safe, so it does not run again: the model gets it as interrupted, "
+                    "with the output it had committed.",
+                    "Background task 14 (subagent: review the README) is still running.",
+                ]
+            ),
+        ),
+    ]
+    model = StaticScreenModel(blocks, footer=Footer(cwd="~/work/checker", model="faux/faux-1"))
+    model.tasks = [
+        TaskNode(
+            14,
+            "pi.tool",
+            "subagent 15",
+            "running",
+            elapsed_s=12.0,
+            background=True,
+            subagent_conversation_id=15,
+        ),
+    ]
+    return PidurableApp(model, RecordingController(model), theme=theme, clock=FakeClock())
+
+
 async def _steady(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, PidurableApp)
@@ -98,3 +145,10 @@ def test_help_screen(snap_compare: SnapCompare, theme: str) -> None:
     assert snap_compare(
         working_session(theme), terminal_size=(100, 36), press=["f1"], run_before=_steady
     )
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_a_continued_session_with_its_recovery_report(
+    snap_compare: SnapCompare, theme: str
+) -> None:
+    assert snap_compare(continued_session(theme), terminal_size=(100, 36), run_before=_steady)
