@@ -9,8 +9,11 @@ entries into the messages a model request is built from:
   exclusion of aborted, failed and deferred assistant messages, tool results
   placed right after their call (a missing one synthesized), and a system
   message preceded only by user messages moved to the front.
+- ``derive_range`` and ``extend_range``: the same derivation kept ready to grow,
+  so a later read of a grown range orders only its end (R127).
 - ``load_context``: the same through a ``ContextReader`` (two storage reads), which
-  reads only the active range, never the whole history.
+  reads only the active range, never the whole history, and with a ``RangeCache``
+  only the entries newer than the last read.
 
 Messages are the stored JSON dicts of ``pi_durable_tui.ai`` messages
 (``model_dump(mode="json", exclude_none=True)``) plus the harness's system
@@ -133,6 +136,43 @@ def derive_context(active: Sequence[EntryRecord]) -> ContextView:
         ValueError: When an entry other than the first carries ``head``, or the
             non-marker entries are not ascending.
     """
+    return derive_range(active).view
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedRange:
+    """A derived context and what extending it by newer entries needs (R127).
+
+    The view's messages are ``prefix`` followed by the ordered messages from
+    ``flat[settled]``, the last assistant message, on. R74 moves a result only up
+    to the next assistant message and R75 hoists only before the first one, so
+    the messages before the last assistant are final whatever entries follow:
+    ``extend_range`` orders only the messages from there on.
+    """
+
+    view: ContextView
+    edits: dict[int, JsonObject]
+    """The context edits of the range by target (R72)."""
+    flat: list[JsonObject]
+    """Every contribution in committed order, before R74 and R75."""
+    settled: int
+    """The index in ``flat`` of its last assistant message; -1 without one."""
+    prefix: list[JsonObject]
+    """The final messages before ``flat[settled]``."""
+
+
+def derive_range(active: Sequence[EntryRecord]) -> DerivedRange:
+    """Derive the model context of an active range, ready to be extended (R72-R76).
+
+    Args:
+        active: The output of ``active_range``.
+
+    Returns:
+        The derivation; its ``view`` is what ``derive_context`` returns.
+
+    Raises:
+        ValueError: As ``derive_context``.
+    """
     head = active[0] if active and active[0].head is not None else None
     rest = active[1:] if head is not None else active
     if any(entry.head is not None for entry in rest):
@@ -150,21 +190,85 @@ def derive_context(active: Sequence[EntryRecord]) -> ContextView:
             edits[edit["target"]] = edit
     contributions = {entry.id: _contribution(entry, edits.get(entry.id)) for entry in active}
     flat = [message for entry in active for message in contributions[entry.id]]
-    return ContextView(
-        head=head,
-        entries=list(active),
-        contributions=contributions,
-        messages=hoist_leading_system(order_tool_results(flat)),
+    settled = _last_assistant(flat, 0)
+    if settled < 0:
+        prefix: list[JsonObject] = []
+        messages = hoist_leading_system(order_tool_results(flat))
+    else:
+        prefix = hoist_leading_system(order_tool_results(flat[:settled]))
+        messages = [*prefix, *order_tool_results(flat[settled:])]
+    view = ContextView(
+        head=head, entries=list(active), contributions=contributions, messages=messages
     )
+    return DerivedRange(view, edits, flat, settled, prefix)
+
+
+def extend_range(derived: DerivedRange, added: Sequence[EntryRecord]) -> DerivedRange | None:
+    """Derive the context of a range grown by newer entries, ordering only its end (R127).
+
+    The result equals ``derive_range`` of the whole grown range; the work is
+    proportional to what was added and to the messages since the last assistant
+    message, not to the range.
+
+    Args:
+        derived: The derivation of the range so far.
+        added: Newer visible entries, ascending, all after the range's newest.
+
+    Returns:
+        The grown derivation, or ``None`` when it must be derived whole: an added
+        entry is a head marker (a new range), edits an entry of the old range, or
+        is out of order, or the old range had no assistant message yet.
+    """
+    if not added:
+        return derived
+    old = derived.view
+    if derived.settled < 0 or not old.entries:
+        return None
+    newest = max(old.entries[0].id, old.entries[-1].id)
+    ids = {entry.id for entry in added}
+    # REMINDER: copied before the first change: the old derivation stays valid.
+    edits = dict(derived.edits) if any(entry.edits for entry in added) else derived.edits
+    for entry in added:
+        if entry.head is not None or entry.id <= newest:
+            return None
+        newest = entry.id
+        for raw in entry.edits or ():
+            edit = _checked_edit(entry, raw)
+            if edit["target"] not in ids:
+                return None
+            edits[edit["target"]] = edit
+    contributions = {entry.id: _contribution(entry, edits.get(entry.id)) for entry in added}
+    flat = [*derived.flat, *(message for entry in added for message in contributions[entry.id])]
+    settled, prefix = derived.settled, derived.prefix
+    latest = _last_assistant(flat, len(derived.flat))
+    if latest > settled:
+        prefix = [*prefix, *order_tool_results(flat[settled:latest])]
+        settled = latest
+    view = ContextView(
+        head=old.head,
+        entries=[*old.entries, *added],
+        contributions=old.contributions | contributions,
+        messages=[*prefix, *order_tool_results(flat[settled:])],
+    )
+    return DerivedRange(view, edits, flat, settled, prefix)
+
+
+def _last_assistant(messages: Sequence[JsonObject], start: int) -> int:
+    """The index of the last assistant message at or after ``start``; -1 without one."""
+    for index in range(len(messages) - 1, start - 1, -1):
+        if messages[index].get("role") == "assistant":
+            return index
+    return -1
 
 
 class RangeCache:
-    """The newest visible range read of each conversation, kept in memory (R127).
+    """The newest visible range read of each conversation and its derivation (R127).
 
     Entries are immutable, so a later read of the same active range (same head
-    marker) needs only the entries after the cached tail: a turn of a long
-    conversation reads a few new rows instead of the whole range. Observable only as
-    speed.
+    marker) needs only the entries after the cached tail, and its context is the
+    cached derivation extended by them (``extend_range``): a turn of a long
+    conversation reads and orders a few new messages instead of the whole range.
+    Observable only as speed.
 
     Args:
         kept: How many conversations to remember (the least recently read go first).
@@ -172,24 +276,32 @@ class RangeCache:
 
     def __init__(self, kept: int = 64) -> None:
         self._kept = kept
-        self._ranges: OrderedDict[int, tuple[int | None, int, list[EntryRecord]]] = OrderedDict()
+        self._ranges: OrderedDict[int, CachedRange] = OrderedDict()
 
-    def get(self, conversation_id: int, start: int | None) -> tuple[int, list[EntryRecord]] | None:
-        """The cached ``(tail, entries)`` of a range starting at ``start``, if any."""
+    def get(self, conversation_id: int, start: int | None) -> CachedRange | None:
+        """The cached range of this conversation starting at ``start``, if any."""
         found = self._ranges.get(conversation_id)
-        if found is None or found[0] != start:
+        if found is None or found.start != start:
             return None
         self._ranges.move_to_end(conversation_id)
-        return found[1], found[2]
+        return found
 
-    def put(
-        self, conversation_id: int, start: int | None, tail: int, entries: list[EntryRecord]
-    ) -> None:
-        """Remember a range read through ``tail``."""
-        self._ranges[conversation_id] = (start, tail, entries)
+    def put(self, conversation_id: int, cached: CachedRange) -> None:
+        """Remember a range read and derived through its tail."""
+        self._ranges[conversation_id] = cached
         self._ranges.move_to_end(conversation_id)
         while len(self._ranges) > self._kept:
             self._ranges.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedRange:
+    """One conversation's range read through ``tail`` from ``start``, and its derivation."""
+
+    start: int | None
+    tail: int
+    visible: list[EntryRecord]
+    derived: DerivedRange
 
 
 async def load_context(
@@ -209,7 +321,8 @@ async def load_context(
         reader: The storage (or anything with its two reads).
         conversation_id: The conversation.
         cutoff: The newest entry to include (``None``: the newest visible entry).
-        cache: Remembers ranges between reads, so only newer entries are scanned.
+        cache: Remembers ranges and their derivations between reads, so only newer
+            entries are scanned and ordered.
 
     Returns:
         The view; an empty one for a conversation without entries.
@@ -227,19 +340,33 @@ async def load_context(
         tail = newest.items[0].entry.id
     marker = await reader.find_latest_head_marker(conversation_id, tail)
     start = marker.entry.head if marker is not None else None
-    visible: list[EntryRecord] = []
-    scan_from = start
     cached = cache.get(conversation_id, start) if cache is not None else None
-    if cached is not None:
-        cached_tail, cached_entries = cached
-        if cached_tail >= tail:
-            visible = [entry for entry in cached_entries if entry.id <= tail]
-            scan_from = None
-        else:
-            visible = list(cached_entries)
-            scan_from = cached_tail + 1
+    if cached is not None and cached.tail >= tail:
+        visible = [entry for entry in cached.visible if entry.id <= tail]
+        _check_cutoff(visible, cutoff, conversation_id)
+        if cached.tail == tail:
+            return cached.derived.view
+        return derive_context(active_range(visible))  # an older cutoff: not cached
+    known = cached.visible if cached is not None else []
+    scan_from = cached.tail + 1 if cached is not None else start
+    visible = [*known, *await _scan(reader, conversation_id, scan_from, tail)]
+    _check_cutoff(visible, cutoff, conversation_id)
+    added = visible[len(known) :]
+    derived = extend_range(cached.derived, added) if cached is not None else None
+    if derived is None:
+        derived = derive_range(active_range(visible))
+    if cache is not None:
+        cache.put(conversation_id, CachedRange(start, tail, visible, derived))
+    return derived.view
+
+
+async def _scan(
+    reader: ContextReader, conversation_id: int, scan_from: int | None, tail: int
+) -> list[EntryRecord]:
+    """The visible entries from ``scan_from`` through ``tail``, ascending, page by page."""
+    found: list[EntryRecord] = []
     cursor: JsonObject | None = None
-    while cached is None or scan_from is not None:
+    while True:
         page = await reader.scan_entries(
             conversation_id,
             min_entry_id=scan_from,
@@ -248,15 +375,15 @@ async def load_context(
             limit=SCAN_PAGE_SIZE,
             cursor=cursor,
         )
-        visible.extend(stored.entry for stored in page.items)
+        found.extend(stored.entry for stored in page.items)
         if page.cursor is None:
-            break
+            return found
         cursor = page.cursor
+
+
+def _check_cutoff(visible: list[EntryRecord], cutoff: int | None, conversation_id: int) -> None:
     if cutoff is not None and (not visible or visible[-1].id != cutoff):
         raise EntryNotVisible(cutoff, conversation_id)
-    if cache is not None and (cached is None or cached[0] < tail):
-        cache.put(conversation_id, start, tail, visible)
-    return derive_context(active_range(visible))
 
 
 def is_stale_head(view: ContextView, head: int) -> bool:
@@ -290,6 +417,16 @@ def order_tool_results(messages: Sequence[JsonObject]) -> list[JsonObject]:
     Returns:
         The reordered messages (the same dicts, plus any synthesized results).
     """
+    # Two linear passes (every request derives the whole range): first the results
+    # of each assistant, found before the next assistant; then the new order.
+    results_of: dict[int, dict[str, JsonObject]] = {}
+    current: dict[str, JsonObject] | None = None
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "assistant":
+            current = results_of[index] = {}
+        elif role == "toolResult" and current is not None:
+            current.setdefault(message.get("tool_call_id", ""), message)
     ordered: list[JsonObject] = []
     for index, message in enumerate(messages):
         role = message.get("role")
@@ -298,16 +435,8 @@ def order_tool_results(messages: Sequence[JsonObject]) -> list[JsonObject]:
         ordered.append(message)
         if role != "assistant":
             continue
-        calls = tool_calls(message)
-        if not calls:
-            continue
-        results: dict[str, JsonObject] = {}
-        for later in messages[index + 1 :]:
-            if later.get("role") == "assistant":
-                break
-            if later.get("role") == "toolResult":
-                results.setdefault(later.get("tool_call_id", ""), later)
-        for call in calls:
+        results = results_of[index]
+        for call in tool_calls(message):
             found = results.get(call.get("id", ""))
             ordered.append(found if found is not None else _missing_result(call, message))
     return ordered
