@@ -203,8 +203,8 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
         pinned["compacted"] = checkpoint["compacted"]
     conversation_id = runtime.conversation_id
     # REMINDER: the head marker comes first in ``view.entries``, and it may be the
-    # newest entry (a compaction placed after the kept ones): take the largest ID.
-    tail = max(entry.id for entry in view.entries)
+    # newest entry (a compaction placed after the kept ones): the rest ascend.
+    tail = max(view.entries[0].id, view.entries[-1].id)
 
     async def to_request(tx: Tx) -> Running:
         cutoff = tail

@@ -108,12 +108,15 @@ def build_request(
                 update.append(message)
             continue
         in_first_run = False
-        _flush_update(update, converted)
+        if update:
+            _flush_update(update, converted)
         converted.append(
             _validated(index, message) if cache is None else cache.validated(index, message)
         )
     _flush_update(update, converted)
-    return Context(
+    # Every part is validated already: validating the context again would walk every
+    # message of a long conversation once more on each request.
+    return Context.model_construct(
         system_prompt=initial.text() or None,
         messages=converted,
         tools=[ToolSpec.model_validate(spec) for spec in final.tool_specs],
