@@ -286,6 +286,13 @@ class RangeCache:
         self._ranges.move_to_end(conversation_id)
         return found
 
+    def latest(self, conversation_id: int) -> CachedRange | None:
+        """The cached range of this conversation, whatever its start."""
+        found = self._ranges.get(conversation_id)
+        if found is not None:
+            self._ranges.move_to_end(conversation_id)
+        return found
+
     def put(self, conversation_id: int, cached: CachedRange) -> None:
         """Remember a range read and derived through its tail."""
         self._ranges[conversation_id] = cached
@@ -330,6 +337,16 @@ async def load_context(
     Raises:
         EntryNotVisible: When ``cutoff`` is not visible from the conversation.
     """
+    latest = cache.latest(conversation_id) if cache is not None else None
+    if latest is not None and cutoff == latest.tail:
+        return latest.derived.view  # entries are immutable and later ones have larger IDs
+    if latest is not None and (cutoff is None or cutoff > latest.tail):
+        grown = await _grow(reader, latest, conversation_id, cutoff)
+        if grown is not None:
+            assert cache is not None
+            if grown is not latest:
+                cache.put(conversation_id, grown)
+            return grown.derived.view
     tail = cutoff
     if tail is None:
         newest = await reader.scan_entries(conversation_id, order="desc", limit=1)
@@ -360,10 +377,37 @@ async def load_context(
     return derived.view
 
 
+async def _grow(
+    reader: ContextReader, cached: CachedRange, conversation_id: int, cutoff: int | None
+) -> CachedRange | None:
+    """The cached range grown by the entries after it, when no head marker came (R127).
+
+    Without a new head marker the newest one is still the cached range's, so one
+    scan of the newer entries is all the read there is: neither the newest entry
+    nor the marker needs looking up.
+
+    Returns:
+        The grown range (``cached`` itself when nothing is newer), or ``None`` when
+        a newer entry is a head marker and the range must be read anew.
+
+    Raises:
+        EntryNotVisible: When ``cutoff`` is not visible from the conversation.
+    """
+    newer = await _scan(reader, conversation_id, cached.tail + 1, cutoff)
+    if any(entry.head is not None for entry in newer):
+        return None
+    _check_cutoff([*cached.visible[-1:], *newer], cutoff, conversation_id)
+    if not newer:
+        return cached
+    visible = [*cached.visible, *newer]
+    derived = extend_range(cached.derived, newer) or derive_range(active_range(visible))
+    return CachedRange(cached.start, newer[-1].id, visible, derived)
+
+
 async def _scan(
-    reader: ContextReader, conversation_id: int, scan_from: int | None, tail: int
+    reader: ContextReader, conversation_id: int, scan_from: int | None, tail: int | None
 ) -> list[EntryRecord]:
-    """The visible entries from ``scan_from`` through ``tail``, ascending, page by page."""
+    """The visible entries from ``scan_from`` through ``tail`` (or the newest), ascending."""
     found: list[EntryRecord] = []
     cursor: JsonObject | None = None
     while True:

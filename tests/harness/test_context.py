@@ -263,9 +263,11 @@ class RecordingReader:
     def __init__(self, storage: Storage, between: Any = None) -> None:
         self.storage = storage
         self.scans: list[dict[str, Any]] = []
+        self.marker_lookups = 0
         self.between = between
 
     async def find_latest_head_marker(self, conversation_id: int, at_or_before: Any = None) -> Any:
+        self.marker_lookups += 1
         return await self.storage.find_latest_head_marker(conversation_id, at_or_before)
 
     async def scan_entries(self, conversation_id: int, **options: Any) -> Any:
@@ -330,7 +332,7 @@ async def test_load_context_pages_through_a_long_range_in_order(storage: Storage
     assert [e.id for e in view.entries] == list(range(2, count))
 
 
-async def test_a_range_cache_makes_a_later_read_scan_only_the_newer_entries_r127(
+async def test_a_range_cache_makes_a_later_read_one_scan_of_the_newer_entries_r127(
     storage: Storage,
 ) -> None:
     await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 30)))
@@ -340,11 +342,34 @@ async def test_a_range_cache_makes_a_later_read_scan_only_the_newer_entries_r127
     reader = RecordingReader(storage)
 
     view = await load_context(reader, 1, cache=cache)
+    again = await load_context(reader, 1, cache=cache)
+    at_the_tail = await load_context(reader, 1, 30, cache=cache)
 
     assert [e.id for e in view.entries] == list(range(2, 31))
-    assert [i for scan in reader.scans for i in scan["items"]] == [30, 30]  # tail, then new
+    # No new head marker among them: the range starts where it did, nothing to look up.
+    assert [scan["items"] for scan in reader.scans] == [[30], []]
+    assert reader.marker_lookups == 0
+    assert again is view
+    assert at_the_tail is view
+    with pytest.raises(EntryNotVisible):
+        await load_context(reader, 1, 31, cache=cache)
     earlier = await load_context(reader, 1, 10, cache=cache)
     assert [e.id for e in earlier.entries] == list(range(2, 11))
+
+
+async def test_a_cached_read_at_a_cutoff_among_newer_entries_stops_there_r71_r127(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 10)))
+    cache = RangeCache()
+    await load_context(storage, 1, cache=cache)
+    await put(storage, *(user_entry(i, f"u{i}") for i in range(10, 15)))
+
+    at_12 = await load_context(storage, 1, 12, cache=cache)
+    newest = await load_context(storage, 1, cache=cache)
+
+    assert [e.id for e in at_12.entries] == list(range(2, 13))
+    assert [e.id for e in newest.entries] == list(range(2, 15))
 
 
 async def test_a_new_head_marker_makes_the_range_cache_read_the_new_range_whole_r127(
