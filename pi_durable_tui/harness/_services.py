@@ -13,7 +13,10 @@ services <- tasks and handles <- harness).
 - ``task_definition(name)`` is the kernel definition the session runs for a task
   name (the harness wraps its tasks once per definition object, R35);
 - ``submissions`` keeps submission handles current and resolves
-  ``Submission.wait()`` from commit publications.
+  ``Submission.wait()`` from commit publications;
+- ``entry(entry_id)`` reads an entry by ID, recently read ones from memory
+  (entries never change once stored; a tool round reads its assistant entry
+  from each of its tasks, R127).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -35,7 +39,7 @@ from pi_durable_tui.harness._request import ValidatedMessages
 from pi_durable_tui.harness._settings import Settings, SettingsSource, read_settings
 from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.records import SubmissionRecord
+from pi_durable_tui.storage.records import StoredEntry, SubmissionRecord
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv
@@ -129,6 +133,10 @@ class SubmissionWaiters:
         self._waiters.clear()
 
 
+RECENT_ENTRIES = 256
+"""How many entries read by ID ``HarnessServices.entry`` keeps."""
+
+
 @dataclass(eq=False)
 class HarnessServices:
     """Everything the harness's parts share; one per open Harness."""
@@ -147,6 +155,21 @@ class HarnessServices:
     """Stored messages already validated for a request (R127): later requests reuse them."""
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
+    _entries: OrderedDict[int, StoredEntry] = field(default_factory=OrderedDict)
+
+    async def entry(self, entry_id: int) -> StoredEntry | None:
+        """Read an entry by ID; one read recently comes from memory (entries never change)."""
+        found = self._entries.get(entry_id)
+        if found is not None:
+            self._entries.move_to_end(entry_id)
+            return found
+        found = await self.session.storage.entry(entry_id)
+        # REMINDER: an absent ID is not remembered: it may be committed later.
+        if found is not None:
+            self._entries[entry_id] = found
+            while len(self._entries) > RECENT_ENTRIES:
+                self._entries.popitem(last=False)
+        return found
 
     def check_open(self) -> None:
         """Raise ``HarnessClosed`` once ``close()`` started (R23, R27)."""

@@ -137,13 +137,13 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
     live = await services.session.snapshot(LIVE_DOC, conversation_id) or {}
     slots: list[JsonObject] = list(live.get("tools") or [])
     assistant_id = int(checkpoint["assistant"])
-    stored = await services.session.storage.entry(assistant_id)
+    stored = await services.entry(assistant_id)
     assistant = message_of(stored.entry) if stored is not None else None
     results: list[JsonObject] = []
     for slot in slots:
         entry_id = slot.get("entry")
         if entry_id is not None:
-            found = await services.session.storage.entry(int(entry_id))
+            found = await services.entry(int(entry_id))
             message = message_of(found.entry) if found is not None else None
             if message is not None:
                 results.append(message)
@@ -251,7 +251,7 @@ async def abort_pending_calls(
         return []
     services = services_of(runtime)
     conversation_id = runtime.conversation_id
-    stored = await services.session.storage.entry(int(checkpoint["assistant"]))
+    stored = await services.entry(int(checkpoint["assistant"]))
     message = message_of(stored.entry) if stored is not None else None
     names = {call["id"]: call["name"] for call in _calls(message or {})}
     now = runtime.now()

@@ -72,7 +72,7 @@ class _Call:
 async def _read_call(services: HarnessServices, task: TaskRecord) -> _Call:
     data = task.input if isinstance(task.input, dict) else {}
     assistant, call_id = data.get("assistant"), data.get("call_id")
-    stored = await services.session.storage.entry(int(assistant or 0))
+    stored = await services.entry(int(assistant or 0))
     message = message_of(stored.entry) if stored is not None else None
     for block in (message or {}).get("content") or []:
         if (

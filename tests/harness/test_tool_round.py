@@ -245,3 +245,31 @@ async def test_a_steer_queued_during_a_round_is_placed_after_its_results_r64_r90
     assert [e.kind for e in entries][-3:] == [TOOL_RESULT, "pi.user", "pi.assistant"]
     assert texts(entries[-2]) == "also this"
     assert [(r.status, r.answer) for r in records] == [("done", entries[-1].id)] * 2
+
+
+async def test_a_round_reads_its_assistant_entry_from_storage_once_r127(
+    open_rig: RigFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    extension = define_extension(
+        "probe", tools=[make_tool("probe", lambda _args, _api: returns("ok"))]
+    )
+    rig = await open_rig(
+        faux_response(faux_tool_call("probe", {"text": "a"})),
+        faux_response("done"),
+        extensions=[extension],
+    )
+    storage = rig.harness.session.storage
+    read = storage.entry
+    reads: list[int] = []
+
+    async def counting(entry_id: int, conversation_id: int | None = None) -> Any:
+        reads.append(entry_id)
+        return await read(entry_id, conversation_id)
+
+    monkeypatch.setattr(storage, "entry", counting)
+
+    record = await rig.ask("go")
+
+    assert record.status == "done"
+    assistant = next(e for e in await rig.transcript() if e.kind == "pi.assistant")
+    assert reads.count(assistant.id) == 1
