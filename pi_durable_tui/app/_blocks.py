@@ -21,7 +21,7 @@ shown conversation's ``pi.live`` value, and gets ``Block`` values back.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -267,13 +267,14 @@ def entry_blocks(entry: EntryRecord) -> list[Block]:
 
 
 def live_blocks(
-    live: Mapping[str, Any], cards: Mapping[str, Block]
+    live: Mapping[str, Any], card: Callable[[str], Block | None]
 ) -> tuple[list[Block], dict[str, Block]]:
     """Blocks of what streams now, and the updated cards of running slots.
 
     Args:
         live: The ``pi.live`` value of the shown conversation.
-        cards: The loaded tool-card blocks by call ID.
+        card: The loaded tool-card block of a call ID, if any (looked up only for
+            the running slots: every streaming commit calls this).
 
     Returns:
         ``(live blocks to append at the end, card blocks to replace by key)``.
@@ -286,7 +287,7 @@ def live_blocks(
     for slot in live.get("tools") or []:
         if not isinstance(slot, dict):
             continue
-        block = cards.get(str(slot.get("call_id")))
+        block = card(str(slot.get("call_id")))
         if block is not None and block.tool is not None and slot.get("status") != "done":
             updated = replace(block, tool=apply_slot(block.tool, slot), streaming=True)
             if updated != block:

@@ -375,18 +375,18 @@ class LiveScreenModel:
         self._update_footer()
         return True
 
+    def _loaded_card(self, call_id: str) -> Block | None:
+        key = self._cards.get(call_id)
+        index = self._index.get(key) if key is not None else None
+        return self._stored[index] if index is not None else None
+
     def _refresh_live(self, added: list[str], changed: list[str]) -> tuple[list[str], bool]:
         """Recompute the streaming blocks and running cards.
 
         Returns:
             ``(live keys removed, whether the status line or busy changed)``.
         """
-        cards = {
-            call: self._stored[self._index[key]]
-            for call, key in self._cards.items()
-            if key in self._index
-        }
-        live, updated = live_blocks(self._live_doc, cards)
+        live, updated = live_blocks(self._live_doc, self._loaded_card)
         for key, block in updated.items():
             self._stored[self._index[key]] = block
             changed.append(key)
