@@ -12,7 +12,8 @@ not at all.
 Commands run through ``_process.run_command``, with the inherited environment
 scrubbed of secrets (``_secrets``) unless allow-listed. ``cleanup()`` kills
 every process group that is still alive, including background processes of
-commands that have returned.
+commands that have returned; a command still running when this process dies
+without a cleanup is killed by its guard (``_orphan_guard``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ pipes from the event loop (``add_reader``, no threads), counts newlines once
 per chunk, and routes each chunk to the spill file, then to the tail window or
 straight to ``on_output``. The leader's exit is watched through a pidfd.
 
+Every command runs under an ``OrphanGuard`` (``_orphan_guard``): if this process
+dies without ``cleanup()`` (SIGKILL, a closed terminal), the guard kills the
+command's process group.
+
 The command is finished when its leader has exited and both pipes are closed.
 A background process that keeps a pipe open (``server &``) does not hold the
 call: 100 ms after the leader exits, what is left in the pipes is read and the
@@ -32,6 +36,7 @@ from typing import Literal
 
 from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._groups import ProcessGroup, become_subreaper, reap_finished_groups
+from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._spill import SpillFile
 from pi_durable_tui.env._types import (
     ExecResult,
@@ -98,6 +103,7 @@ class _Command:
         self._exit_poll: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None
         self._done: asyncio.Future[None] = self._loop.create_future()
+        self._guard: OrphanGuard | None = None
         self.stop_reason: StopReason | None = None
         self.error: BaseException | None = None
 
@@ -114,10 +120,12 @@ class _Command:
         reap_finished_groups()
         out_read, out_write = _open_pipe()
         err_read, err_write = _open_pipe()
+        guard = OrphanGuard()
+        command, stdin = guard.wrap(argv, environ)
         try:
             process = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
+                command,
+                stdin=stdin,
                 stdout=out_write,
                 stderr=err_write,
                 cwd=cwd,
@@ -126,12 +134,15 @@ class _Command:
                 close_fds=True,
             )
         except OSError as error:
+            guard.release()
             for fd in (out_read, err_read):
                 os.close(fd)
             raise _spawn_error(error, argv[0]) from None
         finally:
+            guard.spawned()
             os.close(out_write)
             os.close(err_write)
+        self._guard = guard
         # REMINDER: this module reaps the child itself (ProcessGroup.reap); marking the Popen
         # finished keeps its __del__ from warning and from waiting on the pid later.
         process.returncode = 0
@@ -161,6 +172,8 @@ class _Command:
         group.reap()
         if group.exit_code is None:
             return
+        if self._guard is not None:
+            self._guard.release()  # the command is over: its guard leaves the group
         if self._pidfd is not None:
             self._loop.remove_reader(self._pidfd)
             os.close(self._pidfd)
@@ -265,6 +278,8 @@ class _Command:
 
     def finish(self) -> None:
         """Deliver what the window holds, close the spill file, drop every handle."""
+        if self._guard is not None:
+            self._guard.release()
         for handle in (self._window_timer, self._exit_poll, self._linger):
             if handle is not None:
                 handle.cancel()
@@ -330,6 +345,8 @@ async def run_command(
         on_output=on_output, spill=spill, window=window, kill_grace=kill_grace, secrets=secrets
     )
     group = command.start(argv, cwd, environ)
+    for finished in [known for known in groups if not known.alive()]:
+        groups.discard(finished)
     groups.add(group)
     loop = asyncio.get_running_loop()
     timer = None if timeout is None else loop.call_later(timeout, command.stop, "timeout")
