@@ -2,7 +2,8 @@
 
 - ``pidurable`` opens the terminal app on a new session for the working
   directory; ``-c/--continue`` opens the newest one and resumes what a killed
-  process left; ``-r/--resume`` picks one; ``--session PATH`` opens a given store.
+  process left; ``-r/--resume`` picks one in a picker on the screen (a numbered
+  list on the terminal with ``-p``); ``--session PATH`` opens a given store.
 - ``-p/--print [PROMPT]`` runs headless and prints the final answer (with no
   prompt, it finishes the newest input of the session);
   ``--mode json`` prints agent events as JSON lines instead.
@@ -19,11 +20,12 @@ a run whose prompt was left unanswered exits with status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui import __version__
@@ -56,7 +58,9 @@ class SignalGuard:
 
     - From ``install`` (the first thing ``main`` does) until the event loop runs,
       the first signal raises ``Interrupted``: nothing is open yet, so the command
-      ends at once.
+      ends at once; inside ``deferred()`` (the heavy imports) it is raised when
+      the block ends instead, since an exception in the middle of a compiled
+      module's initialisation (pydantic-core) makes it panic with a traceback.
     - While the loop runs (``attach``), the first signal cancels the main task;
       opening and closing the session finish anyway (``AgentApp``), so the store
       is closed on every path. Once the work is over (``release``), a signal
@@ -75,6 +79,7 @@ class SignalGuard:
         self.cancelled = False
         """Whether that signal cancelled the work (rather than arriving while it closed)."""
         self._target: asyncio.Task[int] | None = None
+        self._deferring = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -87,7 +92,23 @@ class SignalGuard:
     def _raise(self, signum: int, _frame: object) -> None:
         if self.received is None:
             self.received = signum
-            raise Interrupted(signum)
+            if not self._deferring:
+                raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Hold back a stop signal's ``Interrupted`` until the block has run.
+
+        Raises:
+            Interrupted: After the block, when a stop signal arrived before or in it.
+        """
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self.received is not None:
+            raise Interrupted(self.received)
 
     def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[int]) -> None:
         """Route the signals through ``loop``: the first one cancels ``task``."""
@@ -227,15 +248,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["export"]:
+        with signals.deferred():
+            _import_session_layers()
         from pi_durable_tui.app import export_main
 
         return export_main(arguments[1:])
     args = build_parser().parse_args(arguments)
     if args.prompt is not None or args.list_models:
         # The heavy imports happen here, before the event loop starts: a signal in
-        # their middle ends the command at once (``Interrupted``), with nothing open.
-        # The terminal app imports them after its first paint instead.
-        _import_session_layers()
+        # their middle ends the command right after them (``Interrupted``), with
+        # nothing open. The terminal app imports them after its first paint instead.
+        with signals.deferred():
+            _import_session_layers()
     if args.list_models:
         from pi_durable_tui.app import describe_startup_error, list_models_text
 
@@ -245,7 +269,7 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
             return _startup_failed(error, describe_startup_error(error))
         return 0
     session = args.session
-    if args.resume:
+    if args.resume and args.prompt is not None:  # the terminal app picks on its screen
         session = _pick_session()
         if session is None:
             return EXIT_USAGE
@@ -342,7 +366,13 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
     """
     import asyncio
 
-    from pi_durable_tui.app import Controller, OpeningSession, ScreenModel, settings_theme
+    from pi_durable_tui.app import (
+        Controller,
+        OpeningSession,
+        ScreenModel,
+        SessionInfo,
+        settings_theme,
+    )
     from pi_durable_tui.tui import DEFAULT_THEME, PidurableApp
 
     cwd = os.getcwd()
@@ -357,6 +387,14 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             from pi_durable_tui.app import describe_startup_error
 
             return _startup_failed(error, describe_startup_error(error))
+    stored: list[SessionInfo] = []
+    if args.resume:
+        from pi_durable_tui.app import session_infos
+
+        stored = session_infos(cwd)
+        if not stored:
+            sys.stderr.write(f"pidurable: No session exists for {os.path.realpath(cwd)}\n")
+            return EXIT_USAGE
     failures: list[BaseException] = []
 
     async def open_session() -> tuple[ScreenModel, Controller]:
@@ -371,12 +409,26 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         failures.append(error)
         screen.exit(return_code=EXIT_USAGE)
 
+    async def pick_then_open() -> None:
+        nonlocal session
+        session = await screen.pick_session(stored)
+        if session is None:
+            screen.exit()  # the picker was closed: nothing to open
+        else:
+            opening.start()
+
+    def painted() -> None:
+        if stored:
+            screen.run_worker(pick_then_open(), exit_on_error=False)
+        else:
+            opening.start()
+
     opening = OpeningSession(cwd, open_session, failed)
     screen = PidurableApp(
         opening,
         opening,
         theme=settings_theme(cwd) or DEFAULT_THEME,
-        on_painted=opening.start,
+        on_painted=painted,
     )
     status = EXIT_USAGE
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -22,7 +23,7 @@ from typing import Any, ClassVar
 import pytest
 
 from pi_durable_tui import __version__
-from pi_durable_tui.cli import main
+from pi_durable_tui.cli import Interrupted, SignalGuard, main
 from pi_durable_tui.harness import text_of
 from tests.app.support import stored_entries
 
@@ -282,6 +283,35 @@ def test_a_stop_signal_at_any_moment_ends_with_one_line_and_a_store_that_reopens
     assert resumed == (0, ANSWER + "\n", "")
 
 
+@pytest.fixture
+def guard() -> Iterator[SignalGuard]:
+    """A ``SignalGuard`` holding this process's SIGINT and SIGTERM for the test."""
+    installed = SignalGuard()
+    installed.install()
+    yield installed
+    installed.restore()
+
+
+def test_a_stop_signal_during_the_heavy_imports_ends_the_command_right_after_them(
+    guard: SignalGuard,
+) -> None:
+    # An exception raised in the middle of pydantic-core's initialisation makes it
+    # panic with a traceback, so the imports run to their end first.
+    ran: list[str] = []
+
+    def imports() -> None:
+        with guard.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # the handler runs here, between two bytecodes
+            ran.append("the rest of the block")
+
+    with pytest.raises(Interrupted):
+        imports()
+
+    assert ran == ["the rest of the block"]
+    assert guard.received == signal.SIGTERM
+
+
 @pytest.mark.parametrize(
     ("setup", "argv", "line"),
     [
@@ -308,6 +338,7 @@ def test_a_stop_signal_at_any_moment_ends_with_one_line_and_a_store_that_reopens
         ({}, ["-p", "x", "--model", "openai/nope"], "Unknown model openai/nope. Models of openai:"),
         ({}, ["-c", "-p"], "No session exists for"),
         ({}, ["-c"], "No session exists for"),  # the terminal app: found before any screen
+        ({}, ["-r"], "No session exists for"),
     ],
 )
 def test_a_startup_problem_exits_2_with_one_line_and_no_traceback(
