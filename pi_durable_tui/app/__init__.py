@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         list_sessions,
         new_session_path,
         newest_session,
+        session_infos,
         sessions_dir,
     )
     from pi_durable_tui.app._settings_files import SettingsError, settings_theme
@@ -95,6 +96,7 @@ _LAZY: dict[str, str] = {
     "SessionUnavailable": "_sessions",
     "StoredSession": "_sessions",
     "list_sessions": "_sessions",
+    "session_infos": "_sessions",
     "new_session_path": "_sessions",
     "newest_session": "_sessions",
     "sessions_dir": "_sessions",
@@ -165,6 +167,7 @@ __all__ = [
     "newest_session",
     "recovery_report",
     "run_headless",
+    "session_infos",
     "sessions_dir",
     "settings_theme",
     "start_screen",

@@ -35,7 +35,7 @@ from pi_durable_tui.app._export import export_transcript
 from pi_durable_tui.app._ports import ExportFormat
 from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
-from pi_durable_tui.app._sessions import list_sessions, sessions_dir, write_title
+from pi_durable_tui.app._sessions import session_infos, sessions_dir, write_title
 from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
 from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
 from pi_durable_tui.storage import EntryRecord
@@ -258,10 +258,7 @@ class AgentController:
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions of this directory, newest first."""
-        return [
-            SessionInfo(str(s.path), s.title, s.last_activity_ms, s.size_bytes)
-            for s in list_sessions(self.app.cwd)
-        ]
+        return session_infos(self.app.cwd)
 
     async def open_session(self, path: str) -> None:
         """Switch to another stored session."""

@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from pi_durable_tui.app._view import SessionInfo
+
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
 FAUX_SCRIPT_NAME = "faux-script.txt"
@@ -104,6 +106,14 @@ def list_sessions(cwd: str | os.PathLike[str]) -> list[StoredSession]:
         title = title_file.read_text("utf-8", "replace").strip() if title_file.exists() else ""
         found.append(StoredSession(store, int(name[:13]), int(last * 1000), size, title))
     return found
+
+
+def session_infos(cwd: str | os.PathLike[str]) -> list[SessionInfo]:
+    """The sessions of ``cwd`` as the ``--resume`` picker shows them, newest first."""
+    return [
+        SessionInfo(str(s.path), s.title, s.last_activity_ms, s.size_bytes)
+        for s in list_sessions(cwd)
+    ]
 
 
 def newest_session(cwd: str | os.PathLike[str]) -> Path:

@@ -28,14 +28,23 @@ from textual import on
 from textual.app import ComposeResult
 from textual.message import Message
 
-from pi_durable_tui.app import Controller, Notice, NoticeLevel, ScreenModel, ViewChange
+from pi_durable_tui.app import (
+    Controller,
+    Notice,
+    NoticeLevel,
+    ScreenModel,
+    SessionInfo,
+    ViewChange,
+)
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
     COMMANDS,
+    SESSIONS_TITLE,
     CommandError,
     as_message,
     fork_from_picker,
     parse_command,
+    session_items,
 )
 from pi_durable_tui.tui._completion import CompletionMenu
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
@@ -277,6 +286,17 @@ class PidurableApp(KeyActions, GuardedApp):
             self.notice("info", f"{title}: nothing to choose from.")
             return None
         return await self.push_screen_wait(PickerScreen(title, items))
+
+    async def pick_session(self, sessions: Sequence[SessionInfo]) -> str | None:
+        """Show the session picker (first message, last activity, size); the chosen path.
+
+        Args:
+            sessions: The sessions to offer, newest first.
+
+        Returns:
+            The chosen session's path, or ``None`` when the picker was closed.
+        """
+        return await self.pick(SESSIONS_TITLE, session_items(sessions))
 
     # -- what widgets ask for -----------------------------------------------------------
 

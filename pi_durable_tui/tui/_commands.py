@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar, get_args
 
 from textual.content import Content
 
-from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel
+from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel, SessionInfo
 from pi_durable_tui.tui._picker import PickerItem
 
 T = TypeVar("T")
@@ -182,8 +182,12 @@ def _size(size: int) -> str:
     return f"{size / 1024:.0f} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
 
 
-async def _resume(host: CommandHost, arg: str) -> None:
-    items = [
+SESSIONS_TITLE = "Sessions of this directory"
+
+
+def session_items(sessions: Sequence[SessionInfo]) -> list[PickerItem[str]]:
+    """The rows of the session picker (``/resume``, ``pidurable -r``): first message, age, size."""
+    return [
         PickerItem(
             Content.assemble(
                 session.first_message.splitlines()[0] if session.first_message else "(empty)",
@@ -192,9 +196,12 @@ async def _resume(host: CommandHost, arg: str) -> None:
             session.path,
             search=session.first_message,
         )
-        for session in await host.controller.sessions()
+        for session in sessions
     ]
-    path = await host.pick("Sessions of this directory", items)
+
+
+async def _resume(host: CommandHost, arg: str) -> None:
+    path = await host.pick(SESSIONS_TITLE, session_items(await host.controller.sessions()))
     if path is not None:
         await host.controller.open_session(path)
 

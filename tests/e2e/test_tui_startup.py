@@ -4,7 +4,8 @@
 session...``), so a problem found while opening (here: the session is open in
 another process) must leave the screen, restore the terminal and print one line,
 exactly as it did before a screen existed; a stop signal while it opens must
-close everything and say so.
+close everything and say so. ``pidurable -r`` paints, then shows the session
+picker; the session opens once one is picked, and closing the picker exits.
 """
 
 from __future__ import annotations
@@ -81,3 +82,40 @@ def test_sigterm_in_an_open_session_says_how_to_continue_it(terminals: list[Term
     printed = flat(first.history())
     assert "pidurable: terminated; the session is saved: `pidurable -c` continues it" in printed
     assert first.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+
+
+def test_resume_picks_a_session_on_the_screen_and_opens_it(terminals: list[Terminal]) -> None:
+    first, _ = terminals
+    first.start("--model", "faux/faux-1")
+    first.wait_for(contains("/compact"), "the first frame")
+    first.submit("the first prompt")
+    first.wait_for(contains("READY-ANSWER"), "the answer")
+    first.press("C-d")
+    assert first.wait_dead() == "status 0"
+
+    first.start("-r")
+    first.wait_for(contains("Sessions of this directory", "the first prompt"), "the picker")
+    first.press("Enter")
+
+    first.wait_for(contains("READY-ANSWER", "the first prompt"), "the picked session's transcript")
+    first.press("C-d")
+    assert first.wait_dead() == "status 0"
+
+
+def test_closing_the_resume_picker_exits_without_opening_anything(
+    terminals: list[Terminal],
+) -> None:
+    first, _ = terminals
+    first.start("--model", "faux/faux-1")
+    first.wait_for(contains("/compact"), "the first frame")
+    first.submit("the first prompt")
+    first.wait_for(contains("READY-ANSWER"), "the answer")
+    first.press("C-d")
+    first.wait_dead()
+
+    first.start("-r")
+    first.wait_for(contains("Sessions of this directory"), "the picker")
+    first.press("Escape")
+
+    assert first.wait_dead() == "status 0"
+    assert len(list(first.home.glob("sessions/*/*/session.sqlite"))) == 1
