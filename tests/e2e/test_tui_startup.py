@@ -39,14 +39,24 @@ def terminals(tmp_path: Path) -> Iterator[list[Terminal]]:
         terminal.close()
 
 
+def start_answered(terminal: Terminal, prompt: str) -> None:
+    """Start a new session, send ``prompt`` and wait for the scripted answer."""
+    terminal.start("--model", "faux/faux-1")
+    terminal.wait_for(contains("/compact"), "the first frame")  # keys typed earlier reach the tty
+    terminal.submit(prompt)
+    terminal.wait_for(contains("READY-ANSWER"), "the answer")
+
+
+def alternate_screen(terminal: Terminal) -> bool:
+    """Whether the terminal still shows the app's alternate screen."""
+    return terminal.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "1"
+
+
 def test_a_session_open_elsewhere_leaves_the_screen_and_prints_one_line_naming_the_process(
     terminals: list[Terminal],
 ) -> None:
     first, second = terminals
-    first.start("--model", "faux/faux-1")
-    first.wait_for(contains("/compact"), "the first frame")  # keys typed earlier reach the tty
-    first.submit("hello")
-    first.wait_for(contains("READY-ANSWER"), "the first app's answer")
+    start_answered(first, "hello")
 
     second.start("-c")
     status = second.wait_dead()
@@ -54,7 +64,7 @@ def test_a_session_open_elsewhere_leaves_the_screen_and_prints_one_line_naming_t
     printed = second.history()
     assert status == "status 2", printed
     assert f"is open in process {first.pid()}" in printed.replace("\n", "")
-    assert second.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+    assert not alternate_screen(second)
 
 
 def test_sigterm_at_the_first_frame_restores_the_terminal_and_exits_143(
@@ -67,29 +77,23 @@ def test_sigterm_at_the_first_frame_restores_the_terminal_and_exits_143(
 
     assert first.wait_dead() == "status 143"
     assert "pidurable: terminated" in first.history()
-    assert first.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+    assert not alternate_screen(first)
 
 
 def test_sigterm_in_an_open_session_says_how_to_continue_it(terminals: list[Terminal]) -> None:
     first, _ = terminals
-    first.start("--model", "faux/faux-1")
-    first.wait_for(contains("/compact"), "the first frame")
-    first.submit("hello")
-    first.wait_for(contains("READY-ANSWER"), "the answer")
+    start_answered(first, "hello")
     os.kill(first.pid(), signal.SIGTERM)
 
     assert first.wait_dead() == "status 143"
     printed = flat(first.history())
     assert "pidurable: terminated; the session is saved: `pidurable -c` continues it" in printed
-    assert first.tmux("display-message", "-p", "-t", "app", "#{alternate_on}").strip() == "0"
+    assert not alternate_screen(first)
 
 
 def test_resume_picks_a_session_on_the_screen_and_opens_it(terminals: list[Terminal]) -> None:
     first, _ = terminals
-    first.start("--model", "faux/faux-1")
-    first.wait_for(contains("/compact"), "the first frame")
-    first.submit("the first prompt")
-    first.wait_for(contains("READY-ANSWER"), "the answer")
+    start_answered(first, "the first prompt")
     first.press("C-d")
     assert first.wait_dead() == "status 0"
 
@@ -106,10 +110,7 @@ def test_closing_the_resume_picker_exits_without_opening_anything(
     terminals: list[Terminal],
 ) -> None:
     first, _ = terminals
-    first.start("--model", "faux/faux-1")
-    first.wait_for(contains("/compact"), "the first frame")
-    first.submit("the first prompt")
-    first.wait_for(contains("READY-ANSWER"), "the answer")
+    start_answered(first, "the first prompt")
     first.press("C-d")
     first.wait_dead()
 
