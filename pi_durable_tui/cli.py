@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui import __version__
@@ -122,6 +122,33 @@ class SignalGuard:
             if self._target is not None:
                 self.cancelled = True
                 self._target.cancel()
+
+    async def guarded(
+        self, work: Awaitable[int], close: Callable[[], Awaitable[object]]
+    ) -> int | None:
+        """Await ``work``, then ``close`` on every path; ``None`` when a stop signal cut it.
+
+        Args:
+            work: The command's work (its exit status).
+            close: Closes what the work used; it runs to its end, signals or not.
+
+        Raises:
+            asyncio.CancelledError: The work was cancelled, not by a stop signal.
+        """
+        import asyncio
+
+        status: int | None = None
+        try:
+            status = await work
+        except asyncio.CancelledError:
+            if not self.cancelled:
+                raise
+        finally:
+            self.release()  # the close below must run to its end
+            await close()
+        # REMINDER: work may end quietly when its task is cancelled (a Textual app
+        # does), so the guard, not the CancelledError, says whether a signal stopped it.
+        return None if self.cancelled else status
 
     def release(self) -> None:
         """Cancel nothing any more (the work is over; closing must finish)."""
@@ -335,22 +362,16 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
         return signals.stopped(signals.received, None)
     except Exception as error:
         return _startup_failed(error, describe_startup_error(error))
-    status = EXIT_USAGE
-    try:
-        status = await run_headless(
-            app,
-            args.prompt or None,
-            sys.stdout,
-            sys.stderr,
-            mode=args.mode,
-            request_id=args.request_id,
-        )
-    except asyncio.CancelledError:
-        pass  # a stop signal: reported below, once the store is closed
-    finally:
-        signals.release()  # the close below must run to its end
-        await app.close()
-    if signals.cancelled:
+    work = run_headless(
+        app,
+        args.prompt or None,
+        sys.stdout,
+        sys.stderr,
+        mode=args.mode,
+        request_id=args.request_id,
+    )
+    status = await signals.guarded(work, app.close)
+    if status is None:
         return signals.stopped(signals.received, _continue_hint(args))
     return status
 
@@ -430,18 +451,13 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         theme=settings_theme(cwd) or DEFAULT_THEME,
         on_painted=painted,
     )
-    status = EXIT_USAGE
-    try:
+
+    async def run() -> int:
         await screen.run_async()
-        status = int(screen.return_code or 0)
-    except asyncio.CancelledError:
-        pass  # a stop signal: reported below, once the store is closed
-    finally:
-        signals.release()  # the close below must run to its end
-        await opening.close()
-    # REMINDER: the screen may end quietly when its task is cancelled, so the
-    # guard, not the CancelledError, says whether a signal stopped the work.
-    if signals.cancelled:
+        return int(screen.return_code or 0)
+
+    status = await signals.guarded(run(), opening.close)
+    if status is None:
         return signals.stopped(signals.received, _continue_hint(args) if opening.opened else None)
     if failures:
         from pi_durable_tui.app import describe_startup_error
