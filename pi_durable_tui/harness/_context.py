@@ -321,8 +321,9 @@ async def load_context(
 
     Reads the newest entry (when no cutoff is given), the newest head marker at or
     before it, and the entries from the marker's ``head`` through it, ascending and
-    page by page; entries before the range are never read. Fork-aware visibility
-    is the storage's job.
+    page by page; entries before the range are never read. With a ``cache`` that
+    holds the conversation, a later read is one scan of the newer entries, unless
+    one of them is a head marker. Fork-aware visibility is the storage's job.
 
     Args:
         reader: The storage (or anything with its two reads).
@@ -396,7 +397,7 @@ async def _grow(
     newer = await _scan(reader, conversation_id, cached.tail + 1, cutoff)
     if any(entry.head is not None for entry in newer):
         return None
-    _check_cutoff([*cached.visible[-1:], *newer], cutoff, conversation_id)
+    _check_cutoff(newer, cutoff, conversation_id)  # the cutoff is newer than the cached tail
     if not newer:
         return cached
     visible = [*cached.visible, *newer]
