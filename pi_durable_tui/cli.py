@@ -444,7 +444,8 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         else:
             opening.start()
 
-    opening = OpeningSession(cwd, open_session, failed)
+    waiting = "Pick a session to open (esc: leave)" if stored else None
+    opening = OpeningSession(cwd, open_session, failed, waiting=waiting)
     screen = PidurableApp(
         opening,
         opening,

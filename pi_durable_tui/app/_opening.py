@@ -61,11 +61,20 @@ class OpeningSession:
         cwd: The working directory, shown in the footer meanwhile.
         opener: Opens the session (run by ``start()``).
         on_failure: Called with the opener's error (not with a cancellation).
+        waiting: The status line until ``start()`` when the session is not opened
+            at once (``pidurable -r``: the user picks it first); ``Opening
+            session...`` from then on.
     """
 
     def __init__(
-        self, cwd: str, opener: SessionOpener, on_failure: Callable[[BaseException], None]
+        self,
+        cwd: str,
+        opener: SessionOpener,
+        on_failure: Callable[[BaseException], None],
+        *,
+        waiting: str | None = None,
     ) -> None:
+        self._status = waiting or OPENING_STATUS
         self._footer = Footer(cwd=cwd, model="…")  # not known until the session opens
         self._opener = opener
         self._on_failure = on_failure
@@ -86,6 +95,9 @@ class OpeningSession:
         """Begin opening the session, on the running loop; later calls do nothing."""
         if self._task is None and self._closing is None:
             self._task = asyncio.get_running_loop().create_task(self._open())
+            if self._status != OPENING_STATUS:
+                self._status = OPENING_STATUS
+                self._forward(ViewChange(status=True))
 
     async def wait_opened(self) -> None:
         """Wait until the session is open.
@@ -149,8 +161,8 @@ class OpeningSession:
 
     @property
     def status(self) -> str:
-        """``Opening session...``, then the session's status line."""
-        return OPENING_STATUS if self._model is None else self._model.status
+        """``Opening session...`` (or the waiting text), then the session's status line."""
+        return self._status if self._model is None else self._model.status
 
     @property
     def busy(self) -> bool:

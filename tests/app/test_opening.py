@@ -199,3 +199,18 @@ async def test_start_after_close_opens_nothing(opening: OpeningSession, opener: 
     opening.start()
     await asyncio.sleep(0.01)
     assert opener.runs == 0
+
+
+async def test_a_waiting_status_shows_until_start_then_opening_and_listeners_hear_it(
+    opener: Opener,
+) -> None:
+    session = OpeningSession("/work/project", opener, opener.failures.append, waiting="Pick one")
+    heard: list[ViewChange] = []
+    session.subscribe(heard.append)
+
+    assert session.status == "Pick one"
+    session.start()
+
+    assert session.status == "Opening session..."
+    assert heard == [ViewChange(status=True)]
+    await within(session.close())
