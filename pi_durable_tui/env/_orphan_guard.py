@@ -49,7 +49,9 @@ class OrphanGuard:
     def __init__(self) -> None:
         self._read, self._write = os.pipe()  # neither end is inherited by default
 
-    def wrap(self, argv: Sequence[str], environ: Mapping[str, str]) -> tuple[list[str], int]:
+    def wrap(
+        self, argv: Sequence[str], environ: Mapping[str, str], cwd: str
+    ) -> tuple[list[str], int]:
         """Return ``argv`` under the guard's wrapper and the stdin to start it with.
 
         Where the wrapper cannot run, ``argv`` is returned unchanged with
@@ -58,8 +60,9 @@ class OrphanGuard:
         Args:
             argv: The command.
             environ: Its environment (``PATH`` decides whether the program exists).
+            cwd: Its working directory (a relative program path starts there).
         """
-        if not os.path.exists(SHELL) or not _runnable(argv[0], environ):
+        if not os.path.exists(SHELL) or not _runnable(argv[0], environ, cwd):
             self.spawned()
             return list(argv), subprocess.DEVNULL
         return [SHELL, "-c", _SCRIPT, "sh", *argv], self._read
@@ -81,7 +84,8 @@ class OrphanGuard:
         self._write = -1
 
 
-def _runnable(program: str, environ: Mapping[str, str]) -> bool:
+def _runnable(program: str, environ: Mapping[str, str], cwd: str) -> bool:
     if os.sep in program:
-        return os.path.isfile(program) and os.access(program, os.X_OK)
+        path = os.path.join(cwd, program)  # an absolute program stays as it is
+        return os.path.isfile(path) and os.access(path, os.X_OK)
     return shutil.which(program, path=environ.get("PATH", os.defpath)) is not None

@@ -121,7 +121,7 @@ class _Command:
         out_read, out_write = _open_pipe()
         err_read, err_write = _open_pipe()
         guard = OrphanGuard()
-        command, stdin = guard.wrap(argv, environ)
+        command, stdin = guard.wrap(argv, environ, cwd)
         try:
             process = subprocess.Popen(
                 command,

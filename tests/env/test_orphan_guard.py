@@ -132,3 +132,18 @@ async def test_a_command_sees_only_its_own_standard_descriptors(env: LocalEnv) -
     await env.exec(["sh", "-c", "ls /proc/$$/fd"], on_output=captured)
 
     assert sorted(captured.text().split()) == ["0", "1", "2"]
+
+
+async def test_a_program_given_relative_to_the_working_directory_runs_guarded(
+    env: LocalEnv, tmp_path: Path
+) -> None:
+    script = tmp_path / "children.sh"
+    # ``read`` is a builtin: the only child the script has is its guard, if any.
+    script.write_text('#!/bin/sh\nread -r kids < /proc/$$/task/$$/children; echo "[$kids]"\n')
+    script.chmod(0o755)
+    captured = Captured()
+
+    result = await env.exec(["./children.sh"], on_output=captured)
+
+    assert result.exit_code == 0
+    assert captured.text().strip() not in ("[]", ""), "the command has no guard"
