@@ -33,6 +33,7 @@ from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking
 from pi_durable_tui.app._agent_app import AgentApp
 from pi_durable_tui.app._export import export_transcript
 from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._project_files import SKIPPED_DIRS, ProjectFiles
 from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
 from pi_durable_tui.app._sessions import session_infos, sessions_dir, write_title
@@ -43,7 +44,8 @@ from pi_durable_tui.storage import EntryRecord
 T = TypeVar("T")
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
-_SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
+COMPLETIONS = 50
+"""Paths ``complete_path`` offers at most."""
 
 
 class AgentController:
@@ -64,6 +66,7 @@ class AgentController:
         self._lock = asyncio.Lock()
         self._closed = False
         self._waiters: set[asyncio.Future[None]] = set()
+        self._project_files: ProjectFiles | None = None
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
@@ -286,21 +289,33 @@ class AgentController:
         return str(target)
 
     def complete_path(self, prefix: str) -> list[str]:
-        """Paths under the working directory starting with ``prefix`` (at most 50)."""
+        """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
+
+        A bare name of two characters or more also finds files anywhere below the
+        working directory whose path contains it (``ProjectFiles``), after the
+        entries of the working directory itself.
+        """
         directory, _, stem = prefix.rpartition("/")
         base = Path(self.app.cwd) / directory
         found: list[str] = []
         with contextlib.suppress(OSError):
             for entry in sorted(os.scandir(base), key=lambda e: e.name):
-                if entry.name in _SKIPPED_DIRS or not entry.name.startswith(stem):
+                if entry.name in SKIPPED_DIRS or not entry.name.startswith(stem):
                     continue
                 if stem == "" and entry.name.startswith("."):
                     continue
                 name = f"{directory}/{entry.name}" if directory else entry.name
                 found.append(name + "/" if entry.is_dir() else name)
-                if len(found) == 50:
-                    break
-        return found
+                if len(found) == COMPLETIONS:
+                    return found
+        if directory or len(stem) < 2:
+            return found
+        files = self._project_files
+        if files is None or files.root != self.app.cwd:  # another session may work elsewhere
+            files = self._project_files = ProjectFiles(self.app.cwd)
+        listed = set(found)
+        found += [path for path in files.matching(stem, COMPLETIONS) if path not in listed]
+        return found[:COMPLETIONS]
 
     def history(self) -> Sequence[str]:
         """Earlier prompts of this directory, oldest first."""

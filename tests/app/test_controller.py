@@ -262,6 +262,23 @@ async def test_complete_path_lists_matching_files_and_directories_skipping_noise
     assert rig.controller.complete_path("missing/") == []
 
 
+async def test_complete_path_of_a_bare_name_also_finds_files_deeper_below(
+    open_screen: ScreenFactory,
+) -> None:
+    rig = await open_screen()
+    for name in ("model_card.md", "src/app/models.py", "src/model.py", ".git/model.py"):
+        (rig.workdir / name).parent.mkdir(parents=True, exist_ok=True)
+        (rig.workdir / name).write_text("x")
+
+    # The working directory's own entries first, then the rest by rank.
+    assert rig.controller.complete_path("mode") == [
+        "model_card.md",
+        "src/model.py",
+        "src/app/models.py",
+    ]
+    assert rig.controller.complete_path("m") == ["model_card.md"]  # one letter: no search
+
+
 async def test_history_keeps_each_prompt_once_oldest_first(open_screen: ScreenFactory) -> None:
     rig = await open_screen(say("1"), say("2"), say("3"))
     for prompt in ("first", "second", "first"):

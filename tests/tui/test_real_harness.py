@@ -153,12 +153,14 @@ async def test_scrolling_to_the_top_pages_older_entries_in_from_the_store(
             block = rig.model.block(app.transcript.mounted_keys[0])
             return block.text if block is not None else ""
 
-        for _ in range(40):
+        def at_the_top() -> bool:
+            # Each scroll home pages older entries in; keep scrolling until the first.
             if oldest_mounted() == "message 0":
-                break
+                return True
             app.transcript.scroll_home(animate=True, duration=0.02)
-            await pilot.pause(0.05)
-        assert oldest_mounted() == "message 0"
+            return False
+
+        await until(pilot, at_the_top, "the oldest entry after scrolling up")
         assert (rig.model.has_older, len(rig.model.blocks)) == (False, 200)
 
 
