@@ -278,14 +278,6 @@ class RangeCache:
         self._kept = kept
         self._ranges: OrderedDict[int, CachedRange] = OrderedDict()
 
-    def get(self, conversation_id: int, start: int | None) -> CachedRange | None:
-        """The cached range of this conversation starting at ``start``, if any."""
-        found = self._ranges.get(conversation_id)
-        if found is None or found.start != start:
-            return None
-        self._ranges.move_to_end(conversation_id)
-        return found
-
     def latest(self, conversation_id: int) -> CachedRange | None:
         """The cached range of this conversation, whatever its start."""
         found = self._ranges.get(conversation_id)
@@ -358,22 +350,15 @@ async def load_context(
         tail = newest.items[0].entry.id
     marker = await reader.find_latest_head_marker(conversation_id, tail)
     start = marker.entry.head if marker is not None else None
-    cached = cache.get(conversation_id, start) if cache is not None else None
-    if cached is not None and cached.tail >= tail:
-        visible = [entry for entry in cached.visible if entry.id <= tail]
+    if latest is not None and latest.start == start and tail < latest.tail:
+        # An older cutoff in the cached range: derived from it, not cached.
+        visible = [entry for entry in latest.visible if entry.id <= tail]
         _check_cutoff(visible, cutoff, conversation_id)
-        if cached.tail == tail:
-            return cached.derived.view
-        return derive_context(active_range(visible))  # an older cutoff: not cached
-    known = cached.visible if cached is not None else []
-    scan_from = cached.tail + 1 if cached is not None else start
-    visible = [*known, *await _scan(reader, conversation_id, scan_from, tail)]
+        return derive_context(active_range(visible))
+    visible = await _scan(reader, conversation_id, start, tail)
     _check_cutoff(visible, cutoff, conversation_id)
-    added = visible[len(known) :]
-    derived = extend_range(cached.derived, added) if cached is not None else None
-    if derived is None:
-        derived = derive_range(active_range(visible))
-    if cache is not None:
+    derived = derive_range(active_range(visible))
+    if cache is not None and (latest is None or tail > latest.tail):
         cache.put(conversation_id, CachedRange(start, tail, visible, derived))
     return derived.view
 
