@@ -296,10 +296,17 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
             return _startup_failed(error, describe_startup_error(error))
         return 0
     session = args.session
-    if args.resume and args.prompt is not None:  # the terminal app picks on its screen
-        session = _pick_session()
-        if session is None:
-            return EXIT_USAGE
+    if args.resume:
+        from pi_durable_tui.app import NoSession, describe_startup_error, newest_session
+
+        try:
+            newest_session(os.getcwd())  # nothing to pick needs no picker
+        except NoSession as error:
+            return _startup_failed(error, describe_startup_error(error))
+        if args.prompt is not None:  # the terminal app picks on its screen
+            session = _pick_session()
+            if session is None:
+                return EXIT_USAGE
     import asyncio
 
     try:
@@ -413,9 +420,6 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         from pi_durable_tui.app import session_infos
 
         stored = session_infos(cwd)
-        if not stored:
-            sys.stderr.write(f"pidurable: No session exists for {os.path.realpath(cwd)}\n")
-            return EXIT_USAGE
     failures: list[BaseException] = []
 
     async def open_session() -> tuple[ScreenModel, Controller]:
@@ -482,9 +486,6 @@ def _pick_session() -> str | None:
     from pi_durable_tui.app import list_sessions
 
     sessions = list_sessions(os.getcwd())
-    if not sessions:
-        sys.stderr.write(f"pidurable: No session exists for {os.path.realpath(os.getcwd())}\n")
-        return None
     for number, stored in enumerate(sessions[:20], 1):
         when = datetime.datetime.fromtimestamp(stored.last_activity_ms / 1000)
         size = f"{stored.size_bytes / 1024:.0f} KiB"
