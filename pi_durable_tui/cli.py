@@ -28,7 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui import __version__
+from pi_durable_tui import __version__, stack_dump
 
 if TYPE_CHECKING:
     import asyncio
@@ -261,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     signals = SignalGuard()
     signals.install()
+    stack_dump.install()
     try:
         return _main(argv, signals)
     except Interrupted:

@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "app": 5,
     "tui": 6,
     "cli": 7,
+    "stack_dump": 0,  # diagnostics on SIGUSR1: imports nothing of the package, any layer may use it
     "bench": 7,  # programs beside the product: they may use any layer, nothing uses them
     "examples": 7,
     "__main__": 8,  # ``python -m pi_durable_tui`` runs the command line
