@@ -11,7 +11,14 @@ product rather than to a kernel workload (``crash_runner`` does that):
   that was published) while ``select`` also waits on the trial's
   ``EffectWatch``. It sends SIGKILL at a time after the spawn, or right after
   the effect of a chosen tool call shows (a ledger line, a rename, an open:
-  inside that call's effect window), or not at all.
+  inside that call's effect window), or not at all. A ``bash`` call killed in
+  its window is held there by files the runner creates (``agent_scenario``):
+  it goes on once its first line was acknowledged, and ends once the agent is
+  dead, so no machine is too slow for the kill to land.
+- A process that prints nothing, shows no effect and burns (almost) no CPU for
+  ``SILENCE_TIMEOUT`` seconds is hung: it gets SIGUSR1 (``pi_durable_tui.stack_dump``: the stacks
+  of its threads and asyncio tasks go to its stderr, which the failure shows),
+  then SIGKILL.
 - ``run_chain`` restarts the agent after every kill until a run completes. The
   first process sends the prompt with ``-p PROMPT --request-id ID``; a restart
   continues with ``-c -p``, except that it sends the prompt again with the same
@@ -39,21 +46,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pi_durable_tui import stack_dump
 from pi_durable_tui.storage.failpoints import ENV_VAR as FAILPOINT_ENV
 from tests.e2e.agent_effects import Effect, EffectWatch, read_ledger
 from tests.e2e.agent_scenario import (
+    ACKED,
     CANARY,
     CANARY_ENV,
     LEDGER,
     PROMPT,
+    RELEASED,
     REQUEST_ID,
     SLOW_DIR,
     Scenario,
 )
 from tests.e2e.crash_runner import KILLED
 
-HANG_TIMEOUT = 120.0
-"""Seconds a process may run before it counts as hung (a whole session takes about 12 s)."""
+SILENCE_TIMEOUT = 120.0
+"""Seconds a process may go without progress before it counts as hung.
+
+Progress is a JSON line, a tool effect or ``WORKING_CPU`` seconds of CPU time:
+not run time, since a whole session takes about 12 s on an idle machine and
+several minutes beside other heavy work (issue 12), start-up included (twenty
+processes importing at once); a process stuck waiting prints nothing and burns
+no CPU.
+"""
+WORKING_CPU = 0.5
+"""CPU seconds within a silence that count as progress (an idle wait uses a few ms)."""
+RUN_TIMEOUT = 900.0
+"""Seconds a process may run in all, printing or not (a loop that never ends)."""
+DUMP_WAIT = 10.0
+"""Seconds a hung process gets to write its stacks (SIGUSR1) before SIGKILL."""
 MODEL = "faux/faux-1"
 
 
@@ -109,6 +132,7 @@ class Trial:
             env[FAILPOINT_ENV] = failpoint
         env.update(PIDURABLE_HOME=str(self.home), TMPDIR=str(self.tmp))
         env[CANARY_ENV] = CANARY
+        env[stack_dump.ENV_VAR] = "1"  # a hung process shows where it waits
         return env
 
     def command(self, *, resume: bool, prompt: bool) -> list[str]:
@@ -311,6 +335,27 @@ def _effect_hit(kill: Kill, effects: list[Effect], trial: Trial, ledger_before: 
     return None
 
 
+def _acked_output(output: str, events: list[dict[str, Any]], call_id: str) -> str:
+    """``output`` of ``call_id`` after the ``tool_execution_update`` lines among ``events``."""
+    for event in events:
+        if event.get("type") != "tool_execution_update" or event.get("tool_call_id") != call_id:
+            continue
+        change = event.get("output")
+        if isinstance(change, dict):
+            output = change["set"] if "set" in change else output + str(change.get("append", ""))
+    return output
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a live process (Linux ``/proc``); 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _due(kill: Kill | None, first_line: float | None) -> float | None:
     """Seconds after spawn at which a timed kill is due (``None``: not yet known, or never)."""
     if kill is None or kill.after is None:
@@ -325,8 +370,11 @@ def launch(
 ) -> AgentRun:
     """Run one process; kill it as ``kill`` says (see the module docstring)."""
     ledger_before = read_ledger(trial.ledger).count(kill.effect) if kill and kill.effect else 0
+    slowed: Path | None = None  # the marker of a bash call held inside its effect window
     if kill is not None and kill.effect_tool == "bash" and kill.effect is not None:
-        (trial.directory / SLOW_DIR / kill.effect).touch()
+        slowed = trial.directory / SLOW_DIR / kill.effect
+        slowed.touch()
+    acked_output = ""  # what this process acknowledged of the slowed call's output
     err_path = trial.directory / f"run{number}.stderr"
     out = bytearray()
     seen: Counter[tuple[str, str]] = Counter()
@@ -352,6 +400,9 @@ def launch(
                 sent, trigger = time.monotonic() - start, reason
 
         first_line: float | None = None
+        progress = 0.0  # seconds after spawn of the last line, effect or working spell
+        cpu_at_progress = 0.0
+        dump_asked: float | None = None
         updates = 0
         scanned = 0  # bytes of ``out`` already split into lines
         while True:
@@ -359,16 +410,32 @@ def launch(
             due = _due(kill, first_line)
             if sent is None and due is not None and elapsed >= due:
                 send("time")
-            if sent is None and elapsed > HANG_TIMEOUT:
-                send("hung")
+            stuck_at = min(progress + SILENCE_TIMEOUT, RUN_TIMEOUT)
+            if sent is None and dump_asked is None and progress + SILENCE_TIMEOUT < elapsed:
+                cpu = cpu_seconds(proc.pid)
+                if cpu - cpu_at_progress >= WORKING_CPU:  # silent, but working
+                    progress, cpu_at_progress = elapsed, cpu
+                    stuck_at = min(progress + SILENCE_TIMEOUT, RUN_TIMEOUT)
+            if sent is None and dump_asked is None and elapsed > stuck_at:
+                # Hung: its stacks first (stack_dump), then SIGKILL.
+                proc.send_signal(stack_dump.SIGNAL)
+                dump_asked = elapsed
+            if dump_asked is not None and sent is None:
+                dumped = stack_dump.END_MARKER in err_path.read_text(errors="replace")
+                if dumped or elapsed > dump_asked + DUMP_WAIT:
+                    send(f"hung (no progress for {elapsed - progress:.0f} s)")
             if sent is not None and elapsed > sent + 10:
                 trigger = "hung"  # dead, yet its stdout stays open: a leaked descriptor
                 break
-            wake = HANG_TIMEOUT if sent is None else sent + 10
+            wake = stuck_at if sent is None else sent + 10
+            if dump_asked is not None and sent is None:
+                wake = elapsed + 0.2  # polls stderr for the end of the dump
             if sent is None and due is not None:
                 wake = min(wake, due)
             fds = [stdout, watch.fileno()]
             ready, _, _ = select.select(fds, [], [], max(0.0, wake - elapsed))
+            if ready:
+                progress, cpu_at_progress = time.monotonic() - start, cpu_seconds(proc.pid)
             if watch.fileno() in ready:
                 effects = watch.drain()
                 seen.update((e.kind, e.call_id) for e in effects)
@@ -382,17 +449,24 @@ def launch(
                 out += chunk
                 if first_line is None and b"\n" in out:
                     first_line = time.monotonic() - start
-                if kill is not None and kill.updates is not None and sent is None:
-                    end = out.rfind(b"\n") + 1
-                    if end > scanned:
-                        lines, _ = _parse(bytes(out[scanned:end]))
-                        updates += sum(1 for e in lines if e.get("type") == "message_update")
-                        scanned = end
-                    if updates >= kill.updates:
-                        send(f"streamed update {updates}")
+                end = out.rfind(b"\n") + 1
+                watching = (kill is not None and kill.updates is not None) or slowed is not None
+                if watching and sent is None and end > scanned:
+                    lines, _ = _parse(bytes(out[scanned:end]))
+                    scanned = end
+                    updates += sum(1 for e in lines if e.get("type") == "message_update")
+                    if slowed is not None:
+                        acked_output = _acked_output(acked_output, lines, slowed.name)
+                        if f"start {slowed.name}" in acked_output:
+                            slowed.with_name(f"{slowed.name}.{ACKED}").touch()
+                wanted = kill.updates if kill is not None else None
+                if wanted is not None and sent is None and updates >= wanted:
+                    send(f"streamed update {updates}")
         proc.stdout.close()
         returncode = proc.wait()
         duration = time.monotonic() - start
+    if slowed is not None:  # the agent is dead: the slowed command may end
+        slowed.with_name(f"{slowed.name}.{RELEASED}").touch()
     seen.update((e.kind, e.call_id) for e in watch.drain())
     events, garbled = _parse(bytes(out))
     (trial.directory / f"run{number}.stdout").write_bytes(out)
@@ -406,7 +480,7 @@ def launch(
         events=events,
         garbled=garbled,
         stderr=err_path.read_text(errors="replace"),
-        hung=trigger == "hung",
+        hung=trigger is not None and trigger.startswith("hung"),
         duration=duration,
         effects=seen,
         canary=trial.canary_files(),

@@ -31,9 +31,11 @@ Effects are counted exactly, outside the product (``agent_effects``):
   lives beside the workspace, so the script's commands stay short and cheap to
   stream). It prints ``start <call id>``, does its effect, appends ``<call id>
   <pid>`` to ``../ledger.txt``, syncs it and prints ``done <call id>``. With a
-  marker file ``../slow/<call id>`` present it sleeps 0.3 s after ``start`` (so
-  that output is committed) and 2 s after its ledger line: the runner kills the
-  agent inside that window;
+  marker file ``../slow/<call id>`` present it waits, after ``start``, until the
+  runner saw that line acknowledged (``<call id>.acked``: the output is committed),
+  and after its ledger line until the runner killed the agent
+  (``<call id>.released``): the kill lands inside that window however slow the
+  machine is (issue 12);
 - ``write`` / ``edit``: each call owns one file, ``w/<id>.txt`` or ``e/<id>.txt``,
   replaced atomically (temp file and rename), so one rename onto it is one
   execution;
@@ -70,6 +72,10 @@ SUBAGENT_TURNS = (5, 21)
 SECRET_TURN = 9
 SPILL_TURN = 33
 SLOW_DIR = "slow"
+ACKED = "acked"
+"""Suffix of the file the runner creates once a slowed call's ``start`` line was acknowledged."""
+RELEASED = "released"
+"""Suffix of the file the runner creates once the agent of a slowed call was killed."""
 LEDGER = "ledger.txt"
 SECRET_FILE = "secret.txt"
 CANARY_ENV = "OPENAI_API_KEY"
@@ -206,8 +212,12 @@ _EFFECT_SH = f"""#!/bin/sh
 # sh ../{EFFECT_SCRIPT} CALL_ID [sequential|parallel|secret|spill]: one counted bash effect.
 id=$1
 slow=../{SLOW_DIR}/$id
+wait_for() {{  # a file the runner creates; at most about 60 s
+  n=0
+  while [ -e "$slow" ] && [ ! -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done
+}}
 echo "start $id"
-[ -e "$slow" ] && sleep 0.3
+wait_for "$slow.{ACKED}"
 case "$2" in
   sequential|parallel)
     mkdir -p .pidurable && printf '{{"tool_execution": "%s"}}\\n' "$2" > .pidurable/settings.json ;;
@@ -216,7 +226,7 @@ case "$2" in
 esac
 echo "$id $$" >> ../{LEDGER}
 sync ../{LEDGER}
-[ -e "$slow" ] && sleep 2
+wait_for "$slow.{RELEASED}"
 echo "done $id"
 """
 

@@ -136,7 +136,7 @@ def _check_runs_and_store(report: AgentReport) -> SessionDump | None:
         report.fail(None, "the inotify queue overflowed: effect counts are incomplete")
     for run in chain.runs:
         if run.hung:
-            report.fail(run, "the process hung")
+            report.fail(run, f"the process hung; its stacks and stderr:\n{run.stderr[-8000:]}")
         for line in run.garbled:
             report.fail(run, f"printed a line that is not JSON: {line[:200]!r}")
     *early, last = chain.runs
