@@ -9,14 +9,15 @@ A system message is a plain dict (harness formats, not an ``ai`` type)::
 
     {"role": "system", "content": "",
      "sections": {"<key>": "<rendered text>" | None, ...},
-     "tools_added": [ToolSpec, ...], "tools_removed": ["<name>", ...]}
+     "tools_added": [ToolSpec, ...], "tools_removed": [{"name": "<name>"}, ...]}
 
 Key order is meaningful: a section string adds or replaces that key in place,
 ``None`` removes it (a later re-add appends at the end), and in one message tool
 removals apply before additions (an addition of an offered name replaces it in
 place). A non-empty ``content`` appends instructions ahead of the sections.
 Tool declarations are compared and written as ``{name, description,
-parameters}`` only, without application metadata (R80).
+parameters}`` only, without application metadata, and a removed tool as
+``{name}`` (R80); a bare name (what older stores hold) replays the same.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ class PromptState:
                 self.sections.pop(key, None)
             else:
                 self.sections[key] = value
-        for name in message.get("tools_removed") or ():
-            self.tools.pop(name, None)
+        for removed in message.get("tools_removed") or ():
+            self.tools.pop(removed_tool_name(removed), None)
         for spec in message.get("tools_added") or ():
             self.tools[spec["name"]] = spec
 
@@ -139,6 +140,18 @@ def tool_declaration(spec: JsonObject) -> JsonObject:
     }
 
 
+def removed_tool_name(removed: Any) -> str:
+    """The name a ``tools_removed`` item names: ``{"name": ...}`` (R80), or a bare name.
+
+    Args:
+        removed: One item of a stored ``tools_removed`` list.
+
+    Returns:
+        The tool's name.
+    """
+    return str(removed["name"]) if isinstance(removed, dict) else str(removed)
+
+
 def system_message(
     sections: dict[str, str | None] | None = None,
     tools_added: Sequence[JsonObject] = (),
@@ -149,7 +162,7 @@ def system_message(
     Args:
         sections: Section patches in order (``None`` removes a key).
         tools_added: Tool declarations to add, in order.
-        tools_removed: Names of tools to remove.
+        tools_removed: Names of tools to remove, stored as ``{"name": ...}`` (R80).
 
     Returns:
         The message dict, with every key present.
@@ -159,7 +172,7 @@ def system_message(
         "content": "",
         "sections": dict(sections or {}),
         "tools_added": [tool_declaration(spec) for spec in tools_added],
-        "tools_removed": list(tools_removed),
+        "tools_removed": [{"name": name} for name in tools_removed],
     }
 
 

@@ -197,8 +197,11 @@ def _check_system(index: int, message: JsonObject) -> None:
             f"list of tool specs with a name: {added!r}"
         )
     removed = message.get("tools_removed") or []
-    if not isinstance(removed, list) or not all(isinstance(name, str) for name in removed):
+    if not isinstance(removed, list) or not all(
+        isinstance(item, str) or (isinstance(item, dict) and isinstance(item.get("name"), str))
+        for item in removed
+    ):
         raise ValueError(
             f"Context message {index} is a system message whose 'tools_removed' is not a "
-            f"list of tool names: {removed!r}"
+            f'list of removed tools (each {{"name": ...}}): {removed!r}'
         )

@@ -84,7 +84,7 @@ def test_r79_tool_removals_apply_before_additions_in_one_message() -> None:
                 "role": "system",
                 "content": "",
                 "tools_added": [tool("read", "new read")],
-                "tools_removed": ["read"],
+                "tools_removed": [{"name": "read"}],
             },
         ]
     )
@@ -93,6 +93,17 @@ def test_r79_tool_removals_apply_before_additions_in_one_message() -> None:
         ("bash", "The bash tool."),
         ("read", "new read"),
     ]
+
+
+def test_r80_a_removal_stored_as_a_bare_name_by_an_older_store_replays_the_same() -> None:
+    state = replay_prompt(
+        [
+            {"role": "system", "content": "", "tools_added": [tool("read"), tool("bash")]},
+            {"role": "system", "content": "", "tools_removed": ["read"]},
+        ]
+    )
+
+    assert [t["name"] for t in state.tool_specs] == ["bash"]
 
 
 def test_r79_non_empty_content_appends_instructions_ahead_of_the_sections() -> None:
@@ -174,7 +185,7 @@ def test_r80_tool_changes_ride_on_the_last_planned_entry() -> None:
 
     first, last = messages(drafts)
     assert (first["tools_added"], first["tools_removed"]) == ([], [])
-    assert (last["tools_added"], last["tools_removed"]) == ([], ["bash"])
+    assert (last["tools_added"], last["tools_removed"]) == ([], [{"name": "bash"}])
 
 
 def test_r80_tool_changes_alone_get_an_entry_of_their_own() -> None:
@@ -200,7 +211,7 @@ def test_r80_a_changed_declaration_is_removed_and_re_added_in_the_same_message()
     )
 
     (message,) = messages(drafts)
-    assert (message["tools_removed"], message["tools_added"]) == (["bash"], [changed])
+    assert (message["tools_removed"], message["tools_added"]) == ([{"name": "bash"}], [changed])
 
 
 def test_r80_when_appending_cannot_give_the_desired_order_all_tools_are_reset() -> None:
@@ -209,7 +220,7 @@ def test_r80_when_appending_cannot_give_the_desired_order_all_tools_are_reset() 
     )
 
     (message,) = messages(drafts)
-    assert message["tools_removed"] == ["read", "bash"]
+    assert message["tools_removed"] == [{"name": "read"}, {"name": "bash"}]
     assert message["tools_added"] == [tool("bash"), tool("read")]
 
 

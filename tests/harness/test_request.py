@@ -127,7 +127,7 @@ def test_a_context_without_system_messages_has_no_system_prompt_and_no_tools() -
         ),
         (
             {"role": "system", "content": "", "tools_removed": "bash"},
-            "'tools_removed' is not a list of tool names",
+            "'tools_removed' is not a list of removed tools",
         ),
     ],
 )

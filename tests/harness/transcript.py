@@ -107,7 +107,7 @@ def system_entry(
         "content": "",
         "sections": sections or {},
         "tools_added": tools_added or [],
-        "tools_removed": tools_removed or [],
+        "tools_removed": [{"name": name} for name in tools_removed or []],
     }
     return entry(entry_id, "pi.system", message, edits=edits)
 
