@@ -207,9 +207,7 @@ def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Re
             else [block.model_dump(mode="json", exclude_none=True) for block in result.content]
         )
         content, dropped = _bound_items(items, limits)
-    if dropped != (0, 0):
-        notice = truncation_notice(dropped[0], dropped[1], limits.retain)
-        diagnostics.append(Diagnostic("warn", notice, "truncated"))
+    diagnostics += _truncation(*dropped, limits)
     details = result.details if result.details is not None else api.last_details
     return _Result(
         content=content,
@@ -219,6 +217,16 @@ def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Re
         usage=result.usage.model_dump(mode="json") if result.usage is not None else None,
         control=result.control.to_json() if result.control is not None else None,
     )
+
+
+def _truncation(
+    dropped_lines: int, dropped_bytes: int, limits: OutputLimits, *, rebuilt: bool = False
+) -> list[Diagnostic]:
+    """R97's ``truncated`` warning when anything was dropped, else nothing."""
+    if not (dropped_lines or dropped_bytes):
+        return []
+    notice = truncation_notice(dropped_lines, dropped_bytes, limits.retain, rebuilt=rebuilt)
+    return [Diagnostic("warn", notice, "truncated")]
 
 
 def _bound_items(
@@ -248,9 +256,7 @@ def _from_slot(slot: JsonObject | None, rebuilt: bool, limits: OutputLimits) -> 
     diagnostics = [Diagnostic.from_json(d) for d in slot.get("diagnostics") or []]
     dropped_bytes = int(slot.get("dropped_bytes") or 0)
     dropped_lines = int(slot.get("dropped_lines") or 0)
-    if dropped_bytes or dropped_lines:
-        notice = truncation_notice(dropped_lines, dropped_bytes, limits.retain, rebuilt=rebuilt)
-        diagnostics.append(Diagnostic("warn", notice, "truncated"))
+    diagnostics += _truncation(dropped_lines, dropped_bytes, limits, rebuilt=rebuilt)
     return _Result(
         content=_text_item(str(slot.get("output") or "")),
         diagnostics=diagnostics,
@@ -304,12 +310,16 @@ async def _execute(
     duration = round((time.monotonic() - started) * 1000)
     await api.settle()
     if failure is not None:
+        # R96, R97: the retained output, the recorded diagnostics, the error, and
+        # last the truncation warning when the retained output was cut.
+        diagnostics = [
+            *api.diagnostics,
+            Diagnostic("error", str(failure) or repr(failure), "tool_error"),
+        ]
+        truncated = _truncation(api.buffer.dropped_lines, api.buffer.dropped_bytes, tool.output)
         result = _Result(
             content=_text_item(api.buffer.text),
-            diagnostics=[
-                *api.diagnostics,
-                Diagnostic("error", str(failure) or repr(failure), "tool_error"),
-            ],
+            diagnostics=diagnostics + truncated,
             is_error=True,
             details=api.last_details,
             duration_ms=duration,
@@ -425,7 +435,15 @@ async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
 
 async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    """Answer an aborted call from its durable output (R101)."""
+    """Answer an aborted call from its durable output, after the ``on_abort`` chain (R101).
+
+    The hooks see the aborted result as it would be committed: the committed
+    output as its content, the last details, the committed diagnostics (a
+    truncation warning when output was dropped) and the ``aborted`` error; each
+    returns a replacement or ``None``. Content a hook changed is bounded by the
+    tool's limits, with a truncation warning after the hook's diagnostics; the
+    retained content, unchanged, is never bounded again.
+    """
     services = services_of(runtime)
     call = await _read_call(services, task)
     agent = await runtime.agent()
@@ -435,12 +453,13 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     result = _from_slot(slot, False, limits)
     text = f"Tool {call.name} was aborted"
     result.diagnostics.append(Diagnostic("error", text, "aborted"))
-    current = ToolResult(
-        content=None,
+    built = ToolResult(
+        content=str((slot or {}).get("output") or ""),
         details=result.details,
         is_error=True,
+        diagnostics=tuple(result.diagnostics),
     )
-    replaced_any = False
+    current = built
     for hook in agent.hooks("pi.tool", "on_abort"):
         try:
             replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
@@ -451,19 +470,17 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
             continue
         if isinstance(replaced, ToolResult):
             current = replaced
-            replaced_any = True
-    if replaced_any and current.content is not None:
-        items = (
-            [{"type": "text", "text": current.content}]
-            if isinstance(current.content, str)
-            else [b.model_dump(mode="json", exclude_none=True) for b in current.content]
-        )
-        content, dropped = _bound_items(items, limits)
-        result.content = content
-        result.diagnostics.extend(current.diagnostics)
-        if dropped != (0, 0):
-            notice = truncation_notice(dropped[0], dropped[1], limits.retain)
-            result.diagnostics.append(Diagnostic("warn", notice, "truncated"))
+    if current is not built:
+        diagnostics = list(current.diagnostics)
+        if current.content is not None and current.content != built.content:
+            items = (
+                [{"type": "text", "text": current.content}]
+                if isinstance(current.content, str)
+                else [b.model_dump(mode="json", exclude_none=True) for b in current.content]
+            )
+            result.content, dropped = _bound_items(items, limits)
+            diagnostics += _truncation(*dropped, limits)
+        result.diagnostics = diagnostics
         result.details = current.details
     await _commit_result(runtime, call, result, "aborted")
 

@@ -13,6 +13,7 @@ faux provider through ``open_rig``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 from typing import Any
@@ -24,6 +25,7 @@ from pi_durable_tui.harness import (
     TOOL_RESULT,
     USAGE_DOC,
     Diagnostic,
+    Input,
     OutputLimits,
     ProgressSettings,
     Settings,
@@ -329,7 +331,10 @@ async def test_aborting_a_running_call_answers_aborted_from_its_committed_output
 
 async def test_on_abort_replaces_the_aborted_result_r101(open_rig: RigFactory) -> None:
     def on_abort(_call: Any, result: ToolResult, _rt: Any) -> ToolResult:
-        return ToolResult(content="cleaned up", diagnostics=(Diagnostic("info", "rolled back"),))
+        rolled_back = Diagnostic("info", "rolled back")
+        return dataclasses.replace(
+            result, content="cleaned up", diagnostics=(*result.diagnostics, rolled_back)
+        )
 
     rig, _gate, handle = await start_gate(open_rig, hooks=[hook("pi.tool", on_abort=on_abort)])
 
@@ -341,6 +346,61 @@ async def test_on_abort_replaces_the_aborted_result_r101(open_rig: RigFactory) -
         {"type": "text", "text": "cleaned up"},
         harness_block("[error] Tool gate was aborted", "[info] rolled back"),
     ]
+
+
+async def test_on_abort_hooks_see_the_committed_output_details_and_diagnostics_r101(
+    open_rig: RigFactory,
+) -> None:
+    seen: list[ToolResult] = []
+
+    def on_abort(_call: Any, result: ToolResult, _rt: Any) -> None:
+        seen.append(result)
+
+    async def execute(_args: Any, api: ToolApi) -> None:
+        api.output("one\ntwo\nthree\n")
+        api.diagnostic("info", "halfway", "note")
+        await api.details({"step": 1})
+        await asyncio.Event().wait()  # until aborted
+
+    tool = make_tool("slow", execute, output=OutputLimits(max_lines=2))
+    extension = define_extension("probe", tools=[tool], hooks=[hook("pi.tool", on_abort=on_abort)])
+    rig = await open_rig(
+        faux_response(faux_tool_call("slow", {"text": "a"})),
+        faux_response("done"),
+        extensions=[extension],
+    )
+    handle = await within(rig.root.submit(Input("go")))
+
+    def committed() -> bool:
+        slots = [(value.get("tools") or [{}])[0] for _, value, _ in rig.live_changes()]
+        return any(slot.get("details") and slot.get("diagnostics") for slot in slots)
+
+    await within(rig.wait_until(committed))
+    await within(rig.root.abort())
+    await within(handle.wait())
+
+    [result] = seen
+    assert result.content == "one\ntwo\n"
+    assert result.details == {"step": 1}
+    assert result.is_error is True
+    assert result.diagnostics == (
+        Diagnostic("info", "halfway", "note"),
+        Diagnostic(
+            "warn", "Output truncated to its beginning: 1 lines, 6 bytes dropped", "truncated"
+        ),
+        Diagnostic("error", "Tool slow was aborted", "aborted"),
+    )
+    # The hook changed nothing, so what it saw is what was committed.
+    [entry] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert message(entry)["content"] == [
+        {"type": "text", "text": "one\ntwo\n"},
+        harness_block(
+            "[info] halfway",
+            "[warn] Output truncated to its beginning: 1 lines, 6 bytes dropped",
+            "[error] Tool slow was aborted",
+        ),
+    ]
+    assert message(entry)["details"] == {"step": 1}
 
 
 # -- issue 7: secrets never reach a committed entry --

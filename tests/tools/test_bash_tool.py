@@ -126,6 +126,32 @@ async def test_bash_keeps_the_tail_and_names_the_spill_file_with_the_full_output
     assert outcome.details["full_output"] == str(spill)
 
 
+async def test_a_failing_command_with_truncated_output_keeps_the_truncation_warning_r97(
+    run_tool: RunTool,
+) -> None:
+    outcome = await run_tool("bash", {"command": "seq 1 3000; exit 4"})
+
+    everything = "".join(f"{n}\n" for n in range(1, 3001))
+    kept = "".join(f"{n}\n" for n in range(1001, 3001))
+    assert outcome.is_error
+    assert outcome.text == kept
+    notice = f"Output truncated to its end: 1000 lines, {len(everything) - len(kept)} bytes dropped"
+    full_output, error, truncated = outcome.diagnostics
+    assert full_output["code"] == "full_output"
+    Path(full_output["message"].removeprefix("Full output: ")).unlink()
+    assert error == {
+        "severity": "error",
+        "message": "Command exited with code 4",
+        "code": "tool_error",
+    }
+    assert truncated == {"severity": "warn", "message": notice, "code": "truncated"}
+    # The model sees the warning too, last in the harness block.
+    block = outcome.message["content"][-1]["text"]
+    assert block.splitlines()[-2:] == [f"[warn] {notice}", "</harness>"]
+    [task] = await outcome.rig.tasks("pi.tool")
+    assert task.state["outcome"]["status"] == "failed"
+
+
 async def test_a_secret_variable_of_the_agent_is_not_visible_to_the_command(
     run_tool: RunTool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
