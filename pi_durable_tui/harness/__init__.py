@@ -38,6 +38,7 @@ from pi_durable_tui.harness._conversation import Conversation
 from pi_durable_tui.harness._define import (
     Continue,
     Diagnostic,
+    EntryMessage,
     Extension,
     HookSet,
     Section,
@@ -121,6 +122,7 @@ __all__ = [
     "ConversationBusy",
     "Diagnostic",
     "EntryDraft",
+    "EntryMessage",
     "EnvFactory",
     "EnvTarget",
     "EventStream",

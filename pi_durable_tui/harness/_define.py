@@ -249,6 +249,19 @@ class ToolCallInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class EntryMessage:
+    """A committed entry as an observer sees it: its ID and its model message (R90, R96).
+
+    ``after_tools`` gets the round's tool-calling assistant entry and the result
+    entries, so an observer can name them (cite, fork at, or link an entry) as
+    well as read them.
+    """
+
+    entry_id: int
+    message: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
 class ToolBlock:
     """What a ``before_tool`` hook returns to block a call (R93)."""
 
@@ -275,7 +288,8 @@ and may be sync or async:
 - ``before_request(messages, runtime)``: return replacement messages for this
   request only, or ``None``;
 - ``after_response(message, runtime)``, ``after_tools(assistant, results,
-  runtime)``: observers;
+  runtime)``: observers; ``after_tools`` gets ``EntryMessage`` values (the
+  tool-calling assistant entry, then the result entries in call order, R90);
 - ``on_yield(answer, runtime)``: return ``Continue(content)`` to go on (R65);
 - ``before_tool(call, runtime)``: return ``ToolBlock(reason)`` to block, a dict
   to replace the arguments, or ``None`` (R93);

@@ -9,7 +9,9 @@ generation. A sequential round (``settings.tool_execution`` or any called tool's
 tool tasks (``all_settled``, phase ``tools``).
 
 ``tools_phase`` (R90) starts the next call of a sequential round, or settles the
-round in one commit: ``add_tools`` controls extend the agent's tool filter;
+round: the ``after_tools`` observers get the assistant entry and the result
+entries (``EntryMessage``: entry ID and message, results in call order), then one
+commit: ``add_tools`` controls extend the agent's tool filter;
 ``terminate`` on every call, or a ``handoff`` (the last in call order wins) ends
 the run with the tool-calling answer (a handoff appends a ``pi.reset`` first);
 otherwise the ``post_tools`` boundary places steers and a successor generation
@@ -23,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_durable_tui.harness._context import ContextView
-from pi_durable_tui.harness._define import Diagnostic
+from pi_durable_tui.harness._define import Diagnostic, EntryMessage
 from pi_durable_tui.harness._docs import AGENT_DOC, LIVE_DOC, RESET
 from pi_durable_tui.harness._entries import (
     append_assistant,
@@ -138,15 +140,16 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
     slots: list[JsonObject] = list(live.get("tools") or [])
     assistant_id = int(checkpoint["assistant"])
     stored = await services.entry(assistant_id)
-    assistant = message_of(stored.entry) if stored is not None else None
-    results: list[JsonObject] = []
+    message = message_of(stored.entry) if stored is not None else None
+    assistant = EntryMessage(assistant_id, message) if message is not None else None
+    results: list[EntryMessage] = []
     for slot in slots:
         entry_id = slot.get("entry")
         if entry_id is not None:
             found = await services.entry(int(entry_id))
             message = message_of(found.entry) if found is not None else None
             if message is not None:
-                results.append(message)
+                results.append(EntryMessage(int(entry_id), message))
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "after_tools"):
         try:

@@ -18,6 +18,8 @@ from pi_durable_tui.ai import (
     faux_tool_call,
 )
 from pi_durable_tui.harness import (
+    ASSISTANT,
+    TOOL_RESULT,
     Continue,
     HarnessRuntime,
     Input,
@@ -121,9 +123,18 @@ async def test_r117_after_tools_observes_the_calling_answer_and_the_results_in_c
     await within((await root.submit(Input("go"))).wait())
 
     [(assistant, results)] = observed
-    assert [block["id"] for block in assistant["content"]] == ["c1", "c2"]
-    assert [r["tool_call_id"] for r in results] == ["c1", "c2"]
-    assert [r["content"][0]["text"] for r in results] == ["from c1", "from c2"]
+    assert [block["id"] for block in assistant.message["content"]] == ["c1", "c2"]
+    assert [r.message["tool_call_id"] for r in results] == ["c1", "c2"]
+    assert [r.message["content"][0]["text"] for r in results] == ["from c1", "from c2"]
+    # R90, R96: the entries are named by their IDs, as committed.
+    entries = {e.id: e for e in await kit.transcript(root)}
+    assert entries[assistant.entry_id].kind == ASSISTANT
+    assert [entries[r.entry_id].kind for r in results] == [TOOL_RESULT, TOOL_RESULT]
+    storage = kit.harness.session.storage
+    tool_tasks = (await storage.scan_tasks(kind="pi.tool", limit=10)).items
+    assert [t.state["outcome"]["result"]["entry_id"] for t in tool_tasks] == [
+        r.entry_id for r in results
+    ]
 
 
 async def test_r117_observers_and_on_yield_that_raise_are_reported_and_the_run_goes_on(
