@@ -6,6 +6,11 @@ conveniences or through a raw ``tx.create_conversation`` inside a tool - creates
 and sets ``pi.agent``: a fork keeps its as-of copy; a new task-owned conversation
 gets a full copy of its owner task's conversation's stored agent; a new ownerless
 conversation gets ``{}``. Then the host's ``conversation_created`` option runs.
+An agent change written in the creating commit wins over that copy, also when
+it was written before the hook ran (a raw ``create_conversation`` followed by
+``configure``: the hook runs when the commit prepares): the fields it set are
+laid over the copy. A field such a change cleared is indistinguishable from one
+it never set, so it comes from the copy; the conveniences' ``agent=`` clears it.
 
 The conveniences (``create_conversation``, ``fork``, ``root``) initialize the
 conversation inside their callback, so that their ``agent`` change and ``init``
@@ -48,9 +53,15 @@ class CreationHook:
         if record.parent is None:
             agent = await tx.doc(AGENT_DOC, record.id)
             if record.owner is not None:
+                # REMINDER: a raw ``tx.create_conversation`` is initialized when its
+                # commit prepares, after the callback: fields the callback already
+                # wrote (``configure``) are the creating commit's agent change and
+                # win over the copy (R25).
+                written = dict(agent)
                 source = await tx.doc(AGENT_DOC, record.owner.conversation_id)
                 agent.clear()
                 agent.update(copy.deepcopy(source))
+                agent.update(written)
         if self._host_hook is not None:
             result = self._host_hook(tx, record)
             if result is not None:
