@@ -10,7 +10,8 @@ how its summary lands (R108, R112):
 - owned by the conversation (manual ``compact()``, or a background threshold
   compaction): the summary is admitted as a write submission with request ID
   ``compaction:<task id>`` and placed by the inbox rules; result
-  ``{"submission_id"}``. The placing commit removes its status.
+  ``{"submission_id"}``. The placing commit removes its status (the request ID
+  names the task: the entry's ``data`` is ``{"reason"}`` alone, R112).
 
 ``select`` (R110) finds the cut (R109) and asks the ``before_compact`` hooks;
 ``summarize`` (R111) re-derives the summarized messages from the immutable context
@@ -42,7 +43,7 @@ from pi_durable_tui.harness._compaction_range import (
 from pi_durable_tui.harness._context import load_context
 from pi_durable_tui.harness._docs import COMPACTION, LIVE_DOC, PROVIDER_DOC
 from pi_durable_tui.harness._hook_calls import invoke
-from pi_durable_tui.harness._inbox import admit
+from pi_durable_tui.harness._inbox import admit, compaction_request
 from pi_durable_tui.harness._live import compaction_of, remove_compaction
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._settings import retry_delay_ms
@@ -256,7 +257,7 @@ async def _place(
     draft = EntryDraft(
         COMPACTION,
         model=[{"role": "user", "content": summary_message_text(summary), "timestamp": now}],
-        data={"reason": reason, "task_id": task_id},
+        data={"reason": reason},
         head=first_kept,
     )
     blocking = task.owner is not None
@@ -265,7 +266,7 @@ async def _place(
         if not blocking:
             # REMINDER: the request-ID lookup is a table read: it must come first.
             record = await admit(
-                tx, services, conversation_id, Write(draft, request_id=f"compaction:{task_id}")
+                tx, services, conversation_id, Write(draft, request_id=compaction_request(task_id))
             )
             if response is not None:
                 await add_model_usage(tx, conversation_id, response)

@@ -278,8 +278,8 @@ def checkpoint_prompt(conversation_text: str, instructions: str | None = None) -
         instructions, and ``Additional focus: <instructions>`` when given.
     """
     prompt = f"<conversation>\n{conversation_text}\n</conversation>\n\n{CHECKPOINT_INSTRUCTIONS}"
-    if instructions and instructions.strip():
-        prompt += f"\n\nAdditional focus: {instructions.strip()}"
+    if instructions:  # as given (R111)
+        prompt += f"\n\nAdditional focus: {instructions}"
     return prompt
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pi_durable_tui.harness._docs import COMPACTION, INBOX_DOC, LIVE_DOC
+from pi_durable_tui.harness._docs import INBOX_DOC, LIVE_DOC
 from pi_durable_tui.harness._entries import append_user
 from pi_durable_tui.harness._errors import ConversationBusy, SubmissionRejected
 from pi_durable_tui.harness._live import is_busy, remove_compaction
@@ -110,7 +110,7 @@ def _item(submission_id: int, submission: Input | Write) -> JsonObject:
 async def _write_now(
     tx: Tx, services: HarnessServices, conversation_id: int, write: Write
 ) -> SubmissionRecord:
-    await _done_with(tx, conversation_id, write.entry)
+    await _done_with(tx, conversation_id, write.request_id)
     if _stale(write.entry, await _range_start(services, conversation_id)):
         return tx.create_submission(
             conversation_id,
@@ -125,12 +125,24 @@ async def _write_now(
     )
 
 
-async def _done_with(tx: Tx, conversation_id: int, draft: EntryDraft) -> None:
-    """A compaction summary leaves its status when placed or found stale (R112)."""
-    if draft.kind == COMPACTION and isinstance(draft.data, dict):
-        task_id = draft.data.get("task_id")
-        if isinstance(task_id, int):
-            remove_compaction(await tx.doc(LIVE_DOC, conversation_id), task_id)
+COMPACTION_REQUEST = "compaction:"
+"""A compaction summary is the write submission with request ID ``compaction:<task id>`` (R112)."""
+
+
+def compaction_request(task_id: int) -> str:
+    """The request ID of compaction ``task_id``'s summary write (R112)."""
+    return f"{COMPACTION_REQUEST}{task_id}"
+
+
+async def _done_with(tx: Tx, conversation_id: int, request_id: str | None) -> None:
+    """A compaction summary leaves its status when placed, found stale or withdrawn (R112).
+
+    The summary's write names its task by its request ID, so the entry keeps
+    only ``{reason}`` as its data (R112).
+    """
+    task = (request_id or "").removeprefix(COMPACTION_REQUEST)
+    if request_id is not None and request_id.startswith(COMPACTION_REQUEST) and task.isdigit():
+        remove_compaction(await tx.doc(LIVE_DOC, conversation_id), int(task))
 
 
 def _append_draft(tx: Tx, conversation_id: int, draft: EntryDraft) -> Any:
@@ -212,14 +224,15 @@ async def run_boundary(
     for item in writes:
         taken.add(item["id"])
         draft = EntryDraft.from_json(item["entry"])
-        await _done_with(tx, conversation_id, draft)
         if _stale(draft, range_start):
-            boundary.records[item["id"]] = await tx.settle_submission(
-                item["id"], "unanswered", reason="stale"
-            )
+            record = await tx.settle_submission(item["id"], "unanswered", reason="stale")
+            boundary.records[item["id"]] = record
+            await _done_with(tx, conversation_id, record.request_id)
             continue
         entry = _append_draft(tx, conversation_id, draft)
-        boundary.records[item["id"]] = await tx.place_submission(item["id"], entry.id)
+        record = await tx.place_submission(item["id"], entry.id)
+        boundary.records[item["id"]] = record
+        await _done_with(tx, conversation_id, record.request_id)
         if entry.head is not None:  # heads placed earlier in this boundary count (R63)
             range_start = entry.head
         boundary.reset = boundary.reset or draft.head == "self"
@@ -287,8 +300,7 @@ async def withdraw(
     inbox = await tx.doc(INBOX_DOC, record.conversation_id)
     items: list[JsonObject] = inbox.get("items") or []
     await tx.settle_submission(submission_id, "unanswered", reason="aborted")
-    for item in items:  # a withdrawn compaction summary leaves its status (R114)
-        if item["id"] == submission_id and item["mode"] == "write":
-            await _done_with(tx, record.conversation_id, EntryDraft.from_json(item["entry"]))
+    if record.type == "write":  # a withdrawn compaction summary leaves its status (R114)
+        await _done_with(tx, record.conversation_id, record.request_id)
     inbox["items"] = [item for item in items if item["id"] != submission_id]
     return "aborted"
