@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pi_durable_tui.app._uncancelled import complete
+from pi_durable_tui.app.agent._uncancelled import complete
 
 
 class Step:

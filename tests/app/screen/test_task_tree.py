@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pi_durable_tui.app import TaskNode
-from pi_durable_tui.app._task_tree import build_tree
+from pi_durable_tui.app.screen._task_tree import build_tree
 from tests.app.screen_support import (
     ScreenFactory,
     background_subagent,

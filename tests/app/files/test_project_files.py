@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app._project_files import FRESH_S, WALK_BUDGET_S, ProjectFiles
+from pi_durable_tui.app.files._project_files import FRESH_S, WALK_BUDGET_S, ProjectFiles
 
 
 class SteppingClock:

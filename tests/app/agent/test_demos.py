@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.app import DEMOS
-from pi_durable_tui.app._demos import coding_script, read_marker
+from pi_durable_tui.app.agent._demos import coding_script, read_marker
 from tests.app.screen_support import ScreenFactory, ScreenRig
 from tests.harness.run_support import within
 

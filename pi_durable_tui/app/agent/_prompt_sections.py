@@ -16,7 +16,7 @@ import datetime
 import os
 import platform
 
-from pi_durable_tui.app._context_files import discover_context_files
+from pi_durable_tui.app.files import discover_context_files
 from pi_durable_tui.harness import Extension, SectionInput, define_extension, section
 
 ROLE = """\

@@ -14,7 +14,7 @@ import pytest
 
 from pi_durable_tui.ai import FauxProvider, ModelCost, faux_error, faux_model
 from pi_durable_tui.app import LiveScreenModel, ViewChange
-from pi_durable_tui.app._screen_model import PAGE
+from pi_durable_tui.app.screen._screen_model import PAGE
 from pi_durable_tui.harness import LIVE_DOC
 from pi_durable_tui.kernel import CommitInfo, ManualClock
 from tests.app.screen_support import ScreenFactory, call, gate_command, say, seed_history

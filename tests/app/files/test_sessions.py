@@ -16,7 +16,7 @@ from pi_durable_tui.app import (
     newest_session,
     sessions_dir,
 )
-from pi_durable_tui.app._sessions import write_title
+from pi_durable_tui.app.files._sessions import write_title
 
 
 def make_session(cwd: Path, name: str, store_bytes: bytes = b"x") -> Path:

@@ -30,14 +30,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._agent_app import AgentApp
-from pi_durable_tui.app._export import export_transcript
 from pi_durable_tui.app._ports import ExportFormat
-from pi_durable_tui.app._project_files import SKIPPED_DIRS, ProjectFiles
-from pi_durable_tui.app._recovery import recovery_report
-from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
-from pi_durable_tui.app._sessions import session_infos, sessions_dir, write_title
 from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
+from pi_durable_tui.app.agent import AgentApp, export_transcript
+from pi_durable_tui.app.files import (
+    SKIPPED_DIRS,
+    ProjectFiles,
+    session_infos,
+    sessions_dir,
+    write_title,
+)
+from pi_durable_tui.app.screen._recovery import recovery_report
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel, conversation_label
 from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
 from pi_durable_tui.storage import EntryRecord
 

@@ -25,8 +25,8 @@ import json
 from collections.abc import Callable
 from typing import Literal, TextIO
 
-from pi_durable_tui.app._agent_app import AgentApp
-from pi_durable_tui.app._sessions import write_title
+from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.files import write_title
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord

@@ -20,7 +20,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
 
-from pi_durable_tui.app._sessions import NoSession, newest_session
+from pi_durable_tui.app.files import NoSession, newest_session
 from pi_durable_tui.harness import text_of
 from pi_durable_tui.storage import EntryRecord, SqliteStorage, Storage, StorageError
 

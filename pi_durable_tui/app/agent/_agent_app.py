@@ -28,8 +28,8 @@ from pathlib import Path
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
-from pi_durable_tui.app._config import AppSettings, SettingsFiles
-from pi_durable_tui.app._demos import (
+from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles
+from pi_durable_tui.app.agent._demos import (
     DEMOS,
     Demo,
     create_workspace,
@@ -37,9 +37,11 @@ from pi_durable_tui.app._demos import (
     script_text,
     write_marker,
 )
-from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
-from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-from pi_durable_tui.app._sessions import (
+from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
+from pi_durable_tui.app.agent._subagent import SUBAGENTS
+from pi_durable_tui.app.agent._uncancelled import complete
+from pi_durable_tui.app.files import (
     SessionUnavailable,
     home,
     new_session_path,
@@ -47,8 +49,6 @@ from pi_durable_tui.app._sessions import (
     remember_faux_script,
     remembered_faux_script,
 )
-from pi_durable_tui.app._subagent import SUBAGENTS
-from pi_durable_tui.app._uncancelled import complete
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
     AgentChange,

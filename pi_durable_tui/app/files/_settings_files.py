@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.app._sessions import home
+from pi_durable_tui.app.files._sessions import home
 
 PROJECT_DIR = ".pidurable"
 """The project's directory of pidurable files, in the working directory."""

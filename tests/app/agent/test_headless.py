@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app._headless import describe_failure, retry_line
+from pi_durable_tui.app.agent._headless import describe_failure, retry_line
 from pi_durable_tui.harness import USER
 from pi_durable_tui.storage.records import SubmissionRecord
 from tests.app.conftest import OpenApp

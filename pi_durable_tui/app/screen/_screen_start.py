@@ -15,10 +15,10 @@ without Textual, so print-free tests and the TUI run the same path:
 
 from __future__ import annotations
 
-from pi_durable_tui.app._agent_app import AgentApp
-from pi_durable_tui.app._controller import AgentController
-from pi_durable_tui.app._recovery import recovery_report
-from pi_durable_tui.app._screen_model import LiveScreenModel
+from pi_durable_tui.app.agent import AgentApp
+from pi_durable_tui.app.screen._controller import AgentController
+from pi_durable_tui.app.screen._recovery import recovery_report
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 
 NO_MODEL = "No model configured; select one with /model."
 

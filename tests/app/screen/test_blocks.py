@@ -18,7 +18,7 @@ from pi_durable_tui.ai import (
     faux_thinking,
     faux_tool_call,
 )
-from pi_durable_tui.app._blocks import status_line
+from pi_durable_tui.app.screen._blocks import status_line
 from tests.app.screen_support import FAST, ScreenFactory, call, gate_command, say
 from tests.harness.run_support import within
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app._screen_model import conversation_label
-from pi_durable_tui.app._task_tree import describe_call, tool_call_of
+from pi_durable_tui.app.screen._screen_model import conversation_label
+from pi_durable_tui.app.screen._task_tree import describe_call, tool_call_of
 from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app._agent_app import AgentApp
+    from pi_durable_tui.app.agent import AgentApp
 
 
 def _describe(name: str, what: str) -> str:

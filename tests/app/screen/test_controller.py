@@ -19,7 +19,7 @@ from pi_durable_tui.ai import (
     faux_response,
     faux_text,
 )
-from pi_durable_tui.app._controller import compaction_notice
+from pi_durable_tui.app.screen._controller import compaction_notice
 from pi_durable_tui.harness import LIVE_DOC, HarnessClosed
 from tests.app.screen_support import (
     ScreenFactory,

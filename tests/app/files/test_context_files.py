@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_durable_tui.app import discover_context_files
-from pi_durable_tui.app._context_files import MAX_BYTES
+from pi_durable_tui.app.files._context_files import MAX_BYTES
 
 
 def found_under(cwd: Path, *roots: Path) -> list[tuple[Path, str]]:

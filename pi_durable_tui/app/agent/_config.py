@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
-from pi_durable_tui.app._settings_files import (
+from pi_durable_tui.app.files import (
     SETTINGS_NAME,
     SettingsError,
     merged_settings,

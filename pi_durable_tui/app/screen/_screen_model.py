@@ -25,15 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.app._blocks import (
-    apply_result,
-    entry_blocks,
-    entry_message,
-    live_blocks,
-    status_line,
-    visible,
-)
-from pi_durable_tui.app._task_tree import TaskTree
 from pi_durable_tui.app._view import (
     Block,
     Footer,
@@ -43,12 +34,21 @@ from pi_durable_tui.app._view import (
     TaskNode,
     ViewChange,
 )
+from pi_durable_tui.app.screen._blocks import (
+    apply_result,
+    entry_blocks,
+    entry_message,
+    live_blocks,
+    status_line,
+    visible,
+)
+from pi_durable_tui.app.screen._task_tree import TaskTree
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Tx
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app._agent_app import AgentApp
+    from pi_durable_tui.app.agent import AgentApp
 
 PAGE = 60
 """Entries mounted at first, and paged in per ``load_older``."""

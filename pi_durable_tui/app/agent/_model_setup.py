@@ -26,7 +26,7 @@ from pi_durable_tui.ai import (
     default_models,
     load_faux_script,
 )
-from pi_durable_tui.app._config import AppSettings, load_settings
+from pi_durable_tui.app.agent._config import AppSettings, load_settings
 
 
 class ModelChoiceError(ValueError):
