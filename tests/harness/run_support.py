@@ -59,10 +59,9 @@ from pi_durable_tui.harness import (
 from pi_durable_tui.kernel import CommitInfo, ManualClock, Report
 from pi_durable_tui.storage import EntryRecord, JsonObject, MemoryStorage, Storage
 from pi_durable_tui.storage.records import SubmissionRecord, TaskRecord
+from tests.deadlines import WAIT
 
 T = TypeVar("T")
-WAIT = 10.0
-"""Seconds any single await of a test may take before the test fails."""
 
 
 async def within(awaitable: Awaitable[T], timeout: float = WAIT) -> T:

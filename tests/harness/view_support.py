@@ -36,10 +36,9 @@ from pi_durable_tui.kernel import ManualClock
 from pi_durable_tui.storage import JsonObject, MemoryStorage, Storage
 from pi_durable_tui.storage.json_ops import Op, apply_ops
 from pi_durable_tui.tools import CodingTools
+from tests.deadlines import WAIT
 
 T = TypeVar("T")
-WAIT = 10.0
-"""Seconds any single await may take before the test fails."""
 
 
 async def within(awaitable: Awaitable[T], timeout: float = WAIT) -> T:

@@ -40,14 +40,12 @@ from pi_durable_tui.kernel import (
 from pi_durable_tui.storage import MemoryStorage
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
-
-SAFETY = 5.0
-"""Seconds before a test that waits for an event gives up (never a real sleep)."""
+from tests.deadlines import WAIT
 
 Phase = Callable[[TaskRecord, TaskRuntime], Awaitable[None]]
 
 
-async def within(awaitable: Awaitable[Any], timeout: float = SAFETY) -> Any:
+async def within(awaitable: Awaitable[Any], timeout: float = WAIT) -> Any:
     """Await ``awaitable`` with the safety timeout."""
     return await asyncio.wait_for(awaitable, timeout)
 

@@ -23,6 +23,7 @@ from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.records import ConversationRecord
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.writes import PutConversation
+from tests.deadlines import WAIT
 
 HOLD = """
 import sys
@@ -92,13 +93,13 @@ def expect(process: subprocess.Popen[str], line: str) -> None:
     got = process.stdout.readline().strip()
     if got != line:
         process.kill()
-        _, stderr = process.communicate(timeout=10)
+        _, stderr = process.communicate(timeout=WAIT)
         pytest.fail(f"expected {line!r} from the child, got {got!r}; stderr:\n{stderr}")
 
 
 def finish(process: subprocess.Popen[str]) -> None:
     if process.poll() is None:
-        process.communicate(timeout=10)
+        process.communicate(timeout=WAIT)
 
 
 @pytest.fixture
@@ -109,7 +110,7 @@ def children() -> Iterator[list[subprocess.Popen[str]]]:
     for process in started:
         if process.poll() is None:
             process.kill()
-            process.communicate(timeout=10)
+            process.communicate(timeout=WAIT)
 
 
 def test_a_second_process_is_refused_at_once_with_a_message_naming_the_store(
@@ -194,7 +195,7 @@ def test_a_holder_killed_with_sigkill_leaves_no_stale_lock(
         children.append(holder)
         expect(holder, "held")
         os.kill(holder.pid, signal.SIGKILL)
-        holder.wait(timeout=10)
+        holder.wait(timeout=WAIT)
         lock = StoreLock.acquire(path)  # at once: no retry, no wait
         lock.release()
 
@@ -207,7 +208,7 @@ async def test_a_store_reopens_after_its_holder_was_killed_with_its_commits(
     children.append(holder)
     expect(holder, "held")
     holder.kill()
-    holder.wait(timeout=10)
+    holder.wait(timeout=WAIT)
     storage = await SqliteStorage.open(path)
     try:
         assert storage.last_seq == 1

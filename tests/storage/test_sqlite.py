@@ -30,6 +30,7 @@ from pi_durable_tui.storage.sqlite import _schema as sqlite_schema
 from pi_durable_tui.storage.sqlite._schema import Migration, UnsupportedSchema
 from pi_durable_tui.storage.sqlite._storage import run_on_worker
 from pi_durable_tui.storage.writes import PutConversation, PutEntry
+from tests.deadlines import WAIT
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma, query
 
 
@@ -213,7 +214,7 @@ async def test_a_file_that_is_not_a_database_fails_to_open_naming_its_path(
     assert str(path) in str(caught.value)
     assert "move it aside" in str(caught.value)
     for thread in set(threading.enumerate()) - before:  # the worker of the failed open
-        thread.join(timeout=2)
+        thread.join(timeout=WAIT)
         assert not thread.is_alive()
 
 

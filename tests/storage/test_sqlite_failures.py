@@ -27,6 +27,7 @@ from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.writes import PutConversation, PutEntry
+from tests.deadlines import WAIT
 
 COMMIT_FIVE_TIMES = """
 import asyncio, sys
@@ -197,7 +198,7 @@ async def test_an_open_cancelled_at_any_point_leaves_no_thread_and_no_lock(
         else:
             await storage.close()  # it finished before the cancellation arrived
         for thread in set(threading.enumerate()) - before:
-            thread.join(timeout=2)
+            thread.join(timeout=WAIT)
             assert not thread.is_alive(), f"worker left running after {steps} steps"
         StoreLock.acquire(path).release()
     storage = await SqliteStorage.open(path)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from pi_durable_tui.harness import TOOL_RESULT
+from tests.deadlines import WAIT
 from tests.harness.run_support import RigFactory, message, within
-from tests.tools.tool_run import RunTool, start_tool
+from tests.tools.tool_run import RunTool, ToolCallOutcome, start_tool
 
 SECRET = "sk-test-abcdefghijklmnop0123456789"
 
@@ -28,14 +29,23 @@ def outputs(rig: object) -> list[str]:
     return seen
 
 
-async def test_bash_streams_its_output_live_through_committed_progress(run_tool: RunTool) -> None:
-    outcome = await run_tool("bash", {"command": "for i in 1 2 3 4; do echo $i; sleep 0.12; done"})
+async def test_bash_streams_its_output_live_through_committed_progress(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    # Each line waits until the test saw it committed (an ``ack-N`` file), so the
+    # progress commits are one per line however slow the machine is.
+    wait = "n=0; while [ ! -e ack-$i ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done"
+    command = f"for i in 1 2 3 4; do echo $i; {wait}; done"
+    rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    handle = await within(rig.root.submit("go"))
+    for line in range(1, 5):
+        await within(rig.wait_until(lambda n=line: any(o.endswith(f"{n}\n") for o in outputs(rig))))
+        (workdir / f"ack-{line}").touch()
+    assert (await within(handle.wait())).status == "done"
 
-    assert outcome.text == "1\n2\n3\n4\n"
-    live = outputs(outcome.rig)
-    assert len(live) >= 3
-    assert live[0] == "1\n"
-    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(live))
+    assert outputs(rig) == ["1\n", "1\n2\n", "1\n2\n3\n", "1\n2\n3\n4\n"]
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert message(result)["content"][0] == {"type": "text", "text": "1\n2\n3\n4\n"}
 
 
 async def test_bash_reports_exit_code_and_duration(run_tool: RunTool) -> None:
@@ -92,9 +102,8 @@ async def test_aborting_a_command_kills_its_whole_process_group(
 
     await within(rig.root.abort())
 
-    for _ in range(200):
-        if not alive(child):
-            break
+    deadline = time.monotonic() + WAIT  # SIGKILL is sent; the kernel reaps it soon
+    while alive(child) and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert not alive(child)
     [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
@@ -163,12 +172,21 @@ async def test_a_secret_variable_of_the_agent_is_not_visible_to_the_command(
 
 
 async def test_a_secret_a_command_prints_from_a_file_is_redacted_in_every_commit(
-    run_tool: RunTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
+    open_rig: RigFactory, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     (workdir / "key.txt").write_text(f"token={SECRET}\n")
-
-    outcome = await run_tool("bash", {"command": "cat key.txt; sleep 0.15; echo after"})
+    # ``after`` waits until the first line was committed as progress (``ack``).
+    wait = "n=0; while [ ! -e ack ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done"
+    rig = await start_tool(
+        open_rig, workdir, "bash", {"command": f"cat key.txt; {wait}; echo after"}
+    )
+    handle = await within(rig.root.submit("go"))
+    await within(rig.wait_until(lambda: "token=[redacted]\n" in outputs(rig)))
+    (workdir / "ack").touch()
+    assert (await within(handle.wait())).status == "done"
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    outcome = ToolCallOutcome(rig, result)
 
     assert outcome.text == "token=[redacted]\nafter\n"
     assert "token=[redacted]\n" in outputs(outcome.rig)

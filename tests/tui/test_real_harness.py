@@ -35,6 +35,7 @@ from tests.app.screen_support import (
     say,
     seed_history,
 )
+from tests.deadlines import WAIT
 from tests.tui.conftest import running, shown, text_of
 
 SIZE = (120, 40)
@@ -63,8 +64,8 @@ def pidurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
 
 
 async def until(pilot: Pilot[None], predicate: Callable[[], bool], what: str) -> None:
-    """Let the app and the harness run until ``predicate()`` holds (10 s at most)."""
-    deadline = time.monotonic() + 10
+    """Let the app and the harness run until ``predicate()`` holds (``WAIT`` at most)."""
+    deadline = time.monotonic() + WAIT
     while not predicate():
         if time.monotonic() > deadline:
             raise TimeoutError(f"the screen never showed: {what}")

@@ -37,6 +37,7 @@ from pi_durable_tui.ai.faux._steps import serialize_context
 from tests.ai.contexts import continue_with_tool_result, user_context
 from tests.ai.faux.sleeps import RecordingSleep
 from tests.ai.streams import check_stream_order, collect, sequence, summary
+from tests.deadlines import WAIT
 
 OPTIONS = StreamOptions()
 THINKING = "abcdefghijklmnopqrstuvwxyz"  # 26 characters
@@ -260,7 +261,7 @@ async def test_abort_during_a_paced_wait_stops_without_waiting_for_the_sleep() -
     faux = FauxProvider([faux_response(TEXT)], tokens_per_second=1, sleep=stuck_sleep)
     stream = faux.stream(faux.get_model(), user_context("hi"), OPTIONS, abort=abort)
 
-    final = await asyncio.wait_for(stream.result(), timeout=5)
+    final = await asyncio.wait_for(stream.result(), timeout=WAIT)
 
     assert final.stop_reason == "aborted"
     assert final.content == [TextContent(text="")]

@@ -19,6 +19,7 @@ from pi_durable_tui.app import (
 )
 from pi_durable_tui.storage import SqliteStorage, StoreLocked
 from tests.app.support import FAUX, text, write_script
+from tests.deadlines import WAIT
 
 
 async def assert_closed(store: Path) -> None:
@@ -54,7 +55,7 @@ async def test_a_cancellation_anywhere_in_opening_closes_what_was_opened(
             await opening.result().close()
             break
         opening.cancel()
-        await asyncio.wait({opening}, timeout=10)
+        await asyncio.wait({opening}, timeout=WAIT)
 
         assert opening.cancelled(), f"cancel after {spins} loop turns"
         assert open_files_of(store) == [], f"cancel after {spins} loop turns"

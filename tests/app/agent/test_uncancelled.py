@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from pi_durable_tui.app.agent._uncancelled import complete
+from tests.deadlines import WAIT
 
 
 class Step:
@@ -39,7 +40,7 @@ async def cancel_while_running(step: Step, *, times: int = 1) -> asyncio.Task[st
     await asyncio.sleep(0)
     assert not caller.done()  # still waiting for the step
     step.release.set()
-    await asyncio.wait({caller}, timeout=5)
+    await asyncio.wait({caller}, timeout=WAIT)
     return caller
 
 

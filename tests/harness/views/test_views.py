@@ -262,7 +262,7 @@ def test_random_commits_keep_every_replica_equal_to_a_fresh_mount_and_tails_boun
                     )
                     for tail, replica in replicas.items():
                         fresh = await rig.fresh(tail)
-                        await until(partial(_same, replica, fresh), timeout=2)
+                        await until(partial(_same, replica, fresh))
                         assert replica.mismatches == []
                         assert tail is None or len(replica.value["entries"]) <= tail + 1
 
