@@ -41,7 +41,8 @@ from pi_durable_tui.app import (
     start_screen,
 )
 from pi_durable_tui.kernel import ManualClock, Tx
-from tests.harness.run_support import WAIT, within
+from tests.deadlines import WAIT
+from tests.harness.run_support import within
 
 
 async def until(predicate: Callable[[], bool], timeout: float = WAIT, what: str = "") -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,12 @@ async def test_bash_streams_its_output_live_through_committed_progress(
     command = f"for i in 1 2 3 4; do echo $i; {wait}; done"
     rig = await start_tool(open_rig, workdir, "bash", {"command": command})
     handle = await within(rig.root.submit("go"))
+
+    def committed(line: int) -> Callable[[], bool]:
+        return lambda: any(output.endswith(f"{line}\n") for output in outputs(rig))
+
     for line in range(1, 5):
-        await within(rig.wait_until(lambda n=line: any(o.endswith(f"{n}\n") for o in outputs(rig))))
+        await within(rig.wait_until(committed(line)))
         (workdir / f"ack-{line}").touch()
     assert (await within(handle.wait())).status == "done"
 
