@@ -22,7 +22,11 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.harness.run_support", "tests.app.screen_support"]
+pytest_plugins = [
+    "tests.harness.run_support",
+    "tests.app.screen_support",
+    "tests.postgres_support",
+]
 
 
 class NetworkBlocked(RuntimeError):

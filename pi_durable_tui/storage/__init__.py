@@ -1,4 +1,5 @@
-"""Layer 1: records, the Storage protocol, backends, and the conformance suite.
+"""Layer 1: records, the Storage protocol, backends (memory, SQLite, JSONL,
+PostgreSQL), and the conformance suite.
 
 Nothing here knows about models, chats or terminals; the kernel (layer 2) builds
 on it. See ``protocol`` for the contract every backend keeps.
@@ -17,6 +18,7 @@ from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, apply_ops
 from pi_durable_tui.storage.jsonl import JsonlStorage
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.memory import MemoryStorage
+from pi_durable_tui.storage.postgres import PostgresStorage
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
     LIVE_TASK_STATUSES,
@@ -75,6 +77,7 @@ __all__ = [
     "MemoryStorage",
     "Op",
     "Page",
+    "PostgresStorage",
     "PutConversation",
     "PutEntry",
     "PutSubmission",
