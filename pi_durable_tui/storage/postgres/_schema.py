@@ -225,10 +225,10 @@ async def prepare_schema(conn: asyncpg.Connection, where: str) -> None:
 
 
 async def _version(conn: asyncpg.Connection) -> int:
-    exists = await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", f"{SCHEMA}.schema_version")
-    if not exists:
-        return 0
-    version = await conn.fetchval(f"SELECT version FROM {SCHEMA}.schema_version WHERE id = 1")
+    try:
+        version = await conn.fetchval(f"SELECT version FROM {SCHEMA}.schema_version WHERE id = 1")
+    except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+        return 0  # a database pidurable has not used yet
     return 0 if version is None else int(version)
 
 

@@ -8,7 +8,7 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
   caller's back. A lost connection means a lost lock, and another process may
   be writing by now: the store is poisoned and must be reopened.
 - **One statement, one transaction and one round trip per commit**
-  (``_commit.WRITE``). ``prepare_batch`` runs on the event loop against the
+  (``_commit.statement``). ``prepare_batch`` runs on the event loop against the
   cached committed view (``_view.Known``); what it lacks is fetched first, in
   one more round trip. A rejected batch costs no write and consumes no seq.
 - **Calls are serialized and shielded.** asyncpg runs one query at a time on a
@@ -20,8 +20,9 @@ It keeps the Storage contract (``protocol``) with exactly the semantics of
 - **Failures.** ``StorageRejected`` only for what ``prepare_batch`` refuses. A
   commit the server refused (an error answer) rolled back, and is re-raised as
   ``StorageError``; one that got no answer (connection lost, cancelled by the
-  server's shutdown) may or may not have landed: this object refuses every
-  later call with ``StoragePoisoned``. Messages never show the URL's password.
+  server's shutdown) may or may not have landed: it is re-raised as
+  ``StorageError`` too, and this object refuses every later call with
+  ``StoragePoisoned`` (its lock may be gone). Messages never show the URL's password.
 - **Reopen** reads the store row and the newest row of each table for this
   store (``_schema.read_metadata``), never its history.
 - **Failpoints** ``postgres.before_commit`` (the batch prepared, the statement
@@ -48,7 +49,7 @@ from pi_durable_tui.storage.errors import (
 from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.postgres import _lock
-from pi_durable_tui.storage.postgres._commit import WRITE, parameters
+from pi_durable_tui.storage.postgres._commit import STATEMENT_CACHE, statement
 from pi_durable_tui.storage.postgres._integrity import problems
 from pi_durable_tui.storage.postgres._reads import Reads
 from pi_durable_tui.storage.postgres._schema import (
@@ -82,6 +83,13 @@ P = ParamSpec("P")
 
 BEFORE_COMMIT = define_failpoint("postgres.before_commit")
 AFTER_COMMIT = define_failpoint("postgres.after_commit")
+DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    OSError,
+)
+"""What asyncpg raises when a query fails (from the server or from the link)."""
 CLOSE_TIMEOUT = 10.0
 """Seconds ``close`` waits for calls in flight, then for the server, before it drops the socket."""
 
@@ -106,7 +114,7 @@ async def connect(url: str, *, timeout: float, purpose: str) -> asyncpg.Connecti
     }
     try:
         conn: asyncpg.Connection = await asyncpg.connect(
-            url, timeout=timeout, server_settings=settings
+            url, timeout=timeout, server_settings=settings, statement_cache_size=STATEMENT_CACHE
         )
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as error:
         detail = scrub(str(error) or type(error).__name__, url)
@@ -182,7 +190,7 @@ class PostgresStorage:
             metadata = await read_metadata(conn, store, name)
         except BaseException as error:
             conn.terminate()
-            if isinstance(error, (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
+            if isinstance(error, DRIVER_ERRORS):
                 raise StorageError(
                     f"Opening store {name!r} in {redact(url)} failed: {scrub(str(error), url)}"
                 ) from None
@@ -260,12 +268,19 @@ class PostgresStorage:
             self._check_usable()
             try:
                 return await fn(self._conn, *args, **kwargs)
-            except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            except DRIVER_ERRORS as error:
                 raise self._failure(error, "reading") from None
 
     def _failure(self, error: BaseException, doing: str) -> StorageError:
-        """Return the error to raise for a driver failure; poison the store if the link broke."""
-        if self._conn.is_closed() or not isinstance(error, asyncpg.PostgresError):
+        """Return the error to raise for a driver failure; poison the store if the link broke.
+
+        Only an error answer from the server on a connection that is still open
+        leaves the store usable; anything else may have cost the lock.
+        """
+        answered = isinstance(error, asyncpg.PostgresError) and not isinstance(
+            error, asyncpg.PostgresConnectionError
+        )
+        if self._conn.is_closed() or not answered:
             self._poisoned = error
         return StorageError(
             f"PostgreSQL store {self._name!r} in {self._where}: {doing} failed "
@@ -307,7 +322,7 @@ class PostgresStorage:
                 if ask:
                     try:
                         await known.fetch(self._conn, self._store, ask)
-                    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+                    except DRIVER_ERRORS as error:
                         raise self._failure(error, "checking a commit") from None
                 try:
                     batch = prepare_batch(writes, known, next_seq)
@@ -315,19 +330,16 @@ class PostgresStorage:
                 except Unknown as missing:
                     ask = missing.question
             next_id = max(stored_next_id, floor, batch.max_id + 1)
-            params, top = parameters(self._store, batch, next_id, newest)
+            sql, params, top = statement(self._store, batch, next_id, newest)
             BEFORE_COMMIT.hit()
             try:
-                await self._conn.execute(WRITE, *params)
-            except asyncpg.PostgresError as error:
-                # The server answered with an error: the statement's transaction rolled back.
+                await self._conn.execute(sql, *params)
+            except DRIVER_ERRORS as error:
+                # An error answer from a live server: the statement's transaction rolled back.
+                # Anything else (``_failure`` tells): the commit may have landed.
                 raise self._failure(error, "a commit") from None
             except BaseException as error:
-                # No answer (the link broke, or this task was cancelled mid-statement): the
-                # commit may have landed. Only a reopen can tell.
-                self._poisoned = error
-                if isinstance(error, (asyncpg.InterfaceError, OSError)):
-                    raise self._failure(error, "a commit") from None
+                self._poisoned = error  # no answer: only a reopen can tell what landed
                 raise
             self._stored = (next_seq + 1, next_id, top)
             known.learn(batch, next_id)
