@@ -1,8 +1,8 @@
-"""Layer 1: records, the Storage protocol, backends (memory, SQLite, JSONL,
-PostgreSQL), and the conformance suite.
+"""Layer 1: records, the Storage protocol, backends, and the conformance suite.
 
-Nothing here knows about models, chats or terminals; the kernel (layer 2) builds
-on it. See ``protocol`` for the contract every backend keeps.
+The backends: memory, SQLite, JSONL and PostgreSQL. Nothing here knows about
+models, chats or terminals; the kernel (layer 2) builds on it. See ``protocol``
+for the contract every backend keeps.
 """
 
 from pi_durable_tui.storage.errors import (
