@@ -210,7 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument(
         "-r", "--resume", action="store_true", help="pick a session of this directory to open"
     )
-    sessions.add_argument("--session", metavar="PATH", help="open the session store at PATH")
+    sessions.add_argument(
+        "--session",
+        metavar="ID",
+        help="open the session store at this path (with a database: the session ID in it)",
+    )
     parser.add_argument(
         "-p",
         "--print",
@@ -297,11 +301,16 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         return 0
     session = args.session
     if args.resume:
-        from pi_durable_tui.app import NoSession, describe_startup_error, newest_session
+        from pi_durable_tui.app import (
+            NoSession,
+            SessionUnavailable,
+            describe_startup_error,
+            newest_session,
+        )
 
         try:
             newest_session(os.getcwd())  # nothing to pick needs no picker
-        except NoSession as error:
+        except (NoSession, SessionUnavailable) as error:
             return _startup_failed(error, describe_startup_error(error))
         if args.prompt is not None:  # the terminal app picks on its screen
             session = _pick_session()
@@ -407,19 +416,24 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
     reopened = bool(args.continue_session or args.resume or session)
     if args.continue_session and session is None:
         # Found before the first paint: "nothing to continue" needs no screen.
-        from pi_durable_tui.app import NoSession, newest_session
+        from pi_durable_tui.app import NoSession, SessionUnavailable, newest_session
 
         try:
             session = str(newest_session(cwd))
-        except NoSession as error:
+        except (NoSession, SessionUnavailable) as error:
             from pi_durable_tui.app import describe_startup_error
 
             return _startup_failed(error, describe_startup_error(error))
     stored: list[SessionInfo] = []
     if args.resume:
-        from pi_durable_tui.app import session_infos
+        from pi_durable_tui.app import SessionUnavailable, session_infos
 
-        stored = session_infos(cwd)
+        try:
+            stored = session_infos(cwd)
+        except SessionUnavailable as error:
+            from pi_durable_tui.app import describe_startup_error
+
+            return _startup_failed(error, describe_startup_error(error))
     failures: list[BaseException] = []
 
     async def open_session() -> tuple[ScreenModel, Controller]:

@@ -2,8 +2,10 @@
 
 It owns everything a front end (print mode, JSON mode, the TUI) shares:
 
-- the session store (``SqliteStorage`` with its single-writer lock): a new session
-  for the working directory, the newest one (``--continue``), or a given path;
+- the session store (``SqliteStorage`` with its single-writer lock, or a
+  ``PostgresStorage`` when sessions live in a database: ``_sessions``): a new
+  session for the working directory, the newest one (``--continue``), or a given
+  one (``--session``);
 - the settings files (re-read when they change), the models (environment keys,
   custom providers from settings, ``--base-url``, a faux script), the registry
   (``coding-tools``, the system prompt sections, subagents), one ``LocalEnv`` per
@@ -37,15 +39,20 @@ from pi_durable_tui.app._demos import (
     script_text,
     write_marker,
 )
+from pi_durable_tui.app._home import home
 from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app._sessions import (
     SessionUnavailable,
-    home,
+    database_url,
+    describe_store,
     new_session_path,
     newest_session,
+    open_store,
     remember_faux_script,
+    remember_title,
     remembered_faux_script,
+    resolve_session,
 )
 from pi_durable_tui.app._subagent import SUBAGENTS
 from pi_durable_tui.app._uncancelled import complete
@@ -58,7 +65,7 @@ from pi_durable_tui.harness import (
     create_registry,
 )
 from pi_durable_tui.kernel import Clock, Report
-from pi_durable_tui.storage import SqliteStorage, StorageError
+from pi_durable_tui.storage import StorageError
 from pi_durable_tui.tools import coding_tools
 
 
@@ -107,6 +114,7 @@ class AgentApp:
     """The options it was opened with."""
     _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
+    _titled: bool = False
 
     @classmethod
     async def open(
@@ -151,13 +159,16 @@ class AgentApp:
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
         if options.session:
-            store = Path(options.session).expanduser().resolve()
+            store = resolve_session(options.session, cwd)
             store.parent.mkdir(parents=True, exist_ok=True)
         elif options.continue_session:
             store = newest_session(cwd)
         else:
             store = new_session_path(cwd)
-        created = not store.exists()
+        if database_url() is not None and describe_store(store) != str(store):
+            created = not (options.session or options.continue_session)
+        else:
+            created = not store.exists()
         try:
             if options.demo is not None and created:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
@@ -183,13 +194,13 @@ class AgentApp:
                 faux=provider,
             )
             choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
-            storage = await SqliteStorage.open(store)
+            storage = await open_store(store)
         except BaseException as error:
             if not options.session and not options.continue_session:
                 # A session that never started leaves no empty directory behind.
                 shutil.rmtree(store.parent, ignore_errors=True)
             if isinstance(error, StorageError):
-                raise SessionUnavailable(store, error) from error
+                raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         reports: list[Report] = []
 
@@ -216,7 +227,7 @@ class AgentApp:
         except BaseException as error:
             await storage.close()
             if isinstance(error, StorageError):
-                raise SessionUnavailable(store, error) from error
+                raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.demo = marker.demo if marker is not None else None
@@ -267,6 +278,17 @@ class AgentApp:
     async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
             await self.harness.close()
+
+    @property
+    def session_id(self) -> str:
+        """How ``--session`` names this session: its name in the database, or its file."""
+        return describe_store(self.store)
+
+    async def remember_title(self, text: str) -> None:
+        """Remember the session's first user message for the ``--resume`` picker (once)."""
+        if not self._titled:
+            await remember_title(self.store, self.harness.session.storage, text)
+            self._titled = True
 
     def demo_banner(self) -> str:
         """What a demo session tells the user about killing and continuing it."""

@@ -51,6 +51,8 @@ class AppSettings(BaseModel):
     retry: RetrySettings = Field(default_factory=RetrySettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     progress: ProgressSettings = Field(default_factory=ProgressSettings)
+    database: str | None = None
+    """The PostgreSQL URL sessions live in (the user's file only: ``_settings_files``)."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pi_durable_tui.app._sessions import home
+from pi_durable_tui.app._home import home
 
 NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_BYTES = 256 * 1024

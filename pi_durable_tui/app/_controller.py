@@ -36,7 +36,7 @@ from pi_durable_tui.app._ports import ExportFormat
 from pi_durable_tui.app._project_files import SKIPPED_DIRS, ProjectFiles
 from pi_durable_tui.app._recovery import recovery_report
 from pi_durable_tui.app._screen_model import LiveScreenModel, conversation_label
-from pi_durable_tui.app._sessions import session_infos, sessions_dir, write_title
+from pi_durable_tui.app._sessions import session_infos, sessions_dir
 from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
 from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
 from pi_durable_tui.storage import EntryRecord
@@ -87,7 +87,7 @@ class AgentController:
             self.model.watched.add(submission.id)
             self._remember(text)
             if self.model.conversation_id == self.app.root.id:
-                write_title(self.app.store, text)
+                await self.app.remember_title(text)
 
         await self._serial(submit)
 
@@ -261,7 +261,8 @@ class AgentController:
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions of this directory, newest first."""
-        return session_infos(self.app.cwd)
+        # A thread: with a database, listing is a query (never on the screen's loop).
+        return await asyncio.to_thread(session_infos, self.app.cwd)
 
     async def open_session(self, path: str) -> None:
         """Switch to another stored session."""

@@ -30,7 +30,13 @@ def lock_holder(store: Path) -> int | None:
 
 
 def _unavailable(error: SessionUnavailable) -> str:
-    store, cause = error.store, error.cause
+    store, cause, where = error.store, error.cause, error.where
+    if isinstance(cause, StoreLocked) and where != str(store):
+        # In a database: the refusal names the holder's host and pid itself.
+        return (
+            f"{cause}; close that pidurable first, or start a new session "
+            "(run without -c and --session)"
+        )
     if isinstance(cause, StoreLocked):
         pid = lock_holder(store)
         holder = f"process {pid}" if pid is not None else "another process"
@@ -45,7 +51,7 @@ def _unavailable(error: SessionUnavailable) -> str:
         if "start a new session" not in text:
             text += "; move it aside and start a new session, or restore it from a backup"
         return text
-    return f"cannot open the session store {store}: {text}"
+    return f"cannot open the session store {where}: {text}"
 
 
 def describe_startup_error(error: BaseException) -> str | None:

@@ -5,6 +5,8 @@ models, chats or terminals; the kernel (layer 2) builds on it. See ``protocol``
 for the contract every backend keeps.
 """
 
+from typing import TYPE_CHECKING
+
 from pi_durable_tui.storage.errors import (
     InvalidCursor,
     StorageClosed,
@@ -18,7 +20,6 @@ from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, apply_ops
 from pi_durable_tui.storage.jsonl import JsonlStorage
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.memory import MemoryStorage
-from pi_durable_tui.storage.postgres import PostgresStorage
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
     LIVE_TASK_STATUSES,
@@ -53,6 +54,20 @@ from pi_durable_tui.storage.writes import (
     RetireDocument,
     Write,
 )
+
+if TYPE_CHECKING:
+    from pi_durable_tui.storage.postgres import PostgresStorage
+
+
+def __getattr__(name: str) -> object:
+    # REMINDER: PostgresStorage is imported on first use: asyncpg costs every SQLite
+    # user a tenth of a second at start-up otherwise.
+    if name == "PostgresStorage":
+        from pi_durable_tui.storage.postgres import PostgresStorage
+
+        return PostgresStorage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LIVE_TASK_STATUSES",

@@ -31,7 +31,7 @@ from tests.e2e.crash_runner import Backend
 
 BASE_SEED: dict[Backend, int] = {"sqlite": 20_261_130, "jsonl": 20_271_130, "postgres": 20_281_130}
 TARGET_KILLS: dict[Backend, int] = {"sqlite": 55, "jsonl": 50, "postgres": 24}
-MAX_DELAY: dict[Backend, float] = {"sqlite": 0.2, "jsonl": 0.2, "postgres": 1.5}
+MAX_DELAY: dict[Backend, float] = {"sqlite": 0.2, "jsonl": 0.2, "postgres": 2.5}
 """Seconds after ``ready`` within which a kill lands: opening a PostgreSQL store takes
 a connection and a few round trips, so its kills are spread over a longer window."""
 KILLS_PER_CHAIN: dict[Backend, int] = {"sqlite": 6, "jsonl": 6, "postgres": 3}

@@ -185,7 +185,12 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-_HEADERS = {"p99_over_p50": "p99/p50", "wal_frames": "WAL frames"}
+_HEADERS = {
+    "p99_over_p50": "p99/p50",
+    "wal_frames": "WAL frames",
+    "ratio_insert": "vs INSERT",
+    "commits_vs_sqlite": "vs SQLite",
+}
 
 
 def _table(results: Results, keys: list[str], columns: list[str]) -> list[str]:

@@ -9,7 +9,8 @@ its holder), ``_view`` (the cached committed view a commit is checked against),
 check) and ``_url`` (URLs without their password).
 """
 
+from pi_durable_tui.storage.postgres._schema import StoreSummary
 from pi_durable_tui.storage.postgres._storage import PostgresStorage
 from pi_durable_tui.storage.postgres._url import is_database_url, redact
 
-__all__ = ["PostgresStorage", "is_database_url", "redact"]
+__all__ = ["PostgresStorage", "StoreSummary", "is_database_url", "redact"]

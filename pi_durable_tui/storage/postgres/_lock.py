@@ -104,7 +104,7 @@ _TAKE = (
     # REMINDER: ``lock`` calls a volatile function, so PostgreSQL runs it exactly once;
     # the final SELECT reads the row as it was before ``mark``: the previous holder.
     "WITH lock AS (SELECT pg_try_advisory_lock($1, $2) AS taken),"
-    f" mark AS (UPDATE {SCHEMA}.stores SET holder = $3"
+    f" mark AS (UPDATE {SCHEMA}.stores SET holder = $3, opened = now()"
     " WHERE id = $2 AND (SELECT taken FROM lock) RETURNING id)"
     f" SELECT taken, (SELECT holder FROM {SCHEMA}.stores WHERE id = $2) FROM lock"
 )

@@ -68,7 +68,9 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
                 next_seq bigint NOT NULL,
                 next_id bigint NOT NULL,
                 holder text,
-                created timestamptz NOT NULL DEFAULT now()
+                created timestamptz NOT NULL DEFAULT now(),
+                opened timestamptz,
+                label text
             )""",
             f"""CREATE TABLE {SCHEMA}.conversations (
                 store integer NOT NULL REFERENCES {SCHEMA}.stores (id),
@@ -281,3 +283,54 @@ async def read_metadata(conn: asyncpg.Connection, store: int, name: str) -> Meta
     next_seq, next_id, entry, entry_seq, other = row
     newest = max(entry or 0, other or 0)
     return Metadata(max(next_seq, (entry_seq or 0) + 1), max(next_id, newest + 1), entry or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    """One store of a database as ``list_stores`` finds it."""
+
+    name: str
+    created_ms: int
+    """When its row was made (milliseconds since the epoch)."""
+    opened_ms: int
+    """When a writer last opened it (its creation, if never)."""
+    label: str | None
+    size_bytes: int
+    """The JSON text of its entries (0 unless sizes were asked for)."""
+
+
+def _upper_bound(prefix: str) -> str:
+    """The least string above every string that starts with ``prefix`` (in code point order)."""
+    for cut in range(len(prefix), 0, -1):
+        last = ord(prefix[cut - 1])
+        if last < 0x10FFFF and not 0xD7FF <= last < 0xE000:
+            return prefix[: cut - 1] + chr(last + 1)
+    return "\U0010ffff" * (len(prefix) + 1)
+
+
+async def list_stores(
+    conn: asyncpg.Connection, prefix: str, *, limit: int, sizes: bool
+) -> list[StoreSummary]:
+    """Return the stores whose names start with ``prefix``, by name, last first.
+
+    A database no pidurable has used holds none.
+    """
+    size = (
+        f"coalesce((SELECT sum(octet_length(e.record)) FROM {SCHEMA}.entries e"
+        " WHERE e.store = s.id), 0)"
+        if sizes
+        else "0"
+    )
+    try:
+        rows = await conn.fetch(
+            "SELECT name, (extract(epoch FROM created) * 1000)::bigint,"
+            " (extract(epoch FROM coalesce(opened, created)) * 1000)::bigint, label,"
+            f" {size} FROM {SCHEMA}.stores s WHERE name >= $1 AND name < $2"
+            " ORDER BY name DESC LIMIT $3",
+            prefix,
+            _upper_bound(prefix),
+            limit,
+        )
+    except (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError):
+        return []
+    return [StoreSummary(r[0], int(r[1]), int(r[2]), r[3], int(r[4])) for r in rows]

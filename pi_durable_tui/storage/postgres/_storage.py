@@ -53,6 +53,9 @@ from pi_durable_tui.storage.postgres._commit import STATEMENT_CACHE, statement
 from pi_durable_tui.storage.postgres._integrity import problems
 from pi_durable_tui.storage.postgres._reads import Reads
 from pi_durable_tui.storage.postgres._schema import (
+    SCHEMA,
+    StoreSummary,
+    list_stores,
     prepare_schema,
     read_metadata,
     store_id,
@@ -500,6 +503,59 @@ class PostgresStorage:
             return await problems(conn, store, self._stored[0])
 
         return await self._read(run)
+
+    # -- beyond the protocol -----------------------------------------------------------
+
+    async def set_label(self, text: str) -> None:
+        """Give the store a one-line label (the product's session title), unless it has one.
+
+        ``list_stores`` returns it; it is not part of the store's records.
+        """
+        line = " ".join(text.split())[:200].replace("\x00", "")
+        line = line.encode("utf-8", "replace").decode("utf-8")
+        store = self._store
+
+        async def run(conn: asyncpg.Connection) -> None:
+            await conn.execute(
+                f"UPDATE {SCHEMA}.stores SET label = $2 WHERE id = $1 AND label IS NULL",
+                store,
+                line,
+            )
+
+        await self._read(run)
+
+    @staticmethod
+    async def list_stores(
+        url: str,
+        prefix: str = "",
+        *,
+        limit: int = 1000,
+        sizes: bool = False,
+        connect_timeout: float = 10.0,
+    ) -> list[StoreSummary]:
+        """Return the stores of a database whose names start with ``prefix``, last name first.
+
+        Opens no store and takes no lock (it reads the ``stores`` rows only).
+
+        Args:
+            url: The database.
+            prefix: What the names start with.
+            limit: At most this many.
+            sizes: Also add up each store's entry text (linear in those stores).
+            connect_timeout: Seconds to wait for the server.
+
+        Raises:
+            StorageError: The server could not be reached.
+        """
+        conn = await connect(url, timeout=connect_timeout, purpose="listing")
+        try:
+            return await list_stores(conn, prefix, limit=limit, sizes=sizes)
+        except DRIVER_ERRORS as error:
+            raise StorageError(
+                f"Listing the stores in {redact(url)} failed: {scrub(str(error), url)}"
+            ) from None
+        finally:
+            conn.terminate()
 
     # -- closing -----------------------------------------------------------------------
 
