@@ -121,8 +121,13 @@ class Reads:
         rows = await conn.fetch(_CHAIN, self.store, conversation_id)
         if not rows:
             raise unknown_conversation(conversation_id)
+        # REMINDER: the whole chain is kept together (emptying the map halfway would
+        # make a fork read as a root); the map may pass its bound by one chain.
+        if len(self.conversations) + len(rows) > LIMIT:
+            self.conversations.clear()
         for row in rows:
-            self._keep(ConversationRecord.from_json(loads(row["record"])))
+            record = ConversationRecord.from_json(loads(row["record"]))
+            self.conversations[record.id] = record
         return self.conversations[conversation_id]
 
     def _chain_known(self, record: ConversationRecord) -> bool:

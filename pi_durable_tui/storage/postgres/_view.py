@@ -20,7 +20,8 @@ query on its own thread; here each would be a network round trip. So:
   on the guess.
 - IDs at or above the committed floor (the stored mint floor) were never
   committed, so questions about them are answered without asking.
-- Every map is bounded (``LIMIT``): past it, it is emptied and refilled on demand.
+- Every map is bounded (``LIMIT``): past it, it is emptied before the next commit
+  and refilled on demand.
 
 A document's content at a point (asked only by fork copies) is read into a map
 that lives for one commit.
@@ -106,8 +107,9 @@ class Questions:
 
 
 def _put(answers: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(answers) >= LIMIT and key not in answers:
-        answers.clear()
+    # REMINDER: never emptied here: while one commit prepares, every answer it was
+    # given must stay (a bound hit halfway would fetch the same answers forever).
+    # ``trim`` empties an oversized map between commits.
     answers[key] = value
 
 
@@ -209,8 +211,29 @@ class Known:
 
     # -- what to ask -------------------------------------------------------------
 
+    def trim(self) -> None:
+        """Empty every map that grew past ``LIMIT`` (between commits, never during one)."""
+        maps: list[dict[Any, Any]] = [
+            self._kinds,
+            self._tasks,
+            self._submissions,
+            self._documents,
+            self._live,
+            self._versions,
+        ]
+        for answers in maps:
+            if len(answers) > LIMIT:
+                answers.clear()
+        if len(self._requests) > LIMIT or len(self._request_of) > LIMIT:
+            self._requests.clear()
+            self._request_of.clear()
+
     def questions(self, writes: Sequence[Write]) -> Questions:
-        """Return what preparing ``writes`` will plausibly ask that is not known yet."""
+        """Return what preparing ``writes`` will plausibly ask that is not known yet.
+
+        Call it first for each commit: it also trims the maps (``trim``).
+        """
+        self.trim()
         ask = Questions()
 
         def kind(value: object) -> None:
@@ -363,9 +386,6 @@ class Known:
 
     def _free(self, key: RequestKey, holder: int | None) -> None:
         """Record that no submission holds ``key``, if ``holder`` (when given) still did."""
-        if len(self._requests) >= LIMIT:
-            self._requests.clear()
-            self._request_of.clear()
         # REMINDER: another submission of the same batch may have taken the key already.
         if holder is None or self._requests.get(key) == holder:
             self._requests[key] = None
@@ -375,7 +395,6 @@ class Known:
         old = self._request_of.pop(submission_id, None)
         if old is not None and old != key:
             self._free(old, submission_id)
-        self._free(key, None)
         self._requests[key] = submission_id
         self._request_of[submission_id] = key
 
