@@ -6,9 +6,11 @@ same way) the first time a test asks for it, and stops it when the session
 ends, on every path (the fixture's finalizer, and ``atexit`` for an interrupted
 run). On a machine without a server, or where it cannot start, every test that
 asks for it is skipped with the reason; a start never hangs (every server
-command has a timeout). ``postgres_url`` is the URL; ``store_name`` gives each
-test a name no other test uses, so tests share the server and never each other's
-store.
+command has a timeout). ``postgres_url`` reaches it through its Unix socket (a
+connection costs half of one over TCP with a password, and the suites open
+hundreds); ``postgres_tcp_url`` over loopback TCP with the password, for what is
+about URLs, passwords and the network. ``store_name`` gives each test a name no
+other test uses, so tests share the server and never each other's store.
 """
 
 from __future__ import annotations
@@ -43,7 +45,13 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> str:
-    """The URL of the session's server (with its password)."""
+    """The session's server through its Unix socket."""
+    return postgres_server.socket_url
+
+
+@pytest.fixture
+def postgres_tcp_url(postgres_server: PostgresServer) -> str:
+    """The session's server over loopback TCP, with its password in the URL."""
     return postgres_server.url
 
 

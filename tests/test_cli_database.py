@@ -101,8 +101,9 @@ def test_another_machine_continues_a_session_that_a_killed_process_left(
 
 
 def test_a_session_open_on_another_machine_is_refused_naming_its_host_and_pid(
-    project: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+    project: Path, monkeypatch: pytest.MonkeyPatch, postgres_tcp_url: str
 ) -> None:
+    monkeypatch.setenv("PIDURABLE_DATABASE_URL", postgres_tcp_url)  # with its password
     holder = Pidurable(
         project, "-p", "go", "--mode", "json", "--model", "faux/faux-1",
         "--faux-script", busy_script(project),
@@ -116,7 +117,10 @@ def test_a_session_open_on_another_machine_is_refused_naming_its_host_and_pid(
 
     assert (status, out) == (2, "")
     assert err.startswith("pidurable: Session is already open in another process: ")
-    assert f" in {redact(postgres_url)} (held by {socket.gethostname()} pid {holder.pid}); " in err
+    assert (
+        f" in {redact(postgres_tcp_url)} (held by {socket.gethostname()} pid {holder.pid}); " in err
+    )
+    assert postgres_tcp_url not in err
     assert err.endswith(
         "close that pidurable first, or start a new session (run without -c and --session)\n"
     )

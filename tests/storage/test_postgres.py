@@ -84,16 +84,18 @@ def hold(url: str, name: str, holders: list[subprocess.Popen[str]]) -> subproces
 
 
 async def test_a_second_writer_in_another_process_is_refused_naming_the_holders_host_and_pid(
-    postgres_url: str, store_name: str, holders: list[subprocess.Popen[str]]
+    postgres_tcp_url: str, store_name: str, holders: list[subprocess.Popen[str]]
 ) -> None:
-    holder = hold(postgres_url, store_name, holders)
+    holder = hold(postgres_tcp_url, store_name, holders)
     with pytest.raises(StoreLocked) as refused:
-        await PostgresStorage.open(postgres_url, store_name)
+        await PostgresStorage.open(postgres_tcp_url, store_name)
     message = str(refused.value)
+    where = redact(postgres_tcp_url)
     assert message == (
-        f"Session is already open in another process: {store_name} in {redact(postgres_url)} "
+        f"Session is already open in another process: {store_name} in {where} "
         f"(held by {socket.gethostname()} pid {holder.pid})"
     )
+    assert ":***@127.0.0.1:" in where
     assert "\n" not in message
 
 
@@ -221,8 +223,8 @@ async def test_an_unreachable_server_is_one_error_without_the_password(
     assert f"Cannot connect to PostgreSQL at postgresql://pidurable:***@127.0.0.1:{port}" in message
 
 
-async def test_a_wrong_password_is_refused_without_showing_it(postgres_url: str) -> None:
-    wrong = postgres_url.replace("@127.0.0.1", "x@127.0.0.1")
+async def test_a_wrong_password_is_refused_without_showing_it(postgres_tcp_url: str) -> None:
+    wrong = postgres_tcp_url.replace("@127.0.0.1", "x@127.0.0.1")
     with pytest.raises(StorageError) as failed:
         await PostgresStorage.open(wrong, "any")
     password = wrong.split(":")[2].split("@")[0]
