@@ -163,11 +163,11 @@ async def test_reopen_takes_the_newest_rows_not_the_history(
 
 
 async def test_a_lost_connection_poisons_the_store_and_frees_its_lock(
-    postgres_url: str, store_name: str
+    postgres_tcp_url: str, store_name: str
 ) -> None:
-    storage = await PostgresStorage.open(postgres_url, store_name)
+    storage = await PostgresStorage.open(postgres_tcp_url, store_name)
     await storage.commit([ROOT])
-    admin = await asyncpg.connect(postgres_url)
+    admin = await asyncpg.connect(postgres_tcp_url)
     try:
         # The server ends the store's backend, as a restart or a network cut would.
         await admin.execute(
@@ -178,13 +178,13 @@ async def test_a_lost_connection_poisons_the_store_and_frees_its_lock(
         await admin.close()
     with pytest.raises(StorageError) as failed:
         await storage.commit([entry(2)])
-    assert postgres_url not in str(failed.value)
+    assert postgres_tcp_url not in str(failed.value)
     with pytest.raises(StoragePoisoned, match="reopen it"):
         await storage.commit([entry(3)])
     with pytest.raises(StoragePoisoned):
         await storage.entry(2)
     await storage.close()
-    again = await PostgresStorage.open(postgres_url, store_name)  # the lock went with it
+    again = await PostgresStorage.open(postgres_tcp_url, store_name)  # the lock went with it
     try:
         assert again.last_seq in (1, 2)  # the lost commit may or may not have landed
     finally:

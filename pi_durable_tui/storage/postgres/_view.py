@@ -315,22 +315,11 @@ class Known:
         documents = sorted(ask.documents)
         addresses = list(ask.addresses)
         versions = sorted(ask.versions)
-        if kinds or tasks or submissions or requests or documents or addresses or versions:
-            rows = await conn.fetch(
-                _FETCH,
-                store,
-                kinds,
-                tasks,
-                submissions,
-                [c for c, _ in requests],
-                [column_text(r) for _, r in requests],
-                documents,
-                [column_text(a.kind) for a in addresses],
-                [column_text(a.scope.kind) for a in addresses],
-                [a.scope.id if fits(a.scope.id) else None for a in addresses],
-                [column_text(a.key) for a in addresses],
-                versions,
-            )
+        sql, params = _fetch_statement(
+            store, kinds, tasks, submissions, requests, documents, addresses, versions
+        )
+        if sql:
+            rows = await conn.fetch(sql, *params)
             self._adopt(rows, kinds, tasks, submissions, requests, documents, addresses, versions)
         for document_id, at in ask.contents:
             key = (document_id, at)
@@ -429,42 +418,103 @@ class Known:
                 self._versions.pop(document_id, None)
 
 
-_FETCH = " UNION ALL ".join(
-    [
-        *(
-            f"SELECT 0, id, NULL::bigint, '{kind}'::text FROM {SCHEMA}.{table}"
-            " WHERE store = $1 AND id = ANY($2::bigint[])"
-            for kind, table in (
-                ("conversation", "conversations"),
-                ("entry", "entries"),
-                ("task", "tasks"),
-                ("submission", "submissions"),
-                ("document", "documents"),
-            )
-        ),
-        f"SELECT 1, id, conversation_id, NULL FROM {SCHEMA}.tasks"
-        " WHERE store = $1 AND id = ANY($3::bigint[])",
-        f"SELECT 2, id, NULL, record FROM {SCHEMA}.submissions"
-        " WHERE store = $1 AND id = ANY($4::bigint[])",
-        "SELECT 3, q.n - 1, s.id, NULL"
-        " FROM unnest($5::bigint[], $6::text[]) WITH ORDINALITY AS q (c, r, n)"
-        f" CROSS JOIN LATERAL (SELECT id FROM {SCHEMA}.submissions WHERE store = $1"
-        " AND conversation_id = q.c AND request_id = q.r LIMIT 1) AS s",
-        f"SELECT 4, id, NULL, record FROM {SCHEMA}.documents"
-        " WHERE store = $1 AND id = ANY($7::bigint[])",
-        "SELECT 5, q.n - 1, d.id, d.record"
-        " FROM unnest($8::text[], $9::text[], $10::bigint[], $11::text[])"
-        " WITH ORDINALITY AS q (k, sk, si, key, n)"
-        f" CROSS JOIN LATERAL (SELECT id, record FROM {SCHEMA}.documents WHERE store = $1"
-        " AND kind = q.k AND scope_kind = q.sk AND scope_id IS NOT DISTINCT FROM q.si"
-        " AND key IS NOT DISTINCT FROM q.key AND retired_at IS NULL LIMIT 1) AS d",
-        "SELECT 6, q.id, v.version, NULL FROM unnest($12::bigint[]) AS q (id)"
-        f" CROSS JOIN LATERAL (SELECT version FROM {SCHEMA}.document_revisions"
-        " WHERE store = $1 AND document_id = q.id ORDER BY seq DESC LIMIT 1) AS v",
-    ]
+_KIND_TABLES = (
+    ("conversation", "conversations"),
+    ("entry", "entries"),
+    ("task", "tasks"),
+    ("submission", "submissions"),
+    ("document", "documents"),
 )
-"""Every committed-view question in one statement: rows of ``(question, a, b, text)``,
-where ``a`` is the ID asked about (or the question's index in its list)."""
+
+
+def _fetch_statement(
+    store: int,
+    kinds: list[int],
+    tasks: list[int],
+    submissions: list[int],
+    requests: list[RequestKey],
+    documents: list[int],
+    addresses: list[DocAddress],
+    versions: list[int],
+) -> tuple[str, list[Any]]:
+    """Every committed-view question in one statement (``""`` when there is none).
+
+    Its rows are ``(question, a, b, text)``, where ``a`` is the ID asked about, or
+    the question's index in its list. Only the parts with questions are sent. An
+    address lookup is one indexed probe: addresses are grouped by whether their
+    scope ID and key are ``NULL``, since ``IS NOT DISTINCT FROM`` would make every
+    lookup read every live document of the kind (seeding 20,000 session
+    documents took minutes).
+    """
+    params: list[Any] = [store]
+
+    def bind(value: Any, cast: str) -> str:
+        params.append(value)
+        return f"${len(params)}::{cast}"
+
+    parts: list[str] = []
+    if kinds:
+        ids = bind(kinds, "bigint[]")
+        parts += [
+            f"SELECT 0, id, NULL::bigint, '{kind}'::text FROM {SCHEMA}.{table}"
+            f" WHERE store = $1 AND id = ANY({ids})"
+            for kind, table in _KIND_TABLES
+        ]
+    if tasks:
+        parts.append(
+            f"SELECT 1, id, conversation_id, NULL FROM {SCHEMA}.tasks"
+            f" WHERE store = $1 AND id = ANY({bind(tasks, 'bigint[]')})"
+        )
+    if submissions:
+        parts.append(
+            f"SELECT 2, id, NULL, record FROM {SCHEMA}.submissions"
+            f" WHERE store = $1 AND id = ANY({bind(submissions, 'bigint[]')})"
+        )
+    if requests:
+        conversations = bind([c for c, _ in requests], "bigint[]")
+        texts = bind([column_text(r) for _, r in requests], "text[]")
+        parts.append(
+            f"SELECT 3, q.n - 1, s.id, NULL FROM unnest({conversations}, {texts})"
+            f" WITH ORDINALITY AS q (c, r, n) CROSS JOIN LATERAL (SELECT id FROM"
+            f" {SCHEMA}.submissions WHERE store = $1 AND conversation_id = q.c"
+            " AND request_id = q.r LIMIT 1) AS s"
+        )
+    if documents:
+        parts.append(
+            f"SELECT 4, id, NULL, record FROM {SCHEMA}.documents"
+            f" WHERE store = $1 AND id = ANY({bind(documents, 'bigint[]')})"
+        )
+    groups: dict[tuple[bool, bool], list[tuple[int, DocAddress]]] = {}
+    for index, address in enumerate(addresses):
+        shape = (address.scope.id is None, address.key is None)
+        groups.setdefault(shape, []).append((index, address))
+    for (no_scope, no_key), members in sorted(groups.items()):
+        scope = "d.scope_id IS NULL" if no_scope else "d.scope_id = q.si"
+        key = "d.key IS NULL" if no_key else "d.key = q.key"
+        columns = ", ".join(
+            (
+                bind([i for i, _ in members], "bigint[]"),
+                bind([column_text(a.kind) for _, a in members], "text[]"),
+                bind([column_text(a.scope.kind) for _, a in members], "text[]"),
+                bind([a.scope.id if fits(a.scope.id) else 0 for _, a in members], "bigint[]"),
+                bind([column_text(a.key) for _, a in members], "text[]"),
+            )
+        )
+        parts.append(
+            f"SELECT 5, q.i, d.id, d.record FROM unnest({columns}) AS q (i, k, sk, si, key)"
+            f" CROSS JOIN LATERAL (SELECT d.id, d.record FROM {SCHEMA}.documents d"
+            f" WHERE d.store = $1 AND d.kind = q.k AND d.scope_kind = q.sk AND {scope}"
+            f" AND {key} AND d.retired_at IS NULL LIMIT 1) AS d"
+        )
+    if versions:
+        parts.append(
+            f"SELECT 6, q.id, v.version, NULL FROM unnest({bind(versions, 'bigint[]')}) AS q (id)"
+            f" CROSS JOIN LATERAL (SELECT version FROM {SCHEMA}.document_revisions"
+            " WHERE store = $1 AND document_id = q.id ORDER BY seq DESC LIMIT 1) AS v"
+        )
+    if not parts:
+        return "", []
+    return " UNION ALL ".join(parts), params
 
 
 async def content(
