@@ -203,6 +203,7 @@ async def run(
     *,
     postgres: bool = True,
     database: str | None = None,
+    only_postgres: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Run every phase of the benchmark and return the raw figures by workload key.
 
@@ -212,20 +213,23 @@ async def run(
         say: Receives progress lines.
         postgres: Whether to run the PostgreSQL phase.
         database: The server it uses; ``None`` starts a throwaway one.
+        only_postgres: Run the PostgreSQL phase alone.
 
     Returns:
         The figures, before ratios and targets are added.
     """
     results: dict[str, dict[str, Any]] = {}
-    say(f"memory at {label(profile.memory_entries)}, one child process per backend")
-    memory = await measure_memory(list(PRIMARY_NAMES), profile.memory_entries, parent)
-    for name, figures in memory.items():
-        results[f"{name}.memory_{label(profile.memory_entries)}"] = figures
+    if not only_postgres:
+        say(f"memory at {label(profile.memory_entries)}, one child process per backend")
+        memory = await measure_memory(list(PRIMARY_NAMES), profile.memory_entries, parent)
+        for name, figures in memory.items():
+            results[f"{name}.memory_{label(profile.memory_entries)}"] = figures
     with tempfile.TemporaryDirectory(prefix="pidurable-bench-", dir=parent) as directory:
-        await run_timing_phase(profile, Path(directory), results, say)
-        await run_sustained_phase(profile, Path(directory), results, say)
-        await run_scale_phase(profile, Path(directory), results, say)
-        if postgres:
+        if not only_postgres:
+            await run_timing_phase(profile, Path(directory), results, say)
+            await run_sustained_phase(profile, Path(directory), results, say)
+            await run_scale_phase(profile, Path(directory), results, say)
+        if postgres or only_postgres:
             await run_postgres_phase(
                 url=database,
                 scales=profile.scales,
