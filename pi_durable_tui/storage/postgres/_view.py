@@ -14,7 +14,7 @@ query on its own thread; here each would be a network round trip. So:
   the write itself.
 - What ``Known`` lacks is fetched before preparing: ``questions`` reads the
   batch for everything ``prepare_batch`` will plausibly ask, and ``fetch`` asks
-  the server all of it in one statement (``_FETCH``). If preparation still asks
+  the server all of it in one statement (``_fetch_statement``). If preparation still asks
   something unknown (the guess is only a guess), the view raises ``Unknown``,
   the commit fetches that answer and prepares again: correctness never depends
   on the guess.
