@@ -31,12 +31,14 @@ import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_durable_tui.app._home import home
 from pi_durable_tui.app._settings_files import user_database_url
 from pi_durable_tui.app._view import SessionInfo
-from pi_durable_tui.storage import SqliteStorage, Storage, StorageError
+
+if TYPE_CHECKING:
+    from pi_durable_tui.storage import Storage
 
 T = TypeVar("T")
 
@@ -152,6 +154,10 @@ async def open_store(store: Path) -> Storage:
     Raises:
         StorageError: It is locked, damaged, or its server cannot be reached.
     """
+    # REMINDER: the storage layer is imported here, not at the top: ``pidurable -c``
+    # finds its session before the first paint, and must not load storage for it.
+    from pi_durable_tui.storage import SqliteStorage
+
     url = _in_database(store)
     if url is None:
         return await SqliteStorage.open(store)
@@ -168,6 +174,7 @@ def _blocking(work: Coroutine[Any, Any, T]) -> T:
 
 
 def _database_sessions(url: str, cwd: str | os.PathLike[str], limit: int) -> list[StoredSession]:
+    from pi_durable_tui.storage import StorageError
     from pi_durable_tui.storage.postgres import PostgresStorage, redact
 
     key = cwd_key(cwd)
