@@ -53,8 +53,9 @@ BIN_ENV = "PIDURABLE_PG_BIN"
 SERVER_USER = "postgres"
 """The unprivileged account the server runs as when this process is root."""
 ROLE = "pidurable"
-COMMAND_TIMEOUT = 60.0
-"""Seconds any server command (initdb, start, stop) may take."""
+COMMAND_TIMEOUT = 120.0
+"""Seconds any server command (initdb, start) may take: generous, since a machine
+shared by several test runs can be slow, yet bounded, so nothing waits forever."""
 
 
 class ServerUnavailable(RuntimeError):
@@ -153,7 +154,10 @@ class PostgresServer:
         """
         bin_dir = find_bin_dir()
         user = _server_user()
-        root = Path(tempfile.mkdtemp(prefix="pidurable-pg-"))
+        # REMINDER: under the system's temporary directory, not one a caller chose: the
+        # server user must reach it, and a Unix socket path must stay short.
+        base = "/tmp" if user is not None and os.path.isdir("/tmp") else None
+        root = Path(tempfile.mkdtemp(prefix="pidurable-pg-", dir=base))
         server = cls(root, 0, secrets.token_urlsafe(18), bin_dir, user, False)
         try:
             server._init()
