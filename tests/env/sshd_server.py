@@ -4,10 +4,11 @@
 its client need: a host key, a client key and its ``authorized_keys``, an
 ``sshd_config`` of its own (no PAM, public keys only, ``StrictModes no``
 because the tests may run as root, root allowed by key only, the internal
-SFTP server), and a client ``HOME`` whose ``.ssh/known_hosts`` trusts the host
-key and whose ``.ssh/id_ed25519`` is the client key. It starts Debian's
-``/usr/sbin/sshd`` in the foreground on a free loopback port and waits for its
-banner.
+SFTP server, OpenSSH's default of 10 sessions per connection, and a
+secret-looking variable in every session's environment), and a client
+``HOME`` whose ``.ssh/known_hosts`` trusts the host key and whose
+``.ssh/id_ed25519`` is the client key. It starts Debian's ``/usr/sbin/sshd``
+in the foreground on a free loopback port and waits for its banner.
 
 ``sshd`` runs under a small reaper (``sshd_reaper.py``): a Linux child
 subreaper that collects every orphan of the server's sessions, as ``init`` does
@@ -36,6 +37,9 @@ SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
 PRIVSEP_DIR = "/run/sshd"
 REAPER = Path(__file__).with_name("sshd_reaper.py")
 START_DEADLINE_S = 15.0
+REMOTE_SECRET_NAME = "PIDURABLE_REMOTE_API_KEY"
+REMOTE_SECRET_VALUE = "remote-secret-0123456789"
+"""A secret-looking variable every remote command would inherit but for the scrub."""
 
 
 def _missing() -> str | None:
@@ -113,9 +117,10 @@ def _config(directory: Path, port: int, user: str) -> str:
             "AllowTcpForwarding no",
             "X11Forwarding no",
             "PrintMotd no",
-            "SetEnv SHLVL=1",
+            # SHLVL=1 keeps Debian's bash from sourcing ~/.bashrc for each command (it does
+            # when run by sshd at level 1): this machine's root .bashrc takes 0.3 s.
+            f"SetEnv SHLVL=1 {REMOTE_SECRET_NAME}={REMOTE_SECRET_VALUE}",
             "MaxStartups 200:30:400",
-            "MaxSessions 200",
             "Subsystem sftp internal-sftp",
             "LogLevel ERROR",
             "",

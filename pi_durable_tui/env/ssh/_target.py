@@ -47,8 +47,22 @@ class SshTarget:
         return f"ssh://{self.authority}{path}"
 
 
+def _shown(url: str) -> str:
+    """``url`` as an error may print it: a password in it becomes ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    user_info, _, host = parts.netloc.rpartition("@")
+    netloc = user_info.split(":", 1)[0] + ":***@" + host
+    return parts._replace(netloc=netloc).geturl()
+
+
 def _bad(url: str, reason: str) -> ValueError:
-    return ValueError(f"Invalid SSH environment URL {url!r}: {reason}; expected {EXAMPLE}")
+    return ValueError(f"Invalid SSH environment URL {_shown(url)!r}: {reason}; expected {EXAMPLE}")
 
 
 def parse_ssh_url(url: str) -> SshTarget:
