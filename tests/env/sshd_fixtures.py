@@ -1,4 +1,4 @@
-"""Fixtures of the environment tests: a real ``sshd`` for the SSH environment (issue 17).
+"""A real ``sshd`` for the tests of the SSH environment (issue 17), as pytest fixtures.
 
 ``sshd`` starts one OpenSSH server per test session (``sshd_server``) and skips,
 saying why, where Debian's ``openssh-server`` is not installed. ``ssh_client``
