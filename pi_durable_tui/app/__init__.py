@@ -38,6 +38,12 @@ if TYPE_CHECKING:
     from pi_durable_tui.app._demos import DEMOS, Demo
     from pi_durable_tui.app._export import export_main, export_transcript
     from pi_durable_tui.app._headless import HeadlessMode, run_headless
+    from pi_durable_tui.app._location import (
+        Location,
+        LocationError,
+        RemoteUnavailable,
+        resolve_location,
+    )
     from pi_durable_tui.app._model_setup import (
         ModelChoiceError,
         ModelSelection,
@@ -65,6 +71,10 @@ if TYPE_CHECKING:
     from pi_durable_tui.app._subagent import SUBAGENTS, SubagentArgs
 
 _LAZY: dict[str, str] = {
+    "Location": "_location",
+    "LocationError": "_location",
+    "RemoteUnavailable": "_location",
+    "resolve_location": "_location",
     "AgentApp": "_agent_app",
     "AppOptions": "_agent_app",
     "AppSettings": "_config",
@@ -134,6 +144,8 @@ __all__ = [
     "Footer",
     "HeadlessMode",
     "LiveScreenModel",
+    "Location",
+    "LocationError",
     "ModelChoice",
     "ModelChoiceError",
     "ModelSelection",
@@ -142,6 +154,7 @@ __all__ = [
     "NoticeLevel",
     "OpeningSession",
     "QueueItem",
+    "RemoteUnavailable",
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
@@ -166,6 +179,7 @@ __all__ = [
     "new_session_path",
     "newest_session",
     "recovery_report",
+    "resolve_location",
     "run_headless",
     "session_infos",
     "sessions_dir",

@@ -7,7 +7,10 @@ It owns everything a front end (print mode, JSON mode, the TUI) shares:
 - the settings files (re-read when they change), the models (environment keys,
   custom providers from settings, ``--base-url``, a faux script), the registry
   (``coding-tools``, the system prompt sections, subagents), one ``LocalEnv`` per
-  working directory with the settings' allow list;
+  working directory with the settings' allow list, or, with ``--env ssh://...``
+  (or the user's ``env`` setting), one ``SshEnv`` connected at opening, closed
+  at closing, whose remote directory is the session's working directory and
+  whose URL files its sessions (``_location``);
 - the ``Harness`` and the root conversation, configured on creation with the cwd,
   the model and the thinking level; ``--model`` on a continued session switches it.
 
@@ -25,6 +28,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
@@ -37,6 +41,7 @@ from pi_durable_tui.app._demos import (
     script_text,
     write_marker,
 )
+from pi_durable_tui.app._location import Location, open_remote_env, resolve_location
 from pi_durable_tui.app._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app._sessions import (
@@ -44,7 +49,9 @@ from pi_durable_tui.app._sessions import (
     home,
     new_session_path,
     newest_session,
+    remember_env,
     remember_faux_script,
+    remembered_env,
     remembered_faux_script,
 )
 from pi_durable_tui.app._subagent import SUBAGENTS
@@ -61,6 +68,9 @@ from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import SqliteStorage, StorageError
 from pi_durable_tui.tools import coding_tools
 
+if TYPE_CHECKING:
+    from pi_durable_tui.env.ssh import SshEnv
+
 
 @dataclass(frozen=True, slots=True)
 class AppOptions:
@@ -76,6 +86,8 @@ class AppOptions:
         demo: Start an offline demo (``--demo``): ``coding`` or ``planner``.
         demo_pace: Scale the new demo's waits (1 for people; tests use a small value).
             A continued demo keeps the pace it was started with.
+        env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
+            ``env`` setting, else this machine).
     """
 
     cwd: str
@@ -86,6 +98,7 @@ class AppOptions:
     faux_script: str | None = None
     demo: str | None = None
     demo_pace: float = 1.0
+    env: str | None = None
 
 
 @dataclass(eq=False)
@@ -105,6 +118,10 @@ class AgentApp:
     """The demo this session runs, if any."""
     options: AppOptions | None = None
     """The options it was opened with."""
+    location: Location | None = None
+    """Where the tools work (None: ``cwd`` on this machine)."""
+    remote: ExecutionEnv | None = None
+    """The SSH environment of a remote location, closed with the app."""
     _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
 
@@ -150,13 +167,17 @@ class AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
+        location = resolve_location(cwd, options.env)
         if options.session:
             store = Path(options.session).expanduser().resolve()
             store.parent.mkdir(parents=True, exist_ok=True)
+            remembered = remembered_env(store)
+            if options.env is None and remembered is not None:
+                location = resolve_location(cwd, remembered)
         elif options.continue_session:
-            store = newest_session(cwd)
+            store = newest_session(location.key)
         else:
-            store = new_session_path(cwd)
+            store = new_session_path(location.key)
         created = not store.exists()
         try:
             if options.demo is not None and created:
@@ -183,7 +204,17 @@ class AgentApp:
                 faux=provider,
             )
             choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
-            storage = await SqliteStorage.open(store)
+            remote = None
+            if location.remote and marker is None:
+                remote = await open_remote_env(location, tuple(app_settings.env_allow))
+                workspace = remote.cwd
+                remember_env(store, location.key)
+            try:
+                storage = await SqliteStorage.open(store)
+            except BaseException:
+                if remote is not None:
+                    await remote.close()
+                raise
         except BaseException as error:
             if not options.session and not options.continue_session:
                 # A session that never started leaves no empty directory behind.
@@ -209,18 +240,22 @@ class AgentApp:
                     *(marker.demo.extensions if marker is not None else ()),
                 ),
                 settings=settings.harness,
-                env=_env_factory(settings),
+                env=_env_factory(settings) if remote is None else _remote_factory(remote),
                 on_report=report,
                 clock=clock,
             )
         except BaseException as error:
             await storage.close()
+            if remote is not None:
+                await remote.close()
             if isinstance(error, StorageError):
                 raise SessionUnavailable(store, error) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.demo = marker.demo if marker is not None else None
         app.options = options
+        app.location = location if remote is not None else None
+        app.remote = remote
         app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
         try:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
@@ -267,6 +302,24 @@ class AgentApp:
     async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
             await self.harness.close()
+        closing = getattr(self.remote, "close", None)
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await closing()
+
+    @property
+    def session_key(self) -> str:
+        """What this app's sessions are filed under: ``cwd``, or the ``ssh://`` URL."""
+        return self.cwd if self.location is None else self.location.key
+
+    @property
+    def workspace(self) -> str:
+        """The working directory of the tools (on the remote host for ``--env ssh://``)."""
+        return self.cwd if self.remote is None else self.remote.cwd
+
+    def where(self, path: str) -> str:
+        """A working directory as the user reads it: ``user@host:/path`` when remote."""
+        return path if self.location is None else self.location.show(path)
 
     def demo_banner(self) -> str:
         """What a demo session tells the user about killing and continuing it."""
@@ -294,6 +347,20 @@ def _model_change(choice: ModelSelection | None) -> AgentChange:
     return AgentChange(
         model=ModelRef(choice.model.provider, choice.model.id), thinking_level=thinking
     )
+
+
+def _remote_factory(remote: SshEnv) -> Callable[[EnvTarget], ExecutionEnv]:
+    """Every conversation's tools on the one SSH connection (at its own directory)."""
+    views: dict[str, SshEnv] = {remote.cwd: remote}
+
+    def build(target: EnvTarget) -> ExecutionEnv:
+        cwd = remote.absolute_path(target.cwd or remote.cwd)
+        env = views.get(cwd)
+        if env is None:
+            env = views[cwd] = remote.at(cwd)
+        return env
+
+    return build
 
 
 def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]:

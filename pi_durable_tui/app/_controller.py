@@ -261,7 +261,7 @@ class AgentController:
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions of this directory, newest first."""
-        return session_infos(self.app.cwd)
+        return session_infos(self.app.session_key)
 
     async def open_session(self, path: str) -> None:
         """Switch to another stored session."""
@@ -295,6 +295,8 @@ class AgentController:
         working directory whose path contains it (``ProjectFiles``), after the
         entries of the working directory itself.
         """
+        if self.app.remote is not None:
+            return []  # the files are on another host: listing them per keystroke costs trips
         directory, _, stem = prefix.rpartition("/")
         base = Path(self.app.cwd) / directory
         found: list[str] = []
@@ -319,14 +321,14 @@ class AgentController:
 
     def history(self) -> Sequence[str]:
         """Earlier prompts of this directory, oldest first."""
-        path = sessions_dir(self.app.cwd) / HISTORY_NAME
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
         try:
             return [line for line in path.read_text("utf-8").split("\0") if line]
         except OSError:
             return []
 
     def _remember(self, text: str) -> None:
-        path = sessions_dir(self.app.cwd) / HISTORY_NAME
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
         with contextlib.suppress(OSError):
             lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """Where sessions live, and finding them (DESIGN.md section 5).
 
 ``$PIDURABLE_HOME`` (default ``~/.pidurable``) holds
-``sessions/<first 24 hex of sha256(realpath(cwd))>/<13-digit ms timestamp>-<uuid>/session.sqlite``.
+``sessions/<first 24 hex of sha256(realpath(cwd))>/<13-digit ms timestamp>-<uuid>/session.sqlite``
+(for tools over SSH, of the ``ssh://`` URL instead of the real path).
 "Newest" is the lexicographically last directory name of that pattern (the
 timestamp leads, so it is also the most recently created). Listing a directory's
 sessions reads only directory entries and file sizes, plus, for the picker, the
@@ -23,6 +24,8 @@ from pi_durable_tui.app._view import SessionInfo
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
 FAUX_SCRIPT_NAME = "faux-script.txt"
+ENV_NAME = "env.txt"
+"""Beside a session's store: the ``ssh://`` URL its tools run at, when remote."""
 _SESSION_DIR = re.compile(r"^\d{13}-[0-9a-f-]{36}$")
 
 
@@ -50,8 +53,12 @@ def home() -> Path:
 
 
 def cwd_key(cwd: str | os.PathLike[str]) -> str:
-    """The first 24 hex digits of sha256 of the real path of ``cwd``."""
-    real = os.path.realpath(os.fspath(cwd))
+    """The first 24 hex digits of sha256 of the real path of ``cwd``.
+
+    A remote location (``ssh://user@host:port/path``, issue 17) is its own key.
+    """
+    path = os.fspath(cwd)
+    real = path if path.startswith("ssh://") else os.path.realpath(path)
     return hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
 
 
@@ -141,6 +148,20 @@ def remember_faux_script(store: Path, script: str) -> None:
     path = store.parent / FAUX_SCRIPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(os.path.abspath(script) + "\n", "utf-8")
+
+
+def remember_env(store: Path, url: str) -> None:
+    """Remember the ``ssh://`` URL a session's tools run at, for ``--session`` (issue 17)."""
+    (store.parent / ENV_NAME).write_text(url + "\n", "utf-8")
+
+
+def remembered_env(store: Path) -> str | None:
+    """The ``ssh://`` URL a session was started with, if any."""
+    try:
+        url = (store.parent / ENV_NAME).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return url or None
 
 
 def remembered_faux_script(store: Path) -> str | None:

@@ -8,14 +8,33 @@ kills their process group when they are stopped or when this process dies.
 ``parse_ssh_url`` and ``SshTarget`` read the URL; ``SshConnectError`` is a
 failed connection, with one line saying what to do.
 
-This package imports asyncssh; nothing else in ``pi_durable_tui.env`` imports it,
-so a local session never pays for it.
+Only ``SshEnv``, ``SshConnectError`` and ``MAX_COMMANDS`` import asyncssh, on
+first use: checking a URL on the command line costs no import of it, and
+nothing else in ``pi_durable_tui.env`` imports this package.
 """
 
 from __future__ import annotations
 
-from pi_durable_tui.env.ssh._connection import SshConnectError
-from pi_durable_tui.env.ssh._env import MAX_COMMANDS, SshEnv
+import importlib
+from typing import TYPE_CHECKING
+
 from pi_durable_tui.env.ssh._target import SshTarget, parse_ssh_url
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env.ssh._connection import SshConnectError
+    from pi_durable_tui.env.ssh._env import MAX_COMMANDS, SshEnv
+
+_LAZY = {"SshConnectError": "_connection", "SshEnv": "_env", "MAX_COMMANDS": "_env"}
+
+
+def __getattr__(name: str) -> object:
+    """Import a name that needs asyncssh from its private module on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["MAX_COMMANDS", "SshConnectError", "SshEnv", "SshTarget", "parse_ssh_url"]

@@ -4,8 +4,8 @@
 ``~/.ssh/known_hosts`` (asyncssh's default, like ``ssh``); authentication uses
 the keys in ``~/.ssh`` and the SSH agent, and nothing is forwarded (no agent,
 no ports, no X11). It starts the SFTP session and runs one probe command that
-shows the environment a command inherits there (``export -p``), from which
-come the remote home directory and temp directory.
+shows the remote platform and the environment a command inherits there
+(``export -p``), from which come the remote home directory and temp directory.
 
 Every failure is ``SshConnectError`` with one line saying what to do: an
 unknown host key names the ``ssh-keyscan`` line that trusts it (after checking
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import asyncssh
 
-from pi_durable_tui.env.ssh._remote_shell import PROBE_LINE, parse_exported
+from pi_durable_tui.env.ssh._remote_shell import PROBE_LINE, parse_probe
 from pi_durable_tui.env.ssh._target import DEFAULT_PORT, SshTarget
 
 CONNECT_TIMEOUT_SECONDS = 20.0
@@ -54,6 +54,7 @@ class Link:
         home: The remote home directory.
         temp_dir: Where temp files and spill files go (``$TMPDIR`` or ``/tmp``).
         environ: What a command inherits there, before scrubbing.
+        platform: ``uname -sm`` there (empty when it printed nothing).
     """
 
     connection: asyncssh.SSHClientConnection
@@ -61,6 +62,7 @@ class Link:
     home: str
     temp_dir: str
     environ: dict[str, str] = field(default_factory=dict)
+    platform: str = ""
 
     async def close(self) -> None:
         """Close the SFTP session and the connection; wait until it is closed."""
@@ -109,6 +111,10 @@ async def _connect(
     target: SshTarget, known_hosts: str | None, client_keys: list[str] | None
 ) -> asyncssh.SSHClientConnection:
     known = _known_hosts_file(known_hosts)
+    # REMINDER: never None (asyncssh would then trust any key); no file means no trusted host.
+    trusted: str | asyncssh.SSHKnownHosts = known
+    if not Path(known).exists():
+        trusted = asyncssh.import_known_hosts("")
     options: dict[str, object] = {}
     if client_keys is not None:
         options["client_keys"] = client_keys
@@ -117,7 +123,7 @@ async def _connect(
             target.host,
             target.port,
             username=target.user,
-            known_hosts=known,
+            known_hosts=trusted,
             encryption_algs=list(CIPHERS),
             agent_forwarding=False,
             x11_forwarding=False,
@@ -174,9 +180,16 @@ async def open_link(
             f"Connected to {target.host}:{target.port}, but could not start SFTP and a shell"
             f" there: {error}"
         ) from None
-    environ = parse_exported(str(probe.stdout or ""))
+    platform, environ = parse_probe(str(probe.stdout or ""))
     home = environ.get("HOME") or await sftp.realpath(".")
     temp_dir = environ.get("TMPDIR") or "/tmp"
     if not posixpath.isabs(temp_dir):
         temp_dir = "/tmp"
-    return Link(connection, sftp, posixpath.normpath(home), posixpath.normpath(temp_dir), environ)
+    return Link(
+        connection,
+        sftp,
+        posixpath.normpath(home),
+        posixpath.normpath(temp_dir),
+        environ,
+        platform,
+    )

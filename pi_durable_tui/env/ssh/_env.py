@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -139,6 +140,16 @@ class SshEnv:
     def __repr__(self) -> str:
         return f"SshEnv({self.display!r})"
 
+    def at(self, cwd: str) -> SshEnv:
+        """This environment working in another remote directory, on the same connection.
+
+        The two share the connection, its limit of running commands and what
+        ``cleanup()`` kills; ``close()`` of either closes the connection.
+        """
+        other = copy.copy(self)
+        other._cwd = self.absolute_path(cwd)
+        return other
+
     @property
     def cwd(self) -> str:
         """The absolute remote working directory."""
@@ -152,7 +163,16 @@ class SshEnv:
     @property
     def display(self) -> str:
         """``user@host:/path``, as the footer shows the working directory."""
-        return f"{self._target.user}@{self._target.host}:{self._cwd}"
+        return self.show(self._cwd)
+
+    def show(self, path: str) -> str:
+        """A remote path as people write it: ``user@host:/path``."""
+        return f"{self._target.user}@{self._target.host}:{path}"
+
+    @property
+    def platform(self) -> str:
+        """The remote ``uname -sm`` (``Linux x86_64``), or empty when it said nothing."""
+        return self._link.platform
 
     @property
     def target(self) -> SshTarget:
@@ -466,7 +486,8 @@ class SshEnv:
         for command in running:
             command.kill()
         await asyncio.gather(*(command.wait() for command in running))
-        groups, self._groups = self._groups, set()
+        groups = set(self._groups)
+        self._groups.clear()  # REMINDER: shared with the views ``at()`` made: never rebind
         if self._link.connection.is_closed():
             return
         await self._kill_groups(groups)

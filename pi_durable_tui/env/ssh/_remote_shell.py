@@ -117,8 +117,9 @@ exec "$@" 3<&-
 COMMAND_LINE = f"exec /bin/sh -c '{_WRAPPER}' pidurable"
 """The command line of every command channel (the same text each time)."""
 
-PROBE_LINE = "exec /bin/sh -c 'export -p'"
-"""The command line that shows the environment a command inherits on the remote host."""
+PROBE_LINE = "exec /bin/sh -c 'uname -sm 2>/dev/null; echo; export -p'"
+"""The command line that shows the remote platform, then the environment a command
+inherits there (``parse_probe``)."""
 
 _KILL_GROUPS = r"""for _pd_p in "$@"; do kill -s TERM -- "-$_pd_p" 2>/dev/null; done
 _pd_n=0
@@ -185,6 +186,12 @@ def kill_groups_line(groups: Iterable[int], grace: float) -> str:
     ids = " ".join(str(int(group)) for group in groups)
     script = _KILL_GROUPS.replace('"$_pd_g"', str(grace_ticks(grace)))
     return f"exec /bin/sh -c {shlex.quote(script)} pidurable {ids}"
+
+
+def parse_probe(text: str) -> tuple[str, dict[str, str]]:
+    """The platform line and the variables of ``PROBE_LINE``'s output."""
+    platform, _, exported = text.partition("\n")
+    return platform.strip(), parse_exported(exported)
 
 
 def parse_exported(text: str) -> dict[str, str]:
