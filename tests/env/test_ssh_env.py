@@ -12,12 +12,14 @@ this machine's ``/proc``.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.env import SpillPolicy
+from pi_durable_tui.env import FileError, SpillPolicy
 from pi_durable_tui.env.conformance import Captured
 from pi_durable_tui.env.ssh import SshConnectError, SshEnv
 from tests.env.sshd_server import REMOTE_SECRET_NAME, REMOTE_SECRET_VALUE, Sshd, _keygen
@@ -176,11 +178,48 @@ async def test_a_finished_command_leaves_no_guard_in_its_group(ssh_env: SshEnv) 
 async def test_a_remote_command_gets_the_working_directory_error_of_a_missing_one(
     ssh_env: SshEnv,
 ) -> None:
-    from pi_durable_tui.env import FileError
-
     with pytest.raises(FileError) as caught:
         await ssh_env.exec(["true"], cwd="/no/such/place")
     assert (caught.value.code, str(caught.value)) == (
         "not_found",
         "Working directory does not exist: /no/such/place",
     )
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_after_the_connection_drops_the_next_operation_connects_again(
+    ssh_env: SshEnv, ssh_client: Sshd
+) -> None:
+    await ssh_env.write_file("before.txt", "1")
+    (listener,) = _children(ssh_client.process.pid)
+    for session in _children(listener):  # every connection's server process: a dropped link
+        os.kill(session, signal.SIGKILL)
+
+    # The call in flight when the drop is noticed fails (it may have reached the host, so
+    # it is not repeated); the calls after it connect again.
+    failures: list[FileError] = []
+    while len(failures) < 50:
+        try:
+            await ssh_env.write_file("after.txt", "2")
+            break
+        except FileError as error:
+            failures.append(error)
+            await asyncio.sleep(0.05)
+    assert all(f.code == "unknown" and "SSH connection" in str(f) for f in failures)
+    assert len(failures) < 50
+
+    captured = Captured()
+    assert (await ssh_env.exec("cat before.txt after.txt", on_output=captured)).exit_code == 0
+    assert captured.text() == "12"

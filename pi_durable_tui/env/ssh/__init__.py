@@ -22,9 +22,10 @@ from pi_durable_tui.env.ssh._target import SshTarget, parse_ssh_url
 
 if TYPE_CHECKING:
     from pi_durable_tui.env.ssh._connection import SshConnectError
-    from pi_durable_tui.env.ssh._env import MAX_COMMANDS, SshEnv
+    from pi_durable_tui.env.ssh._env import SshEnv
+    from pi_durable_tui.env.ssh._shared_link import MAX_COMMANDS
 
-_LAZY = {"SshConnectError": "_connection", "SshEnv": "_env", "MAX_COMMANDS": "_env"}
+_LAZY = {"SshConnectError": "_connection", "SshEnv": "_env", "MAX_COMMANDS": "_shared_link"}
 
 
 def __getattr__(name: str) -> object:

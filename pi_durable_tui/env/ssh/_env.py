@@ -55,10 +55,8 @@ from pi_durable_tui.env.ssh._remote_shell import (
 from pi_durable_tui.env.ssh._sftp_errors import lost
 from pi_durable_tui.env.ssh._sftp_files import SftpFiles
 from pi_durable_tui.env.ssh._sftp_readers import SftpBinaryReader, SftpDirReader
+from pi_durable_tui.env.ssh._shared_link import SharedLink
 from pi_durable_tui.env.ssh._target import SshTarget, parse_ssh_url
-
-MAX_COMMANDS = 8
-"""Commands running at once on one connection (OpenSSH's default ``MaxSessions`` is 10)."""
 
 _T = TypeVar("_T")
 
@@ -92,23 +90,27 @@ class SshEnv:
 
     def __init__(
         self,
-        link: Link,
+        link: Link | SharedLink,
         target: SshTarget,
         *,
         allow_env: Iterable[str] = (),
         kill_grace: float = 0.5,
     ) -> None:
-        self._link = link
+        self._shared = link if isinstance(link, SharedLink) else SharedLink(link, target)
         self._target = target
-        self._home = link.home
-        self._cwd = resolve_path(target.path, cwd=link.home, home=link.home)
+        self._home = self._shared.link.home
+        self._cwd = resolve_path(target.path, cwd=self._home, home=self._home)
         self._id = f"ssh://{target.authority}"
         self._allow_env = tuple(allow_env)
         self._kill_grace = kill_grace
-        self._files = SftpFiles(link.sftp, link.temp_dir)
-        self._channels = asyncio.Semaphore(MAX_COMMANDS)
-        self._running: set[RemoteCommand] = set()
-        self._groups: set[int] = set()
+
+    @property
+    def _link(self) -> Link:
+        return self._shared.link
+
+    @property
+    def _files(self) -> SftpFiles:
+        return self._shared.files
 
     @classmethod
     async def connect(
@@ -135,7 +137,8 @@ class SshEnv:
         """
         parsed = parse_ssh_url(target) if isinstance(target, str) else target
         link = await open_link(parsed, known_hosts=known_hosts, client_keys=client_keys)
-        return cls(link, parsed, allow_env=allow_env, kill_grace=kill_grace)
+        shared = SharedLink(link, parsed, known_hosts, client_keys)
+        return cls(shared, parsed, allow_env=allow_env, kill_grace=kill_grace)
 
     def __repr__(self) -> str:
         return f"SshEnv({self.display!r})"
@@ -143,8 +146,8 @@ class SshEnv:
     def at(self, cwd: str) -> SshEnv:
         """This environment working in another remote directory, on the same connection.
 
-        The two share the connection, its limit of running commands and what
-        ``cleanup()`` kills; ``close()`` of either closes the connection.
+        The two share the connection (``SharedLink``), its limit of running
+        commands and what ``cleanup()`` kills; ``close()`` of either closes it.
         """
         other = copy.copy(self)
         other._cwd = self.absolute_path(cwd)
@@ -193,9 +196,11 @@ class SshEnv:
             raise aborted(absolute)
         return absolute
 
-    async def _call(self, operation: Awaitable[_T]) -> _T:
+    async def _call(self, operation: Callable[[], Awaitable[_T]]) -> _T:
+        """Run an operation on the connection (opened again first if it dropped)."""
         try:
-            return await operation
+            await self._shared.ensure()
+            return await operation()
         except FileError:
             raise
         except asyncssh.SFTPError as error:
@@ -211,27 +216,27 @@ class SshEnv:
 
     async def canonical_path(self, path: str, *, abort: asyncio.Event | None = None) -> str:
         """The real path of an existing file, every symlink resolved."""
-        return await self._call(self._files.canonical_path(self._start(path, abort)))
+        return await self._call(lambda: self._files.canonical_path(self._start(path, abort)))
 
     async def file_info(self, path: str, *, abort: asyncio.Event | None = None) -> FileInfo:
         """Kind, size and mtime (one-second resolution) of ``path``, not following a link."""
-        return await self._call(self._files.file_info(self._start(path, abort)))
+        return await self._call(lambda: self._files.file_info(self._start(path, abort)))
 
     async def exists(self, path: str, *, abort: asyncio.Event | None = None) -> bool:
         """Whether ``file_info`` would succeed (a dangling symlink exists)."""
-        return await self._call(self._files.exists(self._start(path, abort)))
+        return await self._call(lambda: self._files.exists(self._start(path, abort)))
 
     async def list_dir(self, path: str, *, abort: asyncio.Event | None = None) -> list[DirEntry]:
         """Every entry of a directory, sorted by name."""
-        return await self._call(self._files.list_dir(self._start(path, abort)))
+        return await self._call(lambda: self._files.list_dir(self._start(path, abort)))
 
     async def open_dir_reader(
         self, path: str, *, page_size: int = 256, abort: asyncio.Event | None = None
     ) -> SftpDirReader:
         """Open a directory for paged reading."""
         absolute = self._start(path, abort)
+        await self._call(lambda: self._files.check_directory(absolute))
         reader = SftpDirReader(self._link.sftp, absolute, page_size)
-        await self._call(self._files.check_directory(absolute))
         reader.open()
         return reader
 
@@ -240,7 +245,7 @@ class SshEnv:
     ) -> str:
         """A whole file decoded as UTF-8 (``errors="replace"`` for U+FFFD)."""
         absolute = self._start(path, abort)
-        data = await self._call(self._files.read_bytes(absolute, None, self._check(abort)))
+        data = await self._call(lambda: self._files.read_bytes(absolute, None, self._check(abort)))
         return _decode(data, absolute, errors)
 
     async def read_text_lines(
@@ -254,7 +259,7 @@ class SshEnv:
         """The first ``max_lines`` lines, without newlines, reading no further."""
         absolute = self._start(path, abort)
         data = await self._call(
-            self._files.read_head_lines(absolute, max_lines, self._check(abort))
+            lambda: self._files.read_head_lines(absolute, max_lines, self._check(abort))
         )
         text = _decode(data, absolute, errors)
         lines = text.split("\n")
@@ -267,14 +272,18 @@ class SshEnv:
     ) -> bytes:
         """A whole file's bytes, or only its first ``max_bytes``."""
         absolute = self._start(path, abort)
-        return await self._call(self._files.read_bytes(absolute, max_bytes, self._check(abort)))
+        return await self._call(
+            lambda: self._files.read_bytes(absolute, max_bytes, self._check(abort))
+        )
 
     async def open_binary_reader(
         self, path: str, *, no_follow: bool = False, abort: asyncio.Event | None = None
     ) -> SftpBinaryReader:
         """Open a regular file for positional reads; ``no_follow`` refuses a final symlink."""
         absolute = self._start(path, abort)
-        handle = await self._call(self._files.open_for_reading(absolute, no_follow=no_follow))
+        handle = await self._call(
+            lambda: self._files.open_for_reading(absolute, no_follow=no_follow)
+        )
         return SftpBinaryReader(self._link.sftp, handle, absolute)
 
     # -- writing -----------------------------------------------------------------
@@ -285,7 +294,7 @@ class SshEnv:
         """Create or replace a file atomically, creating parents, keeping an old mode."""
         absolute = self._start(path, abort)
         data = content.encode() if isinstance(content, str) else content
-        await self._call(self._files.write_file(absolute, data, self._check(abort)))
+        await self._call(lambda: self._files.write_file(absolute, data, self._check(abort)))
 
     async def append_file(
         self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None
@@ -293,30 +302,32 @@ class SshEnv:
         """Append to a file, creating it and its parents when missing."""
         absolute = self._start(path, abort)
         data = content.encode() if isinstance(content, str) else content
-        await self._call(self._files.append_file(absolute, data))
+        await self._call(lambda: self._files.append_file(absolute, data))
 
     async def truncate_file(
         self, path: str, size: int, *, abort: asyncio.Event | None = None
     ) -> None:
         """Cut or extend (with zeros) an existing file to ``size`` bytes; never creates."""
-        await self._call(self._files.truncate_file(self._start(path, abort), size))
+        await self._call(lambda: self._files.truncate_file(self._start(path, abort), size))
 
     async def flush_file(self, path: str, *, abort: asyncio.Event | None = None) -> None:
         """Fsync an existing file on the remote host."""
-        await self._call(self._files.flush_file(self._start(path, abort)))
+        await self._call(lambda: self._files.flush_file(self._start(path, abort)))
 
     async def rename_file(
         self, source: str, target: str, *, abort: asyncio.Event | None = None
     ) -> None:
         """Move ``source`` to ``target``, atomically replacing a file there."""
         absolute_target = self.absolute_path(target)
-        await self._call(self._files.rename_file(self._start(source, abort), absolute_target))
+        await self._call(
+            lambda: self._files.rename_file(self._start(source, abort), absolute_target)
+        )
 
     async def create_dir(
         self, path: str, *, recursive: bool = False, abort: asyncio.Event | None = None
     ) -> None:
         """Create a directory; ``recursive`` creates parents and accepts an existing one."""
-        await self._call(self._files.create_dir(self._start(path, abort), recursive))
+        await self._call(lambda: self._files.create_dir(self._start(path, abort), recursive))
 
     async def remove(
         self,
@@ -327,7 +338,7 @@ class SshEnv:
         abort: asyncio.Event | None = None,
     ) -> None:
         """Remove a file, link or directory; ``force`` accepts a missing path."""
-        await self._call(self._files.remove(self._start(path, abort), recursive, force))
+        await self._call(lambda: self._files.remove(self._start(path, abort), recursive, force))
 
     async def create_temp_dir(
         self, prefix: str = "pi-", *, abort: asyncio.Event | None = None
@@ -335,7 +346,7 @@ class SshEnv:
         """Create a fresh directory in the remote temp directory."""
         if abort is not None and abort.is_set():
             raise aborted()
-        return await self._call(self._files.create_temp_dir(prefix))
+        return await self._call(lambda: self._files.create_temp_dir(prefix))
 
     async def create_temp_file(
         self,
@@ -347,7 +358,7 @@ class SshEnv:
         """Create a fresh empty file in the remote temp directory."""
         if abort is not None and abort.is_set():
             raise aborted()
-        return await self._call(self._files.create_temp_file(prefix, suffix))
+        return await self._call(lambda: self._files.create_temp_file(prefix, suffix))
 
     # -- processes ---------------------------------------------------------------
 
@@ -432,9 +443,9 @@ class SshEnv:
             export=export,
             grace=self._kill_grace,
         )
-        async with self._channels:
+        async with self._shared.channels:
             return await self._call(
-                run_remote(
+                lambda: run_remote(
                     self._link.connection,
                     header,
                     cwd=directory,
@@ -456,12 +467,13 @@ class SshEnv:
         return await self._files.open_temp_file(SPILL_PREFIX, ".log")
 
     def _started(self, command: RemoteCommand) -> None:
-        self._running.add(command)
+        shared = self._shared
+        shared.running.add(command)
 
         def forget(_: object) -> None:
-            self._running.discard(command)
+            shared.running.discard(command)
             if command.pid is not None:
-                self._groups.add(command.pid)
+                shared.groups.add(command.pid)
 
         command.done.add_done_callback(forget)
 
@@ -469,9 +481,8 @@ class SshEnv:
         ids = sorted(set(groups))
         if not ids:
             return
-        await self._call(
-            self._link.connection.run(kill_groups_line(ids, self._kill_grace), check=False)
-        )
+        line = kill_groups_line(ids, self._kill_grace)
+        await self._call(lambda: self._link.connection.run(line, check=False))
 
     async def _kill_group(self, group: int) -> None:
         await self._kill_groups([group])
@@ -482,19 +493,20 @@ class SshEnv:
         Running commands are stopped through their guards; groups of commands that
         already ended (their background processes) are killed by number.
         """
-        running = list(self._running)
+        shared = self._shared
+        running = list(shared.running)
         for command in running:
             command.kill()
         await asyncio.gather(*(command.wait() for command in running))
-        groups = set(self._groups)
-        self._groups.clear()  # REMINDER: shared with the views ``at()`` made: never rebind
-        if self._link.connection.is_closed():
+        groups = set(shared.groups)
+        shared.groups.clear()
+        if shared.closed:
             return
         await self._kill_groups(groups)
 
     async def close(self) -> None:
-        """``cleanup()``, then close the connection. Idempotent."""
-        if not self._link.connection.is_closed():
+        """``cleanup()``, then close the connection for good. Idempotent."""
+        if self._shared.connected():
             with contextlib.suppress(FileError):
                 await self.cleanup()
-        await self._link.close()
+        await self._shared.close()
