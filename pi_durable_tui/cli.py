@@ -291,7 +291,7 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         return export_main(arguments[1:])
     args = build_parser().parse_args(arguments)
     try:
-        args.sessions_key = _sessions_key(args)
+        _locate(args)
     except ValueError as error:  # a bad --env URL or env setting, a malformed settings file
         from pi_durable_tui.app import describe_startup_error
 
@@ -330,15 +330,21 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         return signals.stopped(signals.received, None)
 
 
-def _sessions_key(args: argparse.Namespace) -> str:
-    """What this directory's sessions are filed under: it, or the ``--env``/setting URL.
+def _locate(args: argparse.Namespace) -> None:
+    """Set ``args.sessions_key`` and ``args.where`` from ``--env`` or the user's setting.
+
+    ``sessions_key`` is what this directory's sessions are filed under (it, or the
+    URL); ``where`` is the working directory as the footer shows it.
 
     Raises:
         LocationError: A bad URL; SettingsError: a malformed user settings file.
     """
     from pi_durable_tui.app import resolve_location
 
-    return resolve_location(os.getcwd(), args.env).key
+    location = resolve_location(os.getcwd(), args.env)
+    args.sessions_key = location.key
+    target = location.target
+    args.where = os.getcwd() if target is None else location.show(target.path)
 
 
 def _startup_failed(error: Exception, message: str | None) -> int:
@@ -476,7 +482,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             opening.start()
 
     waiting = "Pick a session to open (esc: leave)" if stored else None
-    opening = OpeningSession(cwd, open_session, failed, waiting=waiting)
+    opening = OpeningSession(args.where, open_session, failed, waiting=waiting)
     screen = PidurableApp(
         opening,
         opening,
