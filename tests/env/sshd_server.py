@@ -83,7 +83,8 @@ class Sshd:
         return log.read_text(errors="replace") if log.exists() else ""
 
 
-def _keygen(path: Path) -> str:
+def keygen(path: Path) -> str:
+    """Make an ed25519 key pair at ``path`` (no passphrase); return the public key line."""
     subprocess.run(
         [SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", "pidurable-test", "-f", str(path)],
         check=True,
@@ -144,8 +145,8 @@ def start_sshd(directory: Path) -> Sshd:
     user = getpass.getuser()
     home = directory / "home"
     (home / ".ssh").mkdir(parents=True, mode=0o700)
-    host_public = _keygen(directory / "host_ed25519")
-    (directory / "authorized_keys").write_text(_keygen(home / ".ssh" / "id_ed25519") + "\n")
+    host_public = keygen(directory / "host_ed25519")
+    (directory / "authorized_keys").write_text(keygen(home / ".ssh" / "id_ed25519") + "\n")
     if os.geteuid() == 0:
         os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)  # as the package's service would
     for _ in range(5):

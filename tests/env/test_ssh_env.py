@@ -22,7 +22,7 @@ import pytest
 from pi_durable_tui.env import FileError, SpillPolicy
 from pi_durable_tui.env.conformance import Captured
 from pi_durable_tui.env.ssh import SshConnectError, SshEnv
-from tests.env.sshd_server import REMOTE_SECRET_NAME, REMOTE_SECRET_VALUE, Sshd, _keygen
+from tests.env.sshd_server import REMOTE_SECRET_NAME, REMOTE_SECRET_VALUE, Sshd, keygen
 from tests.env.test_orphan_guard import group_members, wait_until
 
 
@@ -52,7 +52,7 @@ async def test_an_unknown_host_key_is_refused_with_the_line_that_trusts_it(
 async def test_a_changed_host_key_is_refused_and_named_as_a_change(
     ssh_client: Sshd, tmp_path: Path
 ) -> None:
-    other = _keygen(tmp_path / "other_host_key")
+    other = keygen(tmp_path / "other_host_key")
     known = tmp_path / "known_hosts"
     known.write_text(f"[127.0.0.1]:{ssh_client.port} {other}\n")
     with pytest.raises(SshConnectError) as caught:
@@ -64,7 +64,7 @@ async def test_a_changed_host_key_is_refused_and_named_as_a_change(
 async def test_a_key_the_server_does_not_accept_is_a_refused_login(
     ssh_client: Sshd, tmp_path: Path
 ) -> None:
-    _keygen(tmp_path / "stranger")
+    keygen(tmp_path / "stranger")
     with pytest.raises(SshConnectError) as caught:
         await SshEnv.connect(ssh_client.url("/tmp"), client_keys=[str(tmp_path / "stranger")])
     assert f"login as {ssh_client.user} on 127.0.0.1:{ssh_client.port} was refused" in str(

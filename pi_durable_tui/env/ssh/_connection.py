@@ -15,6 +15,7 @@ refused login, a refused or timed-out connection name the host.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import posixpath
 from dataclasses import dataclass, field
@@ -172,8 +173,11 @@ async def open_link(
     """
     connection = await _connect(target, known_hosts, client_keys)
     try:
-        sftp = await connection.start_sftp_client()
-        probe = await connection.run(PROBE_LINE, encoding="utf-8", errors="replace", check=False)
+        # Two channels at once: the SFTP server and the probe's shell start side by side.
+        sftp, probe = await asyncio.gather(
+            connection.start_sftp_client(),
+            connection.run(PROBE_LINE, encoding="utf-8", errors="replace", check=False),
+        )
     except (OSError, asyncssh.Error) as error:
         connection.close()
         raise SshConnectError(
