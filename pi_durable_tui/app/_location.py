@@ -24,8 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app._sessions import home
-from pi_durable_tui.app._settings_files import SETTINGS_NAME, SettingsError, read_settings_file
+from pi_durable_tui.app.files import SETTINGS_NAME, SettingsError, home, read_settings_file
 
 if TYPE_CHECKING:
     from pi_durable_tui.env.ssh import SshEnv, SshTarget

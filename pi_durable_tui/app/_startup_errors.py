@@ -16,9 +16,8 @@ from pathlib import Path
 
 from pi_durable_tui.ai import FauxScriptError
 from pi_durable_tui.app._location import LocationError, RemoteUnavailable
-from pi_durable_tui.app._model_setup import ModelChoiceError
-from pi_durable_tui.app._sessions import NoSession, SessionUnavailable
-from pi_durable_tui.app._settings_files import SettingsError
+from pi_durable_tui.app.agent import ModelChoiceError
+from pi_durable_tui.app.files import NoSession, SessionUnavailable, SettingsError
 from pi_durable_tui.storage import StorageCorrupted, StoreLocked
 from pi_durable_tui.storage.lock import LOCK_SUFFIX
 
