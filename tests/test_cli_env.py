@@ -6,7 +6,8 @@ Against the real test ``sshd``, ``pidurable -p`` runs every tool call on the
 remote host: the prompt names ``user@host:/path`` and the remote platform, the
 remote ``AGENTS.md`` is read, files are written there, remote secrets stay
 scrubbed; sessions are filed under the URL, so ``-c`` with the same ``--env``
-(or the user's ``env`` setting) continues from any local directory.
+(or the user's ``env`` setting) continues from any local directory, and
+``--session PATH`` alone reconnects to the host the session used.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ TOOLS = {
         },
         {"content": [{"type": "text", "text": "first done"}]},
         {"content": [{"type": "text", "text": "second done"}]},
+        {"content": [{"type": "text", "text": "third done"}]},
     ]
 }
 
@@ -173,3 +175,12 @@ def test_print_mode_runs_every_tool_on_the_remote_host_and_continue_finds_it(
     second = _run(second_dir, environ, "-c", "-p", "again")
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip() == "second done"
+
+    (home / "settings.json").unlink()  # --session alone finds the host again
+    (store,) = home.glob("sessions/*/*/session.sqlite")
+    third = _run(second_dir, environ, "--session", str(store), "--mode", "json", "-p", "more")
+    assert third.returncode == 0, third.stderr
+    assert "third done" in third.stdout
+    # The same prompt sections (user@host, the remote platform): no system change entry;
+    # a local environment would have changed them to the bare path.
+    assert f"Working directory: {remote}" not in third.stdout
