@@ -10,7 +10,11 @@ those under ``TYPE_CHECKING`` and inside functions:
 - a private module (a ``_`` name anywhere in its path) is imported only from
   inside the package that holds it;
 - inside a package, imports run one way: no import loop, except through a
-  package face that re-exports its own modules.
+  package face that re-exports its own modules;
+- the harness and the app are made of parts (``PARTS``: sub-packages and the
+  layer's own private modules, each at a level); a part imports only parts of
+  lower levels, and another part only through its face (the rule on private
+  modules above).
 
 Packages that do not exist yet (``env``, ``harness``, ``tools``, ``app``,
 ``tui``) simply have no modules. A failure names the offending import.
@@ -44,6 +48,43 @@ LAYERS: dict[str, int] = {
     "__main__": 8,  # ``python -m pi_durable_tui`` runs the command line
 }
 """The layer of each top-level part of ``pi_durable_tui`` (DESIGN.md section 1)."""
+
+PARTS: dict[str, dict[str, int]] = {
+    "harness": {
+        "_errors": 1,
+        "_settings": 1,
+        "_submission_types": 1,
+        "context": 1,
+        "extensions": 2,
+        "state": 3,
+        "views": 4,
+        "_services": 4,
+        "conversations": 5,
+        "_runtime": 6,
+        "_session_hooks": 6,
+        "compaction": 7,
+        "tool": 7,
+        "generation": 8,
+        "_builtins": 9,
+        "_harness": 9,
+        "": 10,  # the face
+    },
+    "app": {
+        "_view": 1,
+        "_ports": 2,
+        "files": 2,
+        "_opening": 3,
+        "_location": 3,
+        "agent": 4,
+        "_startup_errors": 5,
+        "screen": 5,
+        "": 6,  # the face
+    },
+}
+"""The parts of the layers that have parts, by level (the faces' docstrings list the same).
+
+A part is a sub-package or one of the layer's own modules; ``""`` is the face.
+"""
 
 TUI_MAY_IMPORT = {"", "app", "tui"}
 """The TUI renders the view model and calls the controller: ``app`` only."""
@@ -216,3 +257,34 @@ def test_imports_inside_a_part_run_one_way(part: str) -> None:
     names = {m for m in modules() if part_of(m) == part}
     assert names, f"no modules in {part}"
     assert _loops(names) == [], f"import loops in {part}"
+
+
+def inner_part_of(module: str) -> str:
+    """The part of its layer a module belongs to (``""`` for the layer's face)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+@pytest.mark.parametrize("layer", sorted(PARTS))
+def test_every_module_of_a_layer_with_parts_is_in_a_known_part(layer: str) -> None:
+    found = {inner_part_of(m) for m in modules() if part_of(m) == layer}
+    unknown = sorted(found - set(PARTS[layer]))
+    assert unknown == [], f"add these to PARTS[{layer!r}] at their level: {unknown}"
+    gone = sorted(set(PARTS[layer]) - found)
+    assert gone == [], f"PARTS[{layer!r}] names parts that do not exist: {gone}"
+
+
+@pytest.mark.parametrize("layer", sorted(PARTS))
+def test_imports_between_the_parts_of_a_layer_run_one_way(layer: str) -> None:
+    levels = PARTS[layer]
+    problems = []
+    for found in imports():
+        if part_of(found.module) != layer or part_of(found.target) != layer:
+            continue
+        source, target = inner_part_of(found.module), inner_part_of(found.target)
+        if source != target and levels[target] >= levels[source]:
+            problems.append(
+                f"{found}: {source or 'the face'} (level {levels[source]}) may not import "
+                f"{target or 'the face'} (level {levels[target]})"
+            )
+    assert problems == [], f"imports against the parts of {layer}:\n" + "\n".join(problems)

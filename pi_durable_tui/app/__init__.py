@@ -9,6 +9,28 @@ and ``AgentController`` implement them over an open ``AgentApp``.
 Sessions and their directories, settings files, ``AGENTS.md`` context, the
 system prompt sections, the subagent tool, the models of a run, print and JSON
 modes, and (for the TUI) a plain view model and a controller over the harness.
+
+This module is its one public face. Behind it, in the direction imports run
+(each imports only what is listed before it):
+
+1. ``_view``: the plain, frozen values the screen renders;
+2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
+   sessions, settings files, project files and context files on disk;
+3. ``_opening``: what the screen shows until the session is open;
+   ``_location``: where the tools work (``--env ssh://...``, the user's ``env``
+   setting; it imports ``env.ssh`` only for a URL);
+4. ``agent/``: settings, models, the prompt, subagents, demos, ``AgentApp``,
+   the headless modes and export;
+5. ``_startup_errors``: one line for a problem that stops the start;
+   ``screen/``: the live view model and the controller over an open ``AgentApp``;
+6. this face.
+
+``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
+
+REMINDER: the first paint must not wait for the layers below the app. This face
+imports ``_view`` and ``_ports`` only; every other name is imported on first use
+(``_LAZY``), from the module or part that holds it. What the screen needs before
+its first paint (``_opening``, ``files/``) imports no layer below the app.
 """
 
 import importlib
@@ -31,84 +53,105 @@ from pi_durable_tui.app._view import (
 )
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app._agent_app import AgentApp, AppOptions
-    from pi_durable_tui.app._config import AppSettings, SettingsFiles, load_settings
-    from pi_durable_tui.app._context_files import ContextFile, discover_context_files
-    from pi_durable_tui.app._controller import AgentController
-    from pi_durable_tui.app._demos import DEMOS, Demo
-    from pi_durable_tui.app._export import export_main, export_transcript
-    from pi_durable_tui.app._headless import HeadlessMode, run_headless
-    from pi_durable_tui.app._model_setup import (
-        ModelChoiceError,
-        ModelSelection,
-        build_models,
-        choose_model,
-        list_models_text,
+    from pi_durable_tui.app._location import (
+        Location,
+        LocationError,
+        RemoteUnavailable,
+        resolve_location,
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
-    from pi_durable_tui.app._prompt_sections import CODING_PROMPT
-    from pi_durable_tui.app._recovery import recovery_report
-    from pi_durable_tui.app._screen_model import LiveScreenModel
-    from pi_durable_tui.app._screen_start import start_screen
-    from pi_durable_tui.app._sessions import (
+    from pi_durable_tui.app._startup_errors import describe_startup_error
+    from pi_durable_tui.app.agent import (
+        CODING_PROMPT,
+        DEMOS,
+        SUBAGENTS,
+        AgentApp,
+        AppOptions,
+        AppSettings,
+        Demo,
+        HeadlessMode,
+        ModelChoiceError,
+        ModelSelection,
+        SettingsFiles,
+        SubagentArgs,
+        build_models,
+        choose_model,
+        export_main,
+        export_transcript,
+        list_models_text,
+        load_settings,
+        run_headless,
+    )
+    from pi_durable_tui.app.files import (
+        ContextFile,
         NoSession,
         SessionUnavailable,
+        SettingsError,
         StoredSession,
+        discover_context_files,
         list_sessions,
         new_session_path,
         newest_session,
         session_infos,
         sessions_dir,
+        settings_theme,
     )
-    from pi_durable_tui.app._settings_files import SettingsError, settings_theme
-    from pi_durable_tui.app._startup_errors import describe_startup_error
-    from pi_durable_tui.app._subagent import SUBAGENTS, SubagentArgs
+    from pi_durable_tui.app.screen import (
+        AgentController,
+        LiveScreenModel,
+        recovery_report,
+        start_screen,
+    )
 
 _LAZY: dict[str, str] = {
-    "AgentApp": "_agent_app",
-    "AppOptions": "_agent_app",
-    "AppSettings": "_config",
-    "SettingsError": "_settings_files",
-    "settings_theme": "_settings_files",
+    "Location": "_location",
+    "LocationError": "_location",
+    "RemoteUnavailable": "_location",
+    "resolve_location": "_location",
+    "AgentApp": "agent",
+    "AppOptions": "agent",
+    "AppSettings": "agent",
+    "SettingsError": "files",
+    "settings_theme": "files",
     "OpeningSession": "_opening",
     "SessionNotOpened": "_opening",
-    "SettingsFiles": "_config",
-    "load_settings": "_config",
-    "ContextFile": "_context_files",
-    "discover_context_files": "_context_files",
-    "AgentController": "_controller",
-    "DEMOS": "_demos",
-    "Demo": "_demos",
-    "export_main": "_export",
-    "export_transcript": "_export",
-    "HeadlessMode": "_headless",
-    "run_headless": "_headless",
-    "ModelChoiceError": "_model_setup",
-    "ModelSelection": "_model_setup",
-    "build_models": "_model_setup",
-    "choose_model": "_model_setup",
-    "list_models_text": "_model_setup",
-    "CODING_PROMPT": "_prompt_sections",
-    "recovery_report": "_recovery",
-    "LiveScreenModel": "_screen_model",
-    "start_screen": "_screen_start",
-    "NoSession": "_sessions",
-    "SessionUnavailable": "_sessions",
-    "StoredSession": "_sessions",
-    "list_sessions": "_sessions",
-    "session_infos": "_sessions",
-    "new_session_path": "_sessions",
-    "newest_session": "_sessions",
-    "sessions_dir": "_sessions",
+    "SettingsFiles": "agent",
+    "load_settings": "agent",
+    "ContextFile": "files",
+    "discover_context_files": "files",
+    "AgentController": "screen",
+    "DEMOS": "agent",
+    "Demo": "agent",
+    "export_main": "agent",
+    "export_transcript": "agent",
+    "HeadlessMode": "agent",
+    "run_headless": "agent",
+    "ModelChoiceError": "agent",
+    "ModelSelection": "agent",
+    "build_models": "agent",
+    "choose_model": "agent",
+    "list_models_text": "agent",
+    "CODING_PROMPT": "agent",
+    "recovery_report": "screen",
+    "LiveScreenModel": "screen",
+    "start_screen": "screen",
+    "NoSession": "files",
+    "SessionUnavailable": "files",
+    "StoredSession": "files",
+    "list_sessions": "files",
+    "session_infos": "files",
+    "new_session_path": "files",
+    "newest_session": "files",
+    "sessions_dir": "files",
     "describe_startup_error": "_startup_errors",
-    "SUBAGENTS": "_subagent",
-    "SubagentArgs": "_subagent",
+    "SUBAGENTS": "agent",
+    "SubagentArgs": "agent",
 }
 """Where each name not needed by the screen lives, imported on first use."""
 
 
 def __getattr__(name: str) -> object:
-    """Import a lazily exported name from its private module on first use."""
+    """Import a lazily exported name from the module or part holding it, on first use."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -134,6 +177,8 @@ __all__ = [
     "Footer",
     "HeadlessMode",
     "LiveScreenModel",
+    "Location",
+    "LocationError",
     "ModelChoice",
     "ModelChoiceError",
     "ModelSelection",
@@ -142,6 +187,7 @@ __all__ = [
     "NoticeLevel",
     "OpeningSession",
     "QueueItem",
+    "RemoteUnavailable",
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
@@ -166,6 +212,7 @@ __all__ = [
     "new_session_path",
     "newest_session",
     "recovery_report",
+    "resolve_location",
     "run_headless",
     "session_infos",
     "sessions_dir",

@@ -5,7 +5,9 @@ settings file names the file and the key; a locked store names the path and the
 process holding it (the PID its lock file holds); a damaged store says so, where
 it is, and how to go on; a missing session says how to start one; a malformed
 faux script names the file and the place; a model that cannot be used says what
-exists. Anything else is a bug and keeps its traceback.
+exists; a bad ``--env`` URL says what is wrong with it, and an SSH host that
+cannot be reached, or whose key is not trusted, says what to do. Anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pi_durable_tui.ai import FauxScriptError
-from pi_durable_tui.app._model_setup import ModelChoiceError
-from pi_durable_tui.app._sessions import NoSession, SessionUnavailable
-from pi_durable_tui.app._settings_files import SettingsError
+from pi_durable_tui.app._location import LocationError, RemoteUnavailable
+from pi_durable_tui.app.agent import ModelChoiceError
+from pi_durable_tui.app.files import NoSession, SessionUnavailable, SettingsError
 from pi_durable_tui.storage import StorageCorrupted, StoreLocked
 from pi_durable_tui.storage.lock import LOCK_SUFFIX
 
@@ -60,6 +62,8 @@ def describe_startup_error(error: BaseException) -> str | None:
         return _unavailable(error)
     if isinstance(error, NoSession):
         return f'{error}; start one with: pidurable -p "..."'
-    if isinstance(error, (SettingsError, FauxScriptError, ModelChoiceError)):
+    if isinstance(error, (SettingsError, FauxScriptError, ModelChoiceError, LocationError)):
+        return str(error)
+    if isinstance(error, RemoteUnavailable):
         return str(error)
     return None

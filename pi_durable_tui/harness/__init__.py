@@ -15,61 +15,36 @@ Usage::
     submission = await root.submit(Input("Fix the failing test"))
     record = await submission.wait()
     await harness.close()
+
+This module is its one public face: every name below is imported from here.
+Behind it the harness has eight parts (sub-packages of private modules, each
+with a face of its own that the other parts import) and a few private modules
+of its own. They stack in levels; each imports only levels listed before it, so
+imports run one way:
+
+1. ``_errors``, ``_settings``, ``_submission_types``: the error tree, run policy,
+   and what a host submits; ``context/``: the model's context, the system prompt
+   and the request (pure, it imports nothing else of the harness);
+2. ``extensions/``: what authors write (tools, sections, hooks, wrappers, tasks)
+   and the registry;
+3. ``state/``: the built-in documents and entries, ``pi.live``, ``pi.usage`` and
+   the agent;
+4. ``views/``: views, watches and agent events; ``_services``: what the parts
+   share (session, models, registry, settings, environments);
+5. ``conversations/``: the ``Conversation`` handle, the inbox, submissions and
+   the ends of a run;
+6. ``_runtime``: what a harness task's phases receive; ``_session_hooks``: the
+   harness's answers to the kernel's hooks;
+7. the tasks ``compaction/`` (``pi.compaction``) and ``tool/`` (``pi.tool``);
+8. ``generation/`` (``pi.generation``, which uses compaction's estimates);
+9. ``_builtins`` (the registry of the three built-in tasks) and ``_harness``
+   (the ``Harness``);
+10. this face.
+
+``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 """
 
-from pi_durable_tui.harness._agent import (
-    UNSET,
-    AgentChange,
-    ExtensionEdit,
-    ResolvedAgent,
-    ToolRemoval,
-    configure,
-)
-from pi_durable_tui.harness._bounds import (
-    BoundedText,
-    OutputLimits,
-    bound_text,
-    format_size,
-    truncation_notice,
-)
 from pi_durable_tui.harness._builtins import create_registry
-from pi_durable_tui.harness._context import ContextView
-from pi_durable_tui.harness._conversation import Conversation
-from pi_durable_tui.harness._define import (
-    Continue,
-    Diagnostic,
-    Extension,
-    HookSet,
-    Section,
-    SectionInput,
-    SectionWrapper,
-    Tool,
-    ToolBlock,
-    ToolCallInfo,
-    ToolControl,
-    ToolResult,
-    ToolWrapper,
-    define_extension,
-    define_tool,
-    hook,
-    section,
-    wrap_section,
-    wrap_tool,
-)
-from pi_durable_tui.harness._docs import (
-    AGENT_DOC,
-    ASSISTANT,
-    COMPACTION,
-    INBOX_DOC,
-    LIVE_DOC,
-    PROVIDER_DOC,
-    RESET,
-    SYSTEM,
-    TOOL_RESULT,
-    USAGE_DOC,
-    USER,
-)
-from pi_durable_tui.harness._entries import text_of
 from pi_durable_tui.harness._errors import (
     ConversationBusy,
     HarnessClosed,
@@ -78,11 +53,7 @@ from pi_durable_tui.harness._errors import (
     SubmissionRejected,
     UnknownSubmission,
 )
-from pi_durable_tui.harness._events import EventStream, watch_events
 from pi_durable_tui.harness._harness import Harness
-from pi_durable_tui.harness._output import OutputChange, ToolOutputBuffer
-from pi_durable_tui.harness._ports import ToolApi, ToolConversation
-from pi_durable_tui.harness._registry import Registry, RegistrySnapshot
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
 from pi_durable_tui.harness._services import EnvFactory, EnvTarget
 from pi_durable_tui.harness._settings import (
@@ -92,11 +63,68 @@ from pi_durable_tui.harness._settings import (
     Settings,
 )
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy, Write
-from pi_durable_tui.harness._submissions import Submission
-from pi_durable_tui.harness._task_def import HarnessTask, define_task
-from pi_durable_tui.harness._throttle import ProgressThrottle
-from pi_durable_tui.harness._view_mount import UnknownConversation
-from pi_durable_tui.harness._views import ViewState, ViewWatch
+from pi_durable_tui.harness.context import ContextView
+from pi_durable_tui.harness.conversations import Conversation, Submission
+from pi_durable_tui.harness.extensions import (
+    BoundedText,
+    Continue,
+    Diagnostic,
+    Extension,
+    HarnessTask,
+    HookSet,
+    OutputLimits,
+    Registry,
+    RegistrySnapshot,
+    Section,
+    SectionInput,
+    SectionWrapper,
+    Tool,
+    ToolApi,
+    ToolBlock,
+    ToolCallInfo,
+    ToolControl,
+    ToolConversation,
+    ToolResult,
+    ToolWrapper,
+    bound_text,
+    define_extension,
+    define_task,
+    define_tool,
+    format_size,
+    hook,
+    section,
+    truncation_notice,
+    wrap_section,
+    wrap_tool,
+)
+from pi_durable_tui.harness.state import (
+    AGENT_DOC,
+    ASSISTANT,
+    COMPACTION,
+    INBOX_DOC,
+    LIVE_DOC,
+    PROVIDER_DOC,
+    RESET,
+    SYSTEM,
+    TOOL_RESULT,
+    UNSET,
+    USAGE_DOC,
+    USER,
+    AgentChange,
+    ExtensionEdit,
+    ResolvedAgent,
+    ToolRemoval,
+    configure,
+    text_of,
+)
+from pi_durable_tui.harness.tool import OutputChange, ProgressThrottle, ToolOutputBuffer
+from pi_durable_tui.harness.views import (
+    EventStream,
+    UnknownConversation,
+    ViewState,
+    ViewWatch,
+    watch_events,
+)
 
 __all__ = [
     "AGENT_DOC",

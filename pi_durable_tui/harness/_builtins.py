@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pi_durable_tui.harness._compaction import COMPACTION_TASK
-from pi_durable_tui.harness._define import Extension
-from pi_durable_tui.harness._generation import GENERATION_TASK
-from pi_durable_tui.harness._registry import Registry
-from pi_durable_tui.harness._tool_task import TOOL_TASK
+from pi_durable_tui.harness.compaction import COMPACTION_TASK
+from pi_durable_tui.harness.extensions import Extension, Registry
+from pi_durable_tui.harness.generation import GENERATION_TASK
+from pi_durable_tui.harness.tool import TOOL_TASK
 
 
 def create_registry(*extensions: Extension) -> Registry:

@@ -24,20 +24,22 @@ from collections.abc import Callable
 from typing import Literal
 
 from pi_durable_tui.ai import Models
-from pi_durable_tui.harness._agent import AgentChange
-from pi_durable_tui.harness._conversation import Conversation, Init, finish_creation
-from pi_durable_tui.harness._creation import ConversationCreated, CreationHook
-from pi_durable_tui.harness._docs import USAGE_DOC
 from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
-from pi_durable_tui.harness._inbox import withdraw
-from pi_durable_tui.harness._registry import BUILTIN_TASKS, Registry
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
 from pi_durable_tui.harness._session_hooks import HarnessHooks
 from pi_durable_tui.harness._settings import Settings, SettingsSource
-from pi_durable_tui.harness._submissions import Submission
-from pi_durable_tui.harness._task_def import HarnessTask
-from pi_durable_tui.harness._usage import total_usage
+from pi_durable_tui.harness.conversations import (
+    Conversation,
+    ConversationCreated,
+    CreationHook,
+    Init,
+    Submission,
+    finish_creation,
+    withdraw,
+)
+from pi_durable_tui.harness.extensions import BUILTIN_TASKS, HarnessTask, Registry
+from pi_durable_tui.harness.state import USAGE_DOC, AgentChange, total_usage
 from pi_durable_tui.kernel import (
     Clock,
     CloseReason,

@@ -19,14 +19,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_durable_tui.ai import Models
-from pi_durable_tui.harness._agent import ResolvedAgent
 from pi_durable_tui.harness._errors import HarnessClosed
-from pi_durable_tui.harness._registry import Registry
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import Settings
 from pi_durable_tui.harness._submission_types import Input
-from pi_durable_tui.harness._submissions import Submission
-from pi_durable_tui.harness._task_def import HarnessTask
+from pi_durable_tui.harness.conversations import Submission
+from pi_durable_tui.harness.extensions import HarnessTask, Registry
+from pi_durable_tui.harness.state import ResolvedAgent
 from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, TaskRegistry, TaskRuntime, Tx
 from pi_durable_tui.kernel import define_task as define_kernel_task
 from pi_durable_tui.storage.json_ops import Json, JsonObject
@@ -34,7 +33,7 @@ from pi_durable_tui.storage.records import TaskRecord
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv
-    from pi_durable_tui.harness._conversation import Conversation
+    from pi_durable_tui.harness.conversations import Conversation
 
 T = TypeVar("T")
 _MISSING: Any = object()

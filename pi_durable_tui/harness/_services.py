@@ -30,13 +30,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from pi_durable_tui.ai import Models
-from pi_durable_tui.harness._agent import ResolvedAgent, resolve_agent
-from pi_durable_tui.harness._context import RangeCache
-from pi_durable_tui.harness._docs import AGENT_DOC
 from pi_durable_tui.harness._errors import HarnessClosed
-from pi_durable_tui.harness._registry import Registry
-from pi_durable_tui.harness._request import ValidatedMessages
 from pi_durable_tui.harness._settings import Settings, SettingsSource, read_settings
+from pi_durable_tui.harness.context import RangeCache, ValidatedMessages
+from pi_durable_tui.harness.extensions import Registry
+from pi_durable_tui.harness.state import AGENT_DOC, ResolvedAgent, resolve_agent
 from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import StoredEntry, SubmissionRecord

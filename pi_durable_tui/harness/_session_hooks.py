@@ -13,11 +13,8 @@
 
 from __future__ import annotations
 
-from pi_durable_tui.harness._creation import CreationHook
-from pi_durable_tui.harness._docs import LIVE_DOC
-from pi_durable_tui.harness._inbox import withdraw_inputs
-from pi_durable_tui.harness._live import remove_compaction, slot_of_task
-from pi_durable_tui.harness._run_end import fail_run
+from pi_durable_tui.harness.conversations import CreationHook, fail_run, withdraw_inputs
+from pi_durable_tui.harness.state import LIVE_DOC, remove_compaction, slot_of_task
 from pi_durable_tui.kernel import SessionHooks, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord

@@ -19,7 +19,7 @@ from pi_durable_tui.ai import (
     Usage,
     UserMessage,
 )
-from pi_durable_tui.harness._context import ContextView, active_range, derive_context
+from pi_durable_tui.harness.context._context import ContextView, active_range, derive_context
 from pi_durable_tui.storage import EntryRecord, Json, JsonObject
 
 

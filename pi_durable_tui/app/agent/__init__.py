@@ -1,0 +1,61 @@
+"""The coding agent without a screen: settings, models, prompt, subagents, headless (R34, R77).
+
+A part of the app, not a public face: the public names (``AgentApp``,
+``AppOptions``, ``AppSettings``, ``load_settings``, ``build_models``,
+``CODING_PROMPT``, ``SUBAGENTS``, ``DEMOS``, ``run_headless``, ``export_main`` ...)
+are imported from ``pi_durable_tui.app``, lazily (its face's ``_LAZY``).
+
+Its private modules, lowest first (each imports only the ones before it):
+
+- ``_config``: the settings files validated and merged into ``AppSettings`` (R34);
+- ``_model_setup``: which models the agent can use, and which one a session
+  starts with;
+- ``_remote_context``: the project's context files on another host, read
+  through the execution environment (issue 17);
+- ``_prompt_sections``: the coding system prompt, as harness sections (R77);
+- ``_subagent``, ``_demos``, ``_uncancelled``: the subagent tool, the offline
+  demos, and steps that run to their end when cancelled;
+- ``_agent_app``: ``AgentApp``, the product opened on one session;
+- ``_headless``: print and JSON modes (R59, R87, R125);
+- ``_export``: ``pidurable export``, a session's transcript as a file.
+
+Outside itself this part imports ``app.files``, ``app._location`` and the layers
+below the app.
+"""
+
+from pi_durable_tui.app.agent._agent_app import AgentApp, AppOptions
+from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles, load_settings
+from pi_durable_tui.app.agent._demos import DEMOS, Demo
+from pi_durable_tui.app.agent._export import export_main, export_transcript
+from pi_durable_tui.app.agent._headless import HeadlessMode, run_headless
+from pi_durable_tui.app.agent._model_setup import (
+    ModelChoiceError,
+    ModelSelection,
+    build_models,
+    choose_model,
+    list_models_text,
+)
+from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
+from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
+
+__all__ = [
+    "CODING_PROMPT",
+    "DEMOS",
+    "SUBAGENTS",
+    "AgentApp",
+    "AppOptions",
+    "AppSettings",
+    "Demo",
+    "HeadlessMode",
+    "ModelChoiceError",
+    "ModelSelection",
+    "SettingsFiles",
+    "SubagentArgs",
+    "build_models",
+    "choose_model",
+    "export_main",
+    "export_transcript",
+    "list_models_text",
+    "load_settings",
+    "run_headless",
+]

@@ -1,0 +1,399 @@
+"""``AgentApp``: the coding agent product without a screen, opened on one session.
+
+It owns everything a front end (print mode, JSON mode, the TUI) shares:
+
+- the session store (``SqliteStorage`` with its single-writer lock, or a
+  ``PostgresStorage`` when sessions live in a database: ``_sessions``): a new
+  session for the working directory, the newest one (``--continue``), or a given
+  one (``--session``);
+- the settings files (re-read when they change), the models (environment keys,
+  custom providers from settings, ``--base-url``, a faux script), the registry
+  (``coding-tools``, the system prompt sections, subagents), one ``LocalEnv`` per
+  working directory with the settings' allow list, or, with ``--env ssh://...``
+  (or the user's ``env`` setting), one ``SshEnv`` connected at opening, closed
+  at closing, whose remote directory is the session's working directory and
+  whose URL files its sessions (``_location``);
+- the ``Harness`` and the root conversation, configured on creation with the cwd,
+  the model and the thinking level; ``--model`` on a continued session switches it.
+
+``close()`` closes the harness and the store on every path; it is idempotent.
+Opening and closing run to their end even when the caller is cancelled
+(``_uncancelled``), so Ctrl-C or SIGTERM at any moment leaves the store closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
+from pi_durable_tui.ai.faux import parse_faux_script
+from pi_durable_tui.app._location import Location, open_remote_env, resolve_location
+from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles
+from pi_durable_tui.app.agent._demos import (
+    DEMOS,
+    Demo,
+    create_workspace,
+    read_marker,
+    script_text,
+    write_marker,
+)
+from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
+from pi_durable_tui.app.agent._subagent import SUBAGENTS
+from pi_durable_tui.app.agent._uncancelled import complete
+from pi_durable_tui.app.files import (
+    SessionUnavailable,
+    database_url,
+    describe_store,
+    home,
+    new_session_path,
+    newest_session,
+    open_store,
+    remember_env,
+    remember_faux_script,
+    remember_title,
+    remembered_env,
+    remembered_faux_script,
+    resolve_session,
+)
+from pi_durable_tui.env import ExecutionEnv, LocalEnv
+from pi_durable_tui.harness import (
+    AgentChange,
+    Conversation,
+    EnvTarget,
+    Harness,
+    create_registry,
+)
+from pi_durable_tui.kernel import Clock, Report
+from pi_durable_tui.storage import StorageError
+from pi_durable_tui.tools import coding_tools
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env.ssh import SshEnv
+
+
+@dataclass(frozen=True, slots=True)
+class AppOptions:
+    """What the command line chose.
+
+    Args:
+        cwd: The working directory.
+        session: An explicit store path (``--session``).
+        continue_session: Open the newest session of ``cwd`` (``--continue``).
+        model: ``provider/model-id[:thinking]`` (``--model``).
+        base_url: An OpenAI-compatible server for unknown model IDs (``--base-url``).
+        faux_script: A faux script file serving provider ``faux`` (``--faux-script``).
+        demo: Start an offline demo (``--demo``): ``coding`` or ``planner``.
+        demo_pace: Scale the new demo's waits (1 for people; tests use a small value).
+            A continued demo keeps the pace it was started with.
+        env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
+            ``env`` setting, else this machine).
+    """
+
+    cwd: str
+    session: str | None = None
+    continue_session: bool = False
+    model: str | None = None
+    base_url: str | None = None
+    faux_script: str | None = None
+    demo: str | None = None
+    demo_pace: float = 1.0
+    env: str | None = None
+
+
+@dataclass(eq=False)
+class AgentApp:
+    """An open session of the coding agent (see the module docstring)."""
+
+    harness: Harness
+    root: Conversation
+    store: Path
+    settings: SettingsFiles
+    models: Models
+    cwd: str
+    reports: list[Report] = field(default_factory=list)
+    created: bool = False
+    """Whether this open created the session (a new store)."""
+    demo: Demo | None = None
+    """The demo this session runs, if any."""
+    options: AppOptions | None = None
+    """The options it was opened with."""
+    location: Location | None = None
+    """Where the tools work (None: ``cwd`` on this machine)."""
+    remote: ExecutionEnv | None = None
+    """The SSH environment of a remote location, closed with the app."""
+    _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
+    _closing: asyncio.Future[None] | None = None
+    _titled: bool = False
+
+    @classmethod
+    async def open(
+        cls,
+        options: AppOptions,
+        *,
+        on_report: Callable[[Report], None] | None = None,
+        faux: FauxProvider | None = None,
+        clock: Clock | None = None,
+    ) -> AgentApp:
+        """Open the session the options name and the harness on it (dispatching nothing).
+
+        A cancellation (Ctrl-C, SIGTERM) while it opens waits for the open to end,
+        closes what it opened, and then propagates: nothing is left half open.
+
+        Args:
+            options: What the command line chose.
+            on_report: Called with each report of the harness (besides ``reports``).
+            faux: Serve provider ``faux`` from this provider (embedding, tests);
+                it wins over ``--faux-script`` and a demo's script.
+            clock: The harness clock (retries, task sleeps); the wall clock by default.
+
+        Raises:
+            SettingsError: A settings file is malformed.
+            NoSession: ``--continue`` found no session for this directory.
+            SessionUnavailable: The store is locked by another process or damaged.
+            ModelChoiceError: A malformed or unknown ``--model``, a bad ``--base-url``.
+            FauxScriptError: A malformed faux script.
+        """
+        opening = cls._open(options, on_report, faux, clock)
+        return await complete(opening, undo=lambda app: app.close())
+
+    @classmethod
+    async def _open(
+        cls,
+        options: AppOptions,
+        on_report: Callable[[Report], None] | None,
+        faux: FauxProvider | None,
+        clock: Clock | None,
+    ) -> AgentApp:
+        cwd = os.path.realpath(options.cwd)
+        settings = SettingsFiles(cwd)
+        app_settings = settings.current()
+        location = resolve_location(cwd, options.env)
+        if options.session:
+            store = resolve_session(options.session, location.key)
+            store.parent.mkdir(parents=True, exist_ok=True)
+            remembered = remembered_env(store)
+            if options.env is None and remembered is not None:
+                location = resolve_location(cwd, remembered)
+        elif options.continue_session:
+            store = newest_session(location.key)
+        else:
+            store = new_session_path(location.key)
+        if database_url() is not None and describe_store(store) != str(store):
+            created = not (options.session or options.continue_session)
+        else:
+            created = not store.exists()
+        try:
+            if options.demo is not None and created:
+                demo = DEMOS[options.demo].paced(options.demo_pace)
+                write_marker(store, demo, create_workspace(demo, home()))
+            marker = read_marker(store)
+            provider = faux
+            workspace = cwd
+            model_option = options.model
+            if marker is not None:
+                if provider is None:
+                    script = script_text(marker.demo)
+                    provider = parse_faux_script(script, f"demo {marker.name}").provider()
+                workspace = marker.workspace
+                model_option = model_option or "faux/faux-1"
+            faux_script = options.faux_script
+            if faux_script is not None:
+                remember_faux_script(store, faux_script)
+            elif provider is None:
+                faux_script = remembered_faux_script(store)
+            models = build_models(
+                app_settings,
+                faux_script=None if provider is not None else faux_script,
+                faux=provider,
+            )
+            choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            remote = None
+            if location.remote and marker is None:
+                remote = await open_remote_env(location, tuple(app_settings.env_allow))
+                workspace = remote.cwd
+                remember_env(store, location.key)
+            try:
+                storage = await open_store(store)
+            except BaseException:
+                if remote is not None:
+                    await remote.close()
+                raise
+        except BaseException as error:
+            if not options.session and not options.continue_session:
+                # A session that never started leaves no empty directory behind.
+                shutil.rmtree(store.parent, ignore_errors=True)
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error, describe_store(store)) from error
+            raise
+        reports: list[Report] = []
+
+        def report(item: Report) -> None:
+            reports.append(item)
+            if on_report is not None:
+                on_report(item)
+
+        try:
+            harness = await Harness.open(
+                storage,
+                models=models,
+                registry=create_registry(
+                    CODING_PROMPT,
+                    coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
+                    SUBAGENTS,
+                    *(marker.demo.extensions if marker is not None else ()),
+                ),
+                settings=settings.harness,
+                env=_env_factory(settings) if remote is None else _remote_factory(remote),
+                on_report=report,
+                clock=clock,
+            )
+        except BaseException as error:
+            await storage.close()
+            if remote is not None:
+                await remote.close()
+            if isinstance(error, StorageError):
+                raise SessionUnavailable(store, error, describe_store(store)) from error
+            raise
+        app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
+        app.demo = marker.demo if marker is not None else None
+        app.options = options
+        app.location = location if remote is not None else None
+        app.remote = remote
+        app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
+        try:
+            app.root = await harness.root(agent=_initial_agent(choice, workspace))
+            if options.model is not None and not created:
+                await app.root.configure(_model_change(choice))
+        except BaseException:
+            await app.close()
+            raise
+        return app
+
+    async def open_another(self, session: str | None, *, model: str | None = None) -> AgentApp:
+        """Open another session of this directory with the same providers, options and hooks.
+
+        Args:
+            session: A stored session's path, or ``None`` for a new session.
+            model: ``provider/id[:thinking]`` for a new session (a stored one keeps its own).
+
+        Returns:
+            The open session; this one stays open (the caller closes it).
+
+        Raises:
+            RuntimeError: This session was built by hand, not by ``open``.
+        """
+        if self.options is None or self._reopen is None:
+            raise RuntimeError("Only a session opened with AgentApp.open can open another one")
+        options = replace(
+            self.options,
+            session=session,
+            continue_session=False,
+            demo=None,
+            model=model if session is None else None,
+        )
+        return await self._reopen(options)
+
+    async def close(self) -> None:
+        """Close the harness and the store; idempotent, never raises for a closed store.
+
+        A cancellation while it closes waits for the close to end, then propagates.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_harness())
+        await complete(self._closing)
+
+    async def _close_harness(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.harness.close()
+        closing = getattr(self.remote, "close", None)
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await closing()
+
+    @property
+    def session_key(self) -> str:
+        """What this app's sessions are filed under: ``cwd``, or the ``ssh://`` URL."""
+        return self.cwd if self.location is None else self.location.key
+
+    @property
+    def workspace(self) -> str:
+        """The working directory of the tools (on the remote host for ``--env ssh://``)."""
+        return self.cwd if self.remote is None else self.remote.cwd
+
+    def where(self, path: str) -> str:
+        """A working directory as the user reads it: ``user@host:/path`` when remote."""
+        return path if self.location is None else self.location.show(path)
+
+    @property
+    def session_id(self) -> str:
+        """How ``--session`` names this session: its name in the database, or its file."""
+        return describe_store(self.store)
+
+    async def remember_title(self, text: str) -> None:
+        """Remember the session's first user message for the ``--resume`` picker (once)."""
+        if not self._titled:
+            await remember_title(self.store, self.harness.session.storage, text)
+            self._titled = True
+
+    def demo_banner(self) -> str:
+        """What a demo session tells the user about killing and continuing it."""
+        cwd = self.cwd
+        return (
+            f"Demo: a scripted model drives real tools in a temporary workspace. Kill the "
+            f"terminal or the process at any moment (kill -9 {os.getpid()}), then run "
+            f"`pidurable --continue` in {cwd}: nothing committed is lost."
+        )
+
+    def settings_now(self) -> AppSettings:
+        """The settings as they are now."""
+        return self.settings.current()
+
+
+def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:
+    change = _model_change(choice)
+    return AgentChange(model=change.model, thinking_level=change.thinking_level, cwd=cwd)
+
+
+def _model_change(choice: ModelSelection | None) -> AgentChange:
+    if choice is None:
+        return AgentChange()
+    thinking: ThinkingLevel | None = choice.thinking_level
+    return AgentChange(
+        model=ModelRef(choice.model.provider, choice.model.id), thinking_level=thinking
+    )
+
+
+def _remote_factory(remote: SshEnv) -> Callable[[EnvTarget], ExecutionEnv]:
+    """Every conversation's tools on the one SSH connection (at its own directory)."""
+    views: dict[str, SshEnv] = {remote.cwd: remote}
+
+    def build(target: EnvTarget) -> ExecutionEnv:
+        cwd = remote.absolute_path(target.cwd or remote.cwd)
+        env = views.get(cwd)
+        if env is None:
+            env = views[cwd] = remote.at(cwd)
+        return env
+
+    return build
+
+
+def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]:
+    cache: dict[tuple[str, tuple[str, ...]], LocalEnv] = {}
+
+    def build(target: EnvTarget) -> ExecutionEnv:
+        cwd = target.cwd or os.getcwd()
+        allow = tuple(settings.current().env_allow)
+        env = cache.get((cwd, allow))
+        if env is None:
+            env = cache[(cwd, allow)] = LocalEnv(cwd, allow_env=allow)
+        return env
+
+    return build

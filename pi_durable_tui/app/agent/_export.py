@@ -1,0 +1,183 @@
+"""``pidurable export``: a session's transcript as JSON lines, Markdown or HTML.
+
+The transcript is every visible entry of the main conversation, oldest first
+(compaction summaries and resets included, so nothing is hidden). JSON lines
+hold one stored entry per line, exactly as committed; Markdown and HTML render
+user and assistant text, thinking, tool calls with their arguments and tool
+results with their output. HTML is one self-contained file (inline CSS, every
+text escaped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, TextIO
+
+from pi_durable_tui.app.files import (
+    NoSession,
+    SessionUnavailable,
+    newest_session,
+    open_store,
+    resolve_session,
+)
+from pi_durable_tui.harness import text_of
+from pi_durable_tui.storage import EntryRecord, Storage, StorageError
+
+ExportFormat = Literal["jsonl", "markdown", "html"]
+
+
+async def entries_of(storage: Storage, conversation_id: int = 1) -> AsyncIterator[EntryRecord]:
+    """Yield a conversation's visible entries, oldest first, page by page."""
+    cursor = None
+    while True:
+        page = await storage.scan_entries(conversation_id, order="asc", limit=500, cursor=cursor)
+        for stored in page.items:
+            yield stored.entry
+        if page.cursor is None:
+            return
+        cursor = page.cursor
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _markdown_entry(entry: EntryRecord) -> str:
+    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
+    parts: list[str] = []
+    role = message.get("role")
+    if entry.kind == "pi.system":
+        return ""
+    if entry.kind == "pi.compaction":
+        return "## Earlier context (summary)\n\n" + text_of(message) + "\n"
+    if entry.kind == "pi.reset":
+        return "---\n\n*New context*\n"
+    title = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result"}.get(
+        str(role), str(role)
+    )
+    if role == "toolResult":
+        title = f"Tool result: {message.get('tool_name')}"
+    parts.append(f"## {title}\n")
+    for block in _blocks(message):
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text", "")
+            parts.append(_fenced(text) if role == "toolResult" else f"{text}\n")
+        elif kind == "thinking":
+            parts.append("> " + block.get("thinking", "").replace("\n", "\n> ") + "\n")
+        elif kind == "tool_call":
+            arguments = json.dumps(block.get("arguments", {}), indent=2, ensure_ascii=False)
+            parts.append(f"**{block.get('name')}**\n\n```json\n{arguments}\n```\n")
+        elif kind == "image":
+            parts.append(f"*[image {block.get('mime_type')}]*\n")
+    if message.get("stop_reason") in ("error", "aborted"):
+        parts.append(f"*[{message.get('stop_reason')}] {message.get('error_message') or ''}*\n")
+    return "\n".join(parts)
+
+
+def _fenced(text: str) -> str:
+    """A code block around ``text`` whose fence is longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text.removesuffix(chr(10))}\n{fence}\n"
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;"
+    "line-height:1.5;color:#222}pre{background:#f4f4f4;padding:.6rem;overflow-x:auto;"
+    "white-space:pre-wrap}.user{border-left:4px solid #3a7bd5;padding-left:.8rem}"
+    ".assistant{border-left:4px solid #2e9d5b;padding-left:.8rem}.tool{border-left:4px solid"
+    " #999;padding-left:.8rem}.thinking{color:#777;font-style:italic}h3{margin-bottom:.2rem}"
+)
+
+
+def _html_entry(entry: EntryRecord) -> str:
+    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
+    role = str(message.get("role", ""))
+    if entry.kind == "pi.system":
+        return ""
+    css = {"user": "user", "assistant": "assistant", "toolResult": "tool"}.get(role, "tool")
+    title = {"user": "User", "assistant": "Assistant"}.get(role, entry.kind)
+    if role == "toolResult":
+        title = f"Tool result: {message.get('tool_name')}"
+    if entry.kind == "pi.compaction":
+        title = "Earlier context (summary)"
+    body: list[str] = []
+    for block in _blocks(message):
+        kind = block.get("type")
+        if kind == "text":
+            body.append(f"<pre>{html.escape(block.get('text', ''))}</pre>")
+        elif kind == "thinking":
+            body.append(f"<p class='thinking'>{html.escape(block.get('thinking', ''))}</p>")
+        elif kind == "tool_call":
+            arguments = json.dumps(block.get("arguments", {}), indent=2, ensure_ascii=False)
+            body.append(
+                f"<p><b>{html.escape(str(block.get('name')))}</b></p>"
+                f"<pre>{html.escape(arguments)}</pre>"
+            )
+    return f"<div class='{css}'><h3>{html.escape(title)}</h3>{''.join(body)}</div>"
+
+
+async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) -> int:
+    """Write the main conversation's transcript; returns the number of entries written."""
+    count = 0
+    if fmt == "html":
+        out.write("<!doctype html><meta charset='utf-8'><title>pidurable</title>")
+        out.write(f"<style>{_CSS}</style>")
+    async for entry in entries_of(storage):
+        count += 1
+        if fmt == "jsonl":
+            out.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+        elif fmt == "markdown":
+            text = _markdown_entry(entry)
+            if text:
+                out.write(text + "\n")
+        else:
+            out.write(_html_entry(entry) + "\n")
+    return count
+
+
+def export_main(argv: Sequence[str]) -> int:
+    """Run ``pidurable export``; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="pidurable export", description="Write a transcript.")
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="the session: its file, or its ID in the database (default: the newest here)",
+    )
+    parser.add_argument("--format", choices=("jsonl", "markdown", "html"), default="markdown")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    args = parser.parse_args(list(argv))
+    try:
+        cwd = os.getcwd()
+        path = resolve_session(args.session, cwd) if args.session else newest_session(cwd)
+    except (NoSession, SessionUnavailable) as error:
+        sys.stderr.write(f"pidurable export: {error}\n")
+        return 2
+
+    async def run() -> int:
+        storage = await open_store(path)
+        try:
+            if args.output:
+                with open(args.output, "w", encoding="utf-8") as out:
+                    return await export_transcript(storage, args.format, out)
+            return await export_transcript(storage, args.format, sys.stdout)
+        finally:
+            await storage.close()
+
+    try:
+        asyncio.run(run())
+    except StorageError as error:
+        sys.stderr.write(f"pidurable export: {error}\n")
+        return 2
+    return 0

@@ -1,0 +1,200 @@
+"""Print and JSON modes: run a prompt (or resume) to its answer without a screen.
+
+``run_headless`` attaches to the root conversation's agent events (R125,
+``watch_events``) before anything runs, resumes whatever a killed process left,
+submits the prompt (idempotent with a request ID, R59) and waits until the input
+settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
+session once the conversation is idle, so a run cut by a kill finishes and
+prints its answer. Everything printed derives from commits:
+
+- ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
+  request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
+  4s (attempt 2): <error>``.
+- ``json``: every event as one JSON line on ``out`` as its commit publishes it:
+  first a ``snapshot`` (without past entries), then the batches of the run, up to
+  the commit that settles the input.
+
+Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
+unanswered (a provider error, a missing key, no model, an abort).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Literal, TextIO
+
+from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.records import SubmissionRecord
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+HeadlessMode = Literal["text", "json"]
+"""``text`` prints the answer; ``json`` prints agent events as JSON lines."""
+
+_REASONS = {
+    "model_error": "the model request failed",
+    "aborted": "the run was aborted",
+    "faulted": "the run failed",
+    "stale": "the input was dropped: its conversation was reset or compacted before it ran",
+    "reset": "the conversation was reset before the input was answered",
+}
+_NO_MODEL_HINT = 'use --model provider/id, or set "model" in settings'
+
+
+async def _answer_text(app: AgentApp, entry_id: int) -> str:
+    stored = await app.harness.session.storage.entry(entry_id)
+    if stored is None or not stored.entry.model or not isinstance(stored.entry.model[0], dict):
+        return ""
+    return text_of(stored.entry.model[0])
+
+
+async def newest_input(app: AgentApp) -> SubmissionRecord | None:
+    """The newest input submission of the root conversation, if any."""
+    storage = app.harness.session.storage
+    newest: SubmissionRecord | None = None
+    cursor = None
+    while True:
+        page = await storage.scan_submissions(conversation_id=app.root.id, limit=200, cursor=cursor)
+        for record in page.items:
+            if record.type == "input":
+                newest = record
+        if page.cursor is None:
+            return newest
+        cursor = page.cursor
+
+
+def describe_failure(record: SubmissionRecord) -> str:
+    """One line saying why an input was left unanswered."""
+    detail = record.detail
+    text = detail if isinstance(detail, str) else ("" if detail is None else str(detail))
+    if record.reason == "no_model":
+        return f"{text or 'No model is configured'}; {_NO_MODEL_HINT}"
+    head = _REASONS.get(record.reason or "", record.reason or record.status)
+    return f"{head}: {text}" if text else head
+
+
+def _seconds(milliseconds: float) -> str:
+    """``4000`` -> ``4s``, ``1500`` -> ``1.5s``, ``400`` -> ``0.4s``."""
+    return f"{max(0.0, milliseconds) / 1000:.1f}".removesuffix(".0") + "s"
+
+
+def retry_line(attempt: int, delay_ms: float, error: str) -> str:
+    """The line print mode writes when a failed request waits for a retry (R87).
+
+    Args:
+        attempt: The attempt that failed (the retry is ``attempt + 1``).
+        delay_ms: How long the retry waits.
+        error: Why the attempt failed.
+
+    Returns:
+        ``pidurable: retrying in 4s (attempt 2): <error>`` with a newline.
+    """
+    return f"pidurable: retrying in {_seconds(delay_ms)} (attempt {attempt + 1}): {error}\n"
+
+
+class _EventPrinter:
+    """Writes a run's events as they are committed (JSON lines, or retry notices)."""
+
+    def __init__(
+        self, mode: HeadlessMode, out: TextIO, err: TextIO, now: Callable[[], float]
+    ) -> None:
+        self._mode = mode
+        self._out = out
+        self._err = err
+        self._now = now
+        self._writable = True
+
+    async def run(self, stream: EventStream) -> None:
+        async for batch in stream:
+            for event in batch:
+                self._print(event)
+
+    def _print(self, event: JsonObject) -> None:
+        if self._mode == "json":
+            self._write(self._out, json.dumps(event, ensure_ascii=False) + "\n")
+            return
+        if event["type"] == "auto_retry_start":
+            line = retry_line(event["attempt"], event["delay_ms"], event["error_message"])
+            self._write(self._err, line)
+        elif event["type"] == "snapshot":  # continued while a retry waits
+            generation = event.get("generation") or {}
+            retry = generation.get("retry")
+            if retry is not None:
+                delay = retry["at"] - self._now()
+                self._write(self._err, retry_line(generation["attempt"], delay, retry["error"]))
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        if not self._writable:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except OSError:  # a closed pipe (`| head`): the run goes on, unprinted
+            self._writable = False
+
+
+async def _settle(
+    app: AgentApp, prompt: str | None, request_id: str | None
+) -> SubmissionRecord | None:
+    """Submit the prompt (or find the newest input) and wait until it settles."""
+    if prompt is not None:
+        await app.remember_title(prompt)
+        submission = await app.root.submit(Input(prompt, request_id=request_id))
+        return await submission.wait()
+    await app.root.wait_for_idle()
+    found = await newest_input(app)
+    if found is None:
+        return None
+    handle = await app.harness.submission(found.id)
+    return await handle.wait() if handle is not None else found
+
+
+async def run_headless(
+    app: AgentApp,
+    prompt: str | None,
+    out: TextIO,
+    err: TextIO,
+    *,
+    mode: HeadlessMode = "text",
+    request_id: str | None = None,
+) -> int:
+    """Run one prompt (or, with ``None``, resume the newest) to its answer and print it.
+
+    Args:
+        app: The open session.
+        prompt: The prompt, or ``None`` to resume the session's newest input.
+        out: Where the answer (text) or the events (json) go.
+        err: Where retry notices and the failure line go.
+        mode: ``text`` or ``json``.
+        request_id: Makes the prompt idempotent: resubmitted after a kill, it
+            finds the first submission instead of adding another (R59).
+
+    Returns:
+        0 when the input was answered, 1 when it was left unanswered.
+    """
+    stream = await watch_events(app.harness, app.root.id, tail=0)
+    printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
+    printing = asyncio.ensure_future(printer.run(stream))
+    try:
+        app.harness.resume()
+        record = await _settle(app, prompt, request_id)
+    finally:
+        # The settling commit was published before the submission settled, so its
+        # events are queued: drain them, then stop.
+        await stream.stop(drain=True)
+        await printing
+    if record is None:
+        err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
+        return EXIT_FAILED
+    if record.status == "done" and record.answer is not None:
+        if mode == "text":
+            text = await _answer_text(app, record.answer)
+            out.write(text if text.endswith("\n") else text + "\n")
+            out.flush()
+        return EXIT_OK
+    err.write(f"pidurable: {describe_failure(record)}\n")
+    return EXIT_FAILED

@@ -1,0 +1,114 @@
+"""Where the settings files are and what they say, before any validation.
+
+``~/.pidurable/settings.json`` (``$PIDURABLE_HOME``) sets defaults and
+``<cwd>/.pidurable/settings.json`` overrides them key by key (objects merge,
+other values replace). This module reads and merges the JSON only, with the
+standard library: ``_config`` validates the result, and ``settings_theme`` lets
+``pidurable`` pick its theme before the first paint, without importing pydantic or
+the harness.
+
+``"database"`` (a PostgreSQL URL that sessions live in, ``_sessions``) is read
+from the user's file only (``user_database_url``): a project's file naming one
+is refused, since a repository could otherwise send every session, secrets
+and all, to a server of its author's choosing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pi_durable_tui.app.files._home import home
+
+PROJECT_DIR = ".pidurable"
+"""The project's directory of pidurable files, in the working directory."""
+SETTINGS_NAME = "settings.json"
+"""The name of both settings files."""
+DATABASE_KEY = "database"
+"""The user-only setting naming the PostgreSQL database of the sessions."""
+
+
+class SettingsError(ValueError):
+    """A settings file is malformed; the message names the file and the key."""
+
+
+def settings_sources(cwd: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """The user file, then the project file of ``cwd`` (which overrides it)."""
+    return home() / SETTINGS_NAME, Path(cwd) / PROJECT_DIR / SETTINGS_NAME
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """The object a settings file holds; ``{}`` when it does not exist.
+
+    Raises:
+        SettingsError: It cannot be read, is not JSON, or is not an object.
+    """
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise SettingsError(f"{path}: cannot be read: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SettingsError(f"{path}: line {error.lineno}: {error.msg}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{path}: the top level must be an object")
+    return data
+
+
+def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    """Both files of ``cwd`` merged, unvalidated.
+
+    Raises:
+        SettingsError: A file cannot be read or is not a JSON object.
+    """
+    user, project = settings_sources(cwd)
+    merged = read_settings_file(user)
+    overrides = read_settings_file(project)
+    if DATABASE_KEY in overrides:
+        raise SettingsError(
+            f"{project}: {DATABASE_KEY}: only your own settings ({user}) or "
+            "PIDURABLE_DATABASE_URL may say where sessions are stored; remove it from the "
+            "project's file"
+        )
+    return _merge(merged, overrides)
+
+
+def user_database_url() -> str | None:
+    """The ``"database"`` of the user's settings file, or ``None``.
+
+    Raises:
+        SettingsError: The file is malformed, or the value is not a string.
+    """
+    path = home() / SETTINGS_NAME
+    value = read_settings_file(path).get(DATABASE_KEY)
+    if value is not None and not isinstance(value, str):
+        raise SettingsError(f"{path}: {DATABASE_KEY}: must be a postgresql:// URL string")
+    return value or None
+
+
+def settings_theme(cwd: str | os.PathLike[str]) -> str | None:
+    """The theme the settings files name, or ``None`` (for the first paint).
+
+    A malformed file gives ``None`` here: the session's opening validates the
+    files and reports the problem.
+    """
+    try:
+        theme = merged_settings(cwd).get("theme")
+    except SettingsError:
+        return None
+    return theme if isinstance(theme, str) else None
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,26 @@
+"""The screen's view model and controller over an open ``AgentApp`` (issue 8; R95, R123, R126).
+
+A part of the app, not a public face: ``LiveScreenModel``, ``AgentController``,
+``start_screen`` and ``recovery_report`` are imported from ``pi_durable_tui.app``,
+lazily. The TUI holds them only as the ``ScreenModel`` and ``Controller``
+protocols of ``app._ports``.
+
+Its private modules, lowest first (each imports only the ones before it):
+
+- ``_blocks``: transcript blocks from committed entries and ``pi.live``;
+- ``_task_tree``: the task tree, from the harness's task graph (R126);
+- ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
+- ``_recovery``: what ``--continue`` found a killed process had left (R95);
+- ``_controller``: ``AgentController``, every action the screen takes;
+- ``_screen_start``: starting both on an open session.
+
+The highest part of the app: it imports ``app._view``, ``app._ports`` and the
+parts ``agent`` and ``files``.
+"""
+
+from pi_durable_tui.app.screen._controller import AgentController
+from pi_durable_tui.app.screen._recovery import recovery_report
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._screen_start import start_screen
+
+__all__ = ["AgentController", "LiveScreenModel", "recovery_report", "start_screen"]

@@ -1,0 +1,400 @@
+"""``AgentController``: every action the screen takes, through the harness (issue 8).
+
+Actions run one at a time in the order they were made (a small lock), except
+``abort``, which must never wait behind them (reference 5.2). Nothing here shows
+anything: each action's effect reaches the screen as committed state through the
+``LiveScreenModel``.
+
+- ``submit``: a prompt when idle; while the agent works, a steer (placed after
+  the current tool round), or a follow-up when asked (placed when the run answers).
+- ``abort`` (Esc): ``Conversation.abort()`` on the shown conversation; background
+  tasks keep running; the texts of the queued inputs it withdrew come back for
+  the editor.
+- ``compact``: starts a manual compaction; a notice says how it ended
+  (``Compacted.``, queued, dropped, nothing to compact, aborted, failed).
+- ``fork``: a new conversation that sees the history before a user message, shown
+  at once; the message's text comes back for the editor (to edit and resend).
+- ``new_session`` / ``open_session``: open another session of the directory with
+  the same providers (a new one with the shown model and thinking level), then
+  close this one; a stored one shows its recovery report, like ``--continue``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
+from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
+from pi_durable_tui.app.agent import AgentApp, export_transcript
+from pi_durable_tui.app.files import (
+    SKIPPED_DIRS,
+    ProjectFiles,
+    session_infos,
+    sessions_dir,
+)
+from pi_durable_tui.app.screen._recovery import recovery_report
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel, conversation_label
+from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
+from pi_durable_tui.storage import EntryRecord
+
+T = TypeVar("T")
+HISTORY_NAME = "history.txt"
+HISTORY_KEPT = 500
+COMPLETIONS = 50
+"""Paths ``complete_path`` offers at most."""
+
+
+class AgentController:
+    """The ``Controller`` of the screen over an open ``AgentApp``.
+
+    Args:
+        app: The open session (the controller closes it).
+        model: The screen model following it.
+    """
+
+    def __init__(
+        self,
+        app: AgentApp,
+        model: LiveScreenModel,
+    ) -> None:
+        self.app = app
+        self.model = model
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._project_files: ProjectFiles | None = None
+
+    async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
+        async with self._lock:
+            return await action()
+
+    @property
+    def _conversation(self):  # type: ignore[no-untyped-def]
+        return self.app.harness.conversation(self.model.conversation_id)
+
+    # -- the Controller protocol --
+
+    async def submit(self, text: str, *, follow_up: bool = False) -> None:
+        """Submit text: a prompt when idle, a steer when busy, or a follow-up if asked."""
+
+        async def submit() -> None:
+            when_busy: WhenBusy = "follow_up" if follow_up else "steer"
+            submission = await self._conversation.submit(Input(text, when_busy=when_busy))
+            self.model.watched.add(submission.id)
+            self._remember(text)
+            if self.model.conversation_id == self.app.root.id:
+                await self.app.remember_title(text)
+
+        await self._serial(submit)
+
+    async def abort(self) -> list[str]:
+        """Abort the shown conversation's foreground work; return withdrawn input texts."""
+        queued = [item for item in self.model.queue if item.mode != "write"]
+        await self._conversation.abort()
+        texts: list[str] = []
+        for item in queued:
+            handle = await self.app.harness.submission(item.submission_id)
+            record = await handle.status() if handle is not None else None
+            if record is not None and record.status == "unanswered" and record.reason == "aborted":
+                texts.append(item.text)
+        return texts
+
+    async def withdraw(self, submission_id: int) -> str | None:
+        """Withdraw one queued item; its text for the editor (``None`` if placed)."""
+
+        async def withdraw() -> str | None:
+            item = next((q for q in self.model.queue if q.submission_id == submission_id), None)
+            handle = await self.app.harness.submission(submission_id)
+            if handle is None or await handle.abort() != "aborted":
+                return None
+            return item.text if item is not None else None
+
+        return await self._serial(withdraw)
+
+    async def load_older(self, count: int) -> int:
+        """Page older blocks in."""
+        return await self.model.load_older(count)
+
+    async def compact(self, instructions: str | None = None) -> None:
+        """Compact the shown conversation; a notice says how it ended (reference 5.3)."""
+        task_id = await self._serial(lambda: self._conversation.compact(instructions))
+        waiter = asyncio.ensure_future(self._notice_compaction(task_id))
+        self._waiters.add(waiter)
+        waiter.add_done_callback(self._waiters.discard)
+
+    async def _notice_compaction(self, task_id: int) -> None:
+        with contextlib.suppress(Exception):
+            harness = self.app.harness
+            record = await harness.wait_for_task(task_id)
+            outcome = record.state.get("outcome") if isinstance(record.state, dict) else None
+            outcome = outcome if isinstance(outcome, dict) else {}
+            result = outcome.get("result")
+            if isinstance(result, dict) and isinstance(result.get("submission_id"), int):
+                # Not blocking a turn, the summary went through the inbox as a write:
+                # placed at once when idle, else at the next turn boundary (or dropped).
+                handle = await harness.submission(result["submission_id"])
+                if handle is None:
+                    return
+                written = await handle.status()
+                if written.status == "queued":
+                    self.model.add_notice(*compaction_notice(outcome))
+                    written = await handle.wait()
+                outcome = _written_outcome(written.status, written.reason)
+            self.model.add_notice(*compaction_notice(outcome))
+
+    async def cycle_thinking(self) -> str:
+        """Move to the model's next thinking level."""
+
+        async def cycle() -> str:
+            model = (
+                self.app.models.get(self.model.footer.model) if self.model.footer.model else None
+            )
+            if model is None:
+                raise ValueError("No model is configured; select one with /model")
+            levels = supported_thinking_levels(model)
+            if levels == ["off"]:
+                raise ValueError(f"{self.model.footer.model} has no thinking levels")
+            current = self.model.footer.thinking_level
+            index = levels.index(current) if current in levels else -1
+            level = levels[(index + 1) % len(levels)]
+            await self._conversation.configure(AgentChange(thinking_level=level))
+            return level
+
+        return await self._serial(cycle)
+
+    def models(self) -> list[ModelChoice]:
+        """The models ``/model`` offers."""
+        return [
+            ModelChoice(
+                ref=f"{m.provider}/{m.id}",
+                name=m.name or m.id,
+                provider=m.provider,
+                context_window=m.context_window,
+                reasoning=m.reasoning,
+                configured=self.app.models.missing_key(m) is None,
+            )
+            for m in self.app.models.list()
+        ]
+
+    async def set_model(self, ref: str) -> None:
+        """Use a model in the shown conversation (the thinking level is clamped to it)."""
+
+        async def set_model() -> None:
+            model = self.app.models.resolve(ref)
+            level = clamp_thinking_level(model, self.model.footer.thinking_level)  # type: ignore[arg-type]
+            change = AgentChange(model=ModelRef(model.provider, model.id), thinking_level=level)
+            await self._conversation.configure(change)
+
+        await self._serial(set_model)
+
+    async def conversations(self) -> list[ConversationInfo]:
+        """The main conversation and the subagent conversations, newest first."""
+        storage = self.app.harness.session.storage
+        found: list[ConversationInfo] = []
+        cursor = None
+        while True:
+            page = await storage.scan_conversations(limit=200, cursor=cursor)
+            for record in page.items:
+                first = await storage.scan_entries(record.id, order="asc", limit=5)
+                title = next(
+                    (_entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
+                )
+                label = conversation_label(record.id, record.owner is not None, self.app.root.id)
+                live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
+                found.append(
+                    ConversationInfo(
+                        record.id,
+                        label,
+                        title[:80],
+                        shown=record.id == self.model.conversation_id,
+                        busy="run" in live,
+                    )
+                )
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        main = [c for c in found if c.conversation_id == self.app.root.id]
+        return main + sorted(
+            (c for c in found if c.conversation_id != self.app.root.id),
+            key=lambda c: -c.conversation_id,
+        )
+
+    async def switch_conversation(self, conversation_id: int) -> None:
+        """Show another conversation; the editor then talks to it."""
+        await self._serial(lambda: self.model.attach(conversation_id))
+
+    async def fork(self, entry_id: int) -> str:
+        """Fork before a user message, show the fork, and return the message's text."""
+
+        async def fork() -> str:
+            storage = self.app.harness.session.storage
+            stored = await storage.entry(entry_id, self.model.conversation_id)
+            if stored is None:
+                raise ValueError(f"Entry {entry_id} is not in this conversation")
+            text = _entry_text(stored.entry)
+            before = await storage.scan_entries(
+                self.model.conversation_id, max_entry_id=entry_id - 1, order="desc", limit=1
+            )
+            if before.items:
+                fork = await self._conversation.fork(before.items[0].entry.id)
+            else:
+                # Nothing precedes the message: a fresh conversation with the same agent.
+                footer = self.model.footer
+                agent = AgentChange(
+                    cwd=footer.cwd,
+                    model=_model_of(footer.model),
+                    thinking_level=footer.thinking_level,  # type: ignore[arg-type]
+                )
+                fork = await self.app.harness.create_conversation(agent=agent)
+            await self.model.attach(fork.id)
+            return text
+
+        return await self._serial(fork)
+
+    async def new_session(self) -> None:
+        """Start a new session for the working directory."""
+        await self._serial(lambda: self._switch_session(None))
+
+    async def sessions(self) -> list[SessionInfo]:
+        """The stored sessions of this directory, newest first."""
+        # A thread: with a database, listing is a query (never on the screen's loop).
+        return await asyncio.to_thread(session_infos, self.app.session_key)
+
+    async def open_session(self, path: str) -> None:
+        """Switch to another stored session."""
+        await self._serial(lambda: self._switch_session(path))
+
+    async def _switch_session(self, path: str | None) -> None:
+        footer = self.model.footer
+        model = f"{footer.model}:{footer.thinking_level}" if footer.model else None
+        opened = await self.app.open_another(path, model=model)
+        report = await recovery_report(opened) if path is not None else []
+        await self.model.close()
+        old, self.app = self.app, opened
+        await old.close()
+        self.model.rebind(opened)
+        await self.model.attach(opened.root.id)
+        self.model.show_recovery(report)
+        opened.harness.resume()
+
+    async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
+        """Write the transcript; returns the path written."""
+        suffix = {"jsonl": "jsonl", "markdown": "md", "html": "html"}[fmt]
+        target = Path(path or os.path.join(self.app.cwd, f"pidurable-{int(time.time())}.{suffix}"))
+        with target.open("w", encoding="utf-8") as out:
+            await export_transcript(self.app.harness.session.storage, fmt, out)
+        return str(target)
+
+    def complete_path(self, prefix: str) -> list[str]:
+        """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
+
+        A bare name of two characters or more also finds files anywhere below the
+        working directory whose path contains it (``ProjectFiles``), after the
+        entries of the working directory itself.
+        """
+        if self.app.remote is not None:
+            return []  # the files are on another host: listing them per keystroke costs trips
+        directory, _, stem = prefix.rpartition("/")
+        base = Path(self.app.cwd) / directory
+        found: list[str] = []
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.scandir(base), key=lambda e: e.name):
+                if entry.name in SKIPPED_DIRS or not entry.name.startswith(stem):
+                    continue
+                if stem == "" and entry.name.startswith("."):
+                    continue
+                name = f"{directory}/{entry.name}" if directory else entry.name
+                found.append(name + "/" if entry.is_dir() else name)
+                if len(found) == COMPLETIONS:
+                    return found
+        if directory or len(stem) < 2:
+            return found
+        files = self._project_files
+        if files is None or files.root != self.app.cwd:  # another session may work elsewhere
+            files = self._project_files = ProjectFiles(self.app.cwd)
+        listed = set(found)
+        found += [path for path in files.matching(stem, COMPLETIONS) if path not in listed]
+        return found[:COMPLETIONS]
+
+    def history(self) -> Sequence[str]:
+        """Earlier prompts of this directory, oldest first."""
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
+        try:
+            return [line for line in path.read_text("utf-8").split("\0") if line]
+        except OSError:
+            return []
+
+    def _remember(self, text: str) -> None:
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
+        with contextlib.suppress(OSError):
+            lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("\0".join([*lines, text]) + "\0", "utf-8")
+
+    async def close(self) -> None:
+        """Close the screen model, the harness and the store; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for waiter in list(self._waiters):
+            waiter.cancel()
+        await self.model.close()
+        await self.app.close()
+
+
+def _written_outcome(status: str, reason: str | None) -> dict[str, Any]:
+    if status == "done":
+        return {"status": "completed", "result": {"entry_id": 0}}
+    return {"status": "dropped", "error": {"message": reason or status}}
+
+
+def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
+    """The notice for a manual compaction's outcome (reference 5.3).
+
+    Args:
+        outcome: The terminal outcome of the ``pi.compaction`` task, or
+            ``{"status": "dropped"}`` for a summary write that was never placed.
+
+    Returns:
+        ``(level, text)``.
+    """
+    status = outcome.get("status")
+    result = outcome.get("result")
+    result = result if isinstance(result, dict) else {}
+    if status == "completed" and "entry_id" in result:
+        return "info", "Compacted."
+    if status == "completed" and "submission_id" in result:
+        return "info", "Compaction summary queued; it is placed at the next turn boundary."
+    if status == "completed":
+        return (
+            "info",
+            "Nothing to compact: the context fits in the recent window that is kept verbatim.",
+        )
+    if status == "aborted":
+        return "warning", "Compaction aborted."
+    if status == "dropped":
+        return "warning", "Compaction summary dropped: the context changed under it."
+    error = outcome.get("error")
+    error = error if isinstance(error, dict) else {}
+    return "error", f"Compaction {status}: {error.get('message', 'no reason given')}"
+
+
+def _entry_text(entry: EntryRecord) -> str:
+    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def _model_of(ref: str) -> ModelRef | None:
+    return ModelRef.parse(ref) if ref else None

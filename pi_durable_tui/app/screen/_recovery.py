@@ -1,0 +1,73 @@
+"""The recovery report: what ``--continue`` found a killed process had left (issue 8).
+
+Read from committed state before scheduling resumes: the live tasks of the
+session as the crash left them. A turn in progress resumes; a tool call whose
+intent was committed (phase ``execute``) runs again only if it is replay-safe
+(``read``, a foreground subagent), otherwise it comes back to the model as
+``interrupted`` with the output it had committed (R95); background tasks (a
+background subagent) keep running.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pi_durable_tui.app.screen._screen_model import conversation_label
+from pi_durable_tui.app.screen._task_tree import describe_call, tool_call_of
+from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
+
+if TYPE_CHECKING:
+    from pi_durable_tui.app.agent import AgentApp
+
+
+def _describe(name: str, what: str) -> str:
+    return f"{name} `{what}`" if what else name
+
+
+async def recovery_report(app: AgentApp) -> list[str]:
+    """Describe what resuming will do; empty when nothing was left running."""
+    storage = app.harness.session.storage
+    records: list[TaskRecord] = []
+    cursor = None
+    while True:
+        page = await storage.scan_tasks(status=LIVE_TASK_STATUSES, limit=200, cursor=cursor)
+        records.extend(page.items)
+        if page.cursor is None:
+            break
+        cursor = page.cursor
+    if not records:
+        return []
+    lines: list[str] = []
+    label = {app.root.id: "the main conversation"}
+    for record in records:
+        if record.conversation_id not in label:
+            conversation = await storage.conversation(record.conversation_id)
+            owned = conversation is not None and conversation.owner is not None
+            label[record.conversation_id] = conversation_label(
+                record.conversation_id, owned, app.root.id
+            )
+        where = label[record.conversation_id]
+        checkpoint = record.state.get("checkpoint") if isinstance(record.state, dict) else None
+        phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
+        if record.background:
+            data = record.input if isinstance(record.input, dict) else {}
+            what = str(data.get("prompt") or record.kind)[:60]
+            lines.append(f"Background task {record.id} ({record.kind}: {what}) is still running.")
+        elif record.kind == "pi.generation" and record.owner is None:
+            lines.append(f"The turn in {where} resumes (task {record.id}, phase {phase}).")
+        elif record.kind == "pi.tool" and phase == "execute":
+            call = describe_call(*await tool_call_of(app.harness.session, record), 60)
+            stored_safe = isinstance(checkpoint, dict) and checkpoint.get("replay") == "safe"
+            if stored_safe:
+                lines.append(
+                    f"{_describe(*call)} was cut by the crash; it is replay-safe and runs again."
+                )
+            else:
+                lines.append(
+                    f"{_describe(*call)} was cut by the crash while running; it is not "
+                    "replay-safe, so it does not run again: the model gets it as interrupted, with "
+                    "the output it had committed."
+                )
+        elif record.kind == "pi.compaction":
+            lines.append(f"A compaction of {where} resumes (task {record.id}).")
+    return lines

@@ -1,0 +1,56 @@
+"""Starting the screen's view model and controller on an open session (issue 8).
+
+What ``pidurable`` does between opening a session and painting the first screen,
+without Textual, so print-free tests and the TUI run the same path:
+
+1. on a reopened session, read the recovery report from committed state BEFORE
+   scheduling resumes (what the killed process left: the turn that resumes, the
+   cut calls, the background tasks);
+2. mount the main conversation (``LiveScreenModel.attach``) and put the report
+   into the transcript as a ``resumed`` separator;
+3. resume scheduling (``Harness.resume``), so interrupted work carries on;
+4. a new demo session sends the demo's first prompt; a demo says how to kill and
+   continue it; a session without a model says how to choose one (reference 5.1).
+"""
+
+from __future__ import annotations
+
+from pi_durable_tui.app.agent import AgentApp
+from pi_durable_tui.app.screen._controller import AgentController
+from pi_durable_tui.app.screen._recovery import recovery_report
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+
+NO_MODEL = "No model configured; select one with /model."
+
+
+async def start_screen(
+    app: AgentApp, *, reopened: bool, verbose: bool = False
+) -> tuple[LiveScreenModel, AgentController]:
+    """Attach a view model and a controller to an open session and resume its work.
+
+    Args:
+        app: The open session; the controller owns it from here (``close()``).
+        reopened: The session existed before (``--continue``, ``--resume``,
+            ``--session``): show what recovery does.
+        verbose: Show system-prompt changes in the transcript.
+
+    Returns:
+        ``(model, controller)``, following the main conversation.
+    """
+    model = LiveScreenModel(app, verbose=verbose)
+    controller = AgentController(app, model)
+    try:
+        report = await recovery_report(app) if reopened else []
+        await model.attach(app.root.id)
+        model.show_recovery(report)
+        app.harness.resume()
+        if app.demo is not None:
+            if app.created:
+                await controller.submit(app.demo.prompt)
+            model.add_notice("info", app.demo_banner())
+        elif not model.footer.model:
+            model.add_notice("warning", NO_MODEL)
+    except BaseException:
+        await controller.close()
+        raise
+    return model, controller

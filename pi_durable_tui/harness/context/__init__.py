@@ -1,0 +1,47 @@
+"""The model's context: derivation, the system prompt and the request (R71-R82, R89, R127).
+
+A part of the harness, not a public face: ``ContextView`` is imported from
+``pi_durable_tui.harness``. The other parts use the rest: ``load_context`` and
+``RangeCache`` (the active range of a conversation), the prompt's replay and
+planning, and ``build_request``.
+
+Its private modules, lowest first (each imports only the ones before it):
+
+- ``_context``: the active range, context edits and tool-result order, derived
+  whole or grown by newer entries (R71-R76, R127);
+- ``_prompt``: system prompt sections and dynamic tools as transcript patches
+  (R77-R82);
+- ``_request``: one model request from a context's messages (R75, R79, R81, R89).
+
+Pure derivation over entries: this part imports nothing else of the harness.
+"""
+
+from pi_durable_tui.harness.context._context import (
+    ContextView,
+    RangeCache,
+    load_context,
+    order_tool_results,
+    tool_calls,
+)
+from pi_durable_tui.harness.context._prompt import (
+    PromptState,
+    plan_system_entries,
+    render_section,
+    replay_prompt,
+)
+from pi_durable_tui.harness.context._request import ValidatedMessages, build_request, offered_tools
+
+__all__ = [
+    "ContextView",
+    "PromptState",
+    "RangeCache",
+    "ValidatedMessages",
+    "build_request",
+    "load_context",
+    "offered_tools",
+    "order_tool_results",
+    "plan_system_entries",
+    "render_section",
+    "replay_prompt",
+    "tool_calls",
+]

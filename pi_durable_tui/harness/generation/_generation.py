@@ -1,0 +1,538 @@
+"""The generation task ``pi.generation``: one model turn of a run (R83-R92).
+
+Input ``{}``; the run's inputs live in ``pi.live.run``. Checkpoints:
+
+- ``prepare {attempt, compacted?, overflow?}`` (R83): resolve the agent and model,
+  plan the system entries (R77-R81), check the compaction thresholds (R108), then
+  in one commit append the planned ``pi.system`` entries and move to ``request``
+  with the model, thinking level and stream options pinned and ``cutoff`` = the
+  newest entry.
+- ``request {attempt, compacted?, model, thinking_level, stream_options, cutoff}``
+  (R84-R86): convert a partial an interrupted attempt left, stream the response
+  with partials committed at most every 100 ms, then classify it in one commit:
+  an answer ends the run (R64), tool calls start a round (R89), an overflow starts
+  one blocking compaction, a retryable error moves to ``retry``, anything else
+  fails the run with ``model_error``.
+- ``retry {attempt, compacted?, until}`` (R87): sleep, then ``prepare`` again.
+- ``tools {assistant, tools, pending}`` (R90): see ``_tool_round``.
+
+The abort handler (R91) answers pending calls of a round as aborted, converts a
+committed partial, and settles the run's inputs ``unanswered``/``aborted``.
+
+Deferred responses (``poll``, R88) are not offered by any provider here, so that
+phase does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pi_durable_tui.ai import (
+    AssistantMessage,
+    DoneEvent,
+    ErrorEvent,
+    Model,
+    ModelRef,
+    StreamOptions,
+    is_context_overflow,
+    is_retryable_error,
+    retry_after_ms,
+)
+from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._services import HarnessServices
+from pi_durable_tui.harness._settings import retry_delay_ms
+from pi_durable_tui.harness.compaction import (
+    estimate_tokens,
+    select_cut,
+    tokens_upper_bound,
+)
+from pi_durable_tui.harness.context import (
+    ContextView,
+    build_request,
+    load_context,
+    plan_system_entries,
+    render_section,
+    replay_prompt,
+)
+from pi_durable_tui.harness.conversations import INTERRUPTED, answer, convert_partial, fail_run
+from pi_durable_tui.harness.extensions import Continue, SectionInput, define_task, invoke
+from pi_durable_tui.harness.generation._partials import PartialCommitter
+from pi_durable_tui.harness.generation._tool_round import (
+    abort_pending_calls,
+    start_round,
+    tools_phase,
+)
+from pi_durable_tui.harness.state import (
+    LIVE_DOC,
+    PROVIDER_DOC,
+    SYSTEM,
+    add_model_usage,
+    append_assistant,
+    dump,
+)
+from pi_durable_tui.kernel import (
+    Aborted,
+    Completed,
+    ConversationOwned,
+    Failed,
+    Report,
+    Running,
+    TaskOwned,
+    Tx,
+    Waiting,
+)
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.records import TaskRecord
+
+
+def _checkpoint(task: TaskRecord) -> JsonObject:
+    checkpoint = task.state.get("checkpoint")
+    return dict(checkpoint) if isinstance(checkpoint, dict) else {}
+
+
+def _carry(checkpoint: JsonObject, **values: Any) -> JsonObject:
+    """A new checkpoint keeping ``compacted`` across phases (R83, R87)."""
+    data: JsonObject = dict(values)
+    if "compacted" in checkpoint:
+        data["compacted"] = checkpoint["compacted"]
+    return data
+
+
+async def _fail(runtime: HarnessRuntime, reason: str, message: str, detail: Any = None) -> None:
+    task_id = runtime.task_id
+    conversation_id = runtime.conversation_id
+
+    async def fail(tx: Tx) -> Failed:
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live.pop("generation", None)
+        await fail_run(
+            tx, conversation_id, task_id, reason, detail if detail is not None else message
+        )
+        return Failed(message, detail={"reason": reason})
+
+    await runtime.commit(fail)
+
+
+# -- prepare (R83, R108) --
+
+
+async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[tuple[str, str]]:
+    """Render the agent's sections in order, ``instructions`` last (R77, R78)."""
+    services = services_of(runtime)
+    agent = await runtime.agent()
+    shown = replay_prompt(view.messages).sections
+    env: Any = None
+    try:
+        env = services.build_env(runtime.conversation_id, agent.cwd)
+    except Exception as error:
+        services.report(Report("env_failed", f"Building the environment failed: {error}", error))
+    rendered: list[tuple[str, str]] = []
+    for section in agent.sections:
+        previous = shown.get(section.key)
+        try:
+            text = await invoke(
+                section.render, SectionInput(runtime.conversation_id, agent, env, previous)
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if runtime.aborted.is_set():
+                raise
+            services.report(
+                Report("section_failed", f"Section {section.key} raised: {error}", error)
+            )
+            if previous is not None:
+                rendered.append((section.key, previous))
+            continue
+        if text is not None:
+            rendered.append((section.key, render_section(section.key, str(text), section.tag)))
+    if agent.instructions:
+        rendered.append(("instructions", render_section("instructions", agent.instructions)))
+    return rendered
+
+
+async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    services = services_of(runtime)
+    checkpoint = _checkpoint(task)
+    attempt = int(checkpoint.get("attempt", 1))
+    agent = await runtime.agent()
+    if agent.model is None:
+        await _fail(runtime, "no_model", "No model is configured")
+        return
+    model = services.models.get(agent.model)
+    if model is None:
+        await _fail(runtime, "no_model", f"Model {agent.model} is not available")
+        return
+    if checkpoint.get("overflow") is not None:
+        outcome = (await runtime.outcomes([int(checkpoint["compacted"])]))[0]
+        result = outcome.get("result") if outcome.get("status") == "completed" else None
+        if not (isinstance(result, dict) and result.get("entry_id")):
+            await _fail(runtime, "model_error", str(checkpoint["overflow"]))
+            return
+    view = await load_context(
+        services.session.storage, runtime.conversation_id, cache=services.contexts
+    )
+    if not view.entries:
+        raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
+    sections = await _render_sections(runtime, view)
+    drafts = plan_system_entries(view, sections, [tool.spec() for tool in agent.tools])
+    settings = services.settings()
+    compaction = settings.compaction
+    background = False
+    planned = [message for draft in drafts for message in draft.model]
+    blocking = model.context_window - compaction.reserve_tokens
+    lowest = (
+        blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking
+    )
+    if (
+        compaction.enabled
+        and model.context_window > 0
+        and "compacted" not in checkpoint
+        # REMINDER: a bound below both thresholds decides like the estimate would,
+        # without loading a tokenizer or walking the range for a cut (R108).
+        and tokens_upper_bound(view, planned) > lowest
+    ):
+        estimate = estimate_tokens(view, planned, model=model)
+        cut = select_cut(view, compaction.keep_recent_tokens, model=model)
+        if cut is not None and estimate > blocking:
+            await _start_blocking_compaction(runtime, "threshold", attempt, None)
+            return
+        if (
+            cut is not None
+            and compaction.background_tokens > 0
+            and estimate > blocking - compaction.background_tokens
+        ):
+            background = True
+    pinned: JsonObject = {
+        "phase": "request",
+        "attempt": attempt,
+        "model": {"provider": model.provider, "model_id": model.id},
+        "thinking_level": agent.thinking_level,
+        "stream_options": dict(settings.stream),
+    }
+    if "compacted" in checkpoint:
+        pinned["compacted"] = checkpoint["compacted"]
+    conversation_id = runtime.conversation_id
+    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
+    # newest entry (a compaction placed after the kept ones): the rest ascend.
+    tail = max(view.entries[0].id, view.entries[-1].id)
+
+    async def to_request(tx: Tx) -> Running:
+        cutoff = tail
+        for draft in drafts:
+            cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        # The request phase skips its opening commit when this is already so (R84).
+        live["generation"] = {"attempt": attempt}
+        if background and not live.get("compactions"):
+            compaction_task = tx.create_task(
+                services.task_definition("pi.compaction"),
+                {"reason": "threshold"},
+                ownership=ConversationOwned(),
+                conversation_id=conversation_id,
+                background=True,
+            )
+            live["compactions"] = [
+                *(live.get("compactions") or []),
+                {
+                    "task_id": compaction_task.id,
+                    "reason": "threshold",
+                    "blocking": False,
+                    "attempt": 1,
+                },
+            ]
+        return Running({**pinned, "cutoff": cutoff})
+
+    await runtime.commit(to_request)
+
+
+async def _start_blocking_compaction(
+    runtime: HarnessRuntime,
+    reason: str,
+    attempt: int,
+    overflow: str | None,
+    *,
+    error: JsonObject | None = None,
+) -> None:
+    """Create a compaction owned by this generation and wait for it (R86, R108).
+
+    For an overflow, the same commit files the failed response (``error``) and
+    clears the attempt's status, so a crash never separates the two (R86).
+    """
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    task_id = runtime.task_id
+
+    async def start(tx: Tx) -> Waiting:
+        if error is not None:
+            append_assistant(tx, conversation_id, error)
+            await add_model_usage(tx, conversation_id, error)
+            (await tx.doc(LIVE_DOC, conversation_id)).pop("generation", None)
+        compaction = tx.create_task(
+            services.task_definition("pi.compaction"),
+            {"reason": reason},
+            ownership=TaskOwned(task_id),
+        )
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live["compactions"] = [
+            *(live.get("compactions") or []),
+            {"task_id": compaction.id, "reason": reason, "blocking": True, "attempt": 1},
+        ]
+        checkpoint: JsonObject = {
+            "phase": "prepare",
+            "attempt": attempt,
+            "compacted": compaction.id,
+        }
+        if overflow is not None:
+            checkpoint["overflow"] = overflow
+        return Waiting(on=[compaction.id], checkpoint=checkpoint)
+
+    await runtime.commit(start)
+
+
+# -- request (R84-R86) --
+
+
+async def _session_id(services: HarnessServices, runtime: HarnessRuntime) -> str | None:
+    doc = await services.session.snapshot(PROVIDER_DOC, runtime.conversation_id)
+    if doc is None:  # a legacy conversation: create it on the line (R84)
+        conversation_id = runtime.conversation_id
+
+        async def create(tx: Tx) -> Any:
+            return await tx.doc(PROVIDER_DOC, conversation_id)
+
+        doc = await runtime.commit(create)
+    session_id = doc.get("session_id") if doc else None
+    return session_id if isinstance(session_id, str) else None
+
+
+async def _stream(
+    runtime: HarnessRuntime, model: Model, checkpoint: JsonObject, view: ContextView
+) -> AssistantMessage:
+    services = services_of(runtime)
+    agent = await runtime.agent()
+    messages = list(view.messages)
+    hooks = agent.hooks("pi.generation", "before_request")
+    for hook in hooks:
+        try:
+            replaced = await invoke(hook, messages, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if runtime.aborted.is_set():
+                raise
+            services.report(Report("hook_failed", f"before_request hook raised: {error}", error))
+            continue
+        if isinstance(replaced, list):
+            messages = replaced
+    # A hook may change stored dicts in place, so its requests validate everything.
+    context = build_request(messages, None if hooks else services.validated)
+    thinking = checkpoint.get("thinking_level") or "off"
+    options = StreamOptions.model_validate(
+        {
+            **(checkpoint.get("stream_options") or {}),
+            "reasoning": None if thinking == "off" else thinking,
+            "session_id": await _session_id(services, runtime),
+        }
+    )
+    interval = services.settings().progress.partial_interval_ms
+    committer = PartialCommitter(runtime, int(checkpoint.get("attempt", 1)), interval)
+    final: AssistantMessage | None = None
+    stream = services.models.stream(model, context, options, abort=runtime.aborted)
+    try:
+        async for event in stream:
+            if isinstance(event, DoneEvent):
+                final = event.message
+            elif isinstance(event, ErrorEvent):
+                final = event.error
+            else:
+                committer.update(event.partial)
+    finally:
+        await committer.stop()
+        await stream.aclose()
+    assert final is not None
+    return final
+
+
+async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    services = services_of(runtime)
+    checkpoint = _checkpoint(task)
+    attempt = int(checkpoint.get("attempt", 1))
+    conversation_id = runtime.conversation_id
+
+    async def begin(tx: Tx) -> None:
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        await convert_partial(tx, conversation_id, live, INTERRUPTED)
+        live["generation"] = {"attempt": attempt}
+
+    # REMINDER: the opening commit converts a partial an interrupted attempt left
+    # (R84); when preparation already set this attempt and nothing streamed, it
+    # would write nothing, so it is skipped (one commit less per turn).
+    committed = await services.session.snapshot(LIVE_DOC, conversation_id) or {}
+    if committed.get("generation") != {"attempt": attempt}:
+        await runtime.commit(begin)
+    ref = checkpoint.get("model") or {}
+    model = services.models.get(ModelRef(str(ref.get("provider")), str(ref.get("model_id"))))
+    if model is None:
+        await _fail(
+            runtime,
+            "no_model",
+            f"Model {ref.get('provider')}/{ref.get('model_id')} is not available",
+        )
+        return
+    view = await load_context(
+        services.session.storage,
+        conversation_id,
+        int(checkpoint["cutoff"]),
+        cache=services.contexts,
+    )
+    message = await _stream(runtime, model, checkpoint, view)
+    if runtime.aborted.is_set():
+        return  # the abort (or close) path answers for this attempt (R37, R92)
+    agent = await runtime.agent()
+    for hook in agent.hooks("pi.generation", "after_response"):
+        try:
+            await invoke(hook, message, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            services.report(Report("hook_failed", f"after_response hook raised: {error}", error))
+    await _classify(runtime, model, checkpoint, view, message)
+
+
+async def _classify(
+    runtime: HarnessRuntime,
+    model: Model,
+    checkpoint: JsonObject,
+    view: ContextView,
+    message: AssistantMessage,
+) -> None:
+    """One commit that files the response and decides what comes next (R86)."""
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    attempt = int(checkpoint.get("attempt", 1))
+    stored = dump(message)
+    if message.stop_reason == "toolUse" and message.tool_calls():
+        await start_round(runtime, checkpoint, view, stored)
+        return
+    if message.stop_reason in ("stop", "length", "toolUse"):
+        continuation = await _on_yield(runtime, message)
+
+        async def finish(tx: Tx) -> Any:
+            entry = append_assistant(tx, conversation_id, stored)
+            await add_model_usage(tx, conversation_id, stored)
+            await answer(tx, services, conversation_id, entry.id, continuation)
+            return Completed({"entry_id": entry.id})
+
+        await runtime.commit(finish)
+        return
+    text = message.error_message or f"Model response ended with stop reason {message.stop_reason}"
+    settings = services.settings()
+    if (
+        message.stop_reason == "error"
+        and is_context_overflow(message, model.context_window)
+        and settings.compaction.enabled
+        and "compacted" not in checkpoint
+        and select_cut(view, settings.compaction.keep_recent_tokens) is not None
+    ):
+        await _start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
+        return
+    retry = settings.retry
+    delay = retry_delay_ms(retry, attempt, retry_after_ms(message))
+    if (
+        message.stop_reason == "error"
+        and is_retryable_error(message)
+        and retry.enabled
+        and attempt <= retry.max_retries
+        and delay is not None
+    ):
+        until = runtime.now() + delay
+
+        async def to_retry(tx: Tx) -> Running:
+            append_assistant(tx, conversation_id, stored)
+            await add_model_usage(tx, conversation_id, stored)
+            live = await tx.doc(LIVE_DOC, conversation_id)
+            live["generation"] = {"attempt": attempt, "retry": {"at": until, "error": text}}
+            return Running(_carry(checkpoint, phase="retry", attempt=attempt, until=until))
+
+        await runtime.commit(to_retry)
+        return
+    task_id = runtime.task_id
+
+    async def failed(tx: Tx) -> Failed:
+        append_assistant(tx, conversation_id, stored)
+        await add_model_usage(tx, conversation_id, stored)
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live.pop("generation", None)
+        await fail_run(tx, conversation_id, task_id, "model_error", text)
+        return Failed(text, detail={"reason": "model_error"})
+
+    await runtime.commit(failed)
+
+
+async def _on_yield(runtime: HarnessRuntime, message: AssistantMessage) -> str | None:
+    """The first ``on_yield`` hook returning ``Continue`` wins (R65)."""
+    services = services_of(runtime)
+    agent = await runtime.agent()
+    for hook in agent.hooks("pi.generation", "on_yield"):
+        try:
+            decision = await invoke(hook, message, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            services.report(Report("hook_failed", f"on_yield hook raised: {error}", error))
+            continue
+        if isinstance(decision, Continue):
+            return decision.content
+    return None
+
+
+# -- retry (R87) --
+
+
+async def _retry(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    checkpoint = _checkpoint(task)
+    attempt = int(checkpoint.get("attempt", 1))
+    await runtime.sleep(float(checkpoint.get("until", 0)))
+    conversation_id = runtime.conversation_id
+
+    async def again(tx: Tx) -> Running:
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live["generation"] = {"attempt": attempt + 1}
+        return Running(_carry(checkpoint, phase="prepare", attempt=attempt + 1))
+
+    await runtime.commit(again)
+
+
+# -- abort (R91, R92) --
+
+
+async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    checkpoint = _checkpoint(task)
+    conversation_id = runtime.conversation_id
+    task_id = runtime.task_id
+    pending = await abort_pending_calls(runtime, checkpoint)
+
+    async def abort(tx: Tx) -> Aborted:
+        for write in pending:
+            await write(tx)
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        run = live.get("run")
+        if isinstance(run, dict) and run.get("task_id") == task_id:
+            await fail_run(tx, conversation_id, task_id, "aborted")
+        else:
+            await convert_partial(tx, conversation_id, live)
+            live.pop("generation", None)
+        return Aborted()
+
+    await runtime.commit(abort)
+
+
+GENERATION_TASK = define_task(
+    "pi.generation",
+    initial=lambda _input: {"phase": "prepare", "attempt": 1},
+    phases={"prepare": _prepare, "request": _request, "retry": _retry, "tools": tools_phase},
+    abort=_abort,
+)
+"""The built-in generation task (R83-R92)."""

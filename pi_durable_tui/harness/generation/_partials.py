@@ -1,0 +1,112 @@
+"""Streamed partials committed to ``pi.live.generation.message`` with a throttle (R85).
+
+A partial with empty content (no block yet: the start of a response) is never
+committed. At most one partial commit is in
+flight; a new partial schedules a commit at most every
+``progress.partial_interval_ms`` (100 ms by default), the first one an interval
+after the request started (a response that completes sooner commits no partial:
+its classification shows it whole); the partial is copied when the commit runs,
+so the newest one wins. ``stop()`` ends the throttle and awaits a
+commit in flight, so no stale partial lands after the classification commit.
+
+The interval is real time (``asyncio.sleep``): it bounds the commit rate of a real
+process, while retries and task sleeps use the harness clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from pi_durable_tui.ai import AssistantMessage
+from pi_durable_tui.harness._runtime import HarnessRuntime
+from pi_durable_tui.harness.state import LIVE_DOC, dump
+from pi_durable_tui.kernel import TaskGateClosed, Tx
+
+
+class PartialCommitter:
+    """Commits the newest streamed partial of one request attempt.
+
+    Args:
+        runtime: The generation's runtime.
+        attempt: The attempt the partial belongs to.
+        interval_ms: The least time between two partial commits.
+    """
+
+    def __init__(self, runtime: HarnessRuntime, attempt: int, interval_ms: int) -> None:
+        self._runtime = runtime
+        self._attempt = attempt
+        self._interval = interval_ms / 1000
+        self._latest: AssistantMessage | None = None
+        self._dirty = asyncio.Event()
+        self._loop: asyncio.Task[None] | None = None
+        self._in_commit = False
+        self._stopped = False
+        # REMINDER: the stream's start counts as the last commit, so a response that
+        # completes within one interval (most tool-calling turns) commits no partial
+        # at all: its classification commit shows it whole.
+        self._last = time.monotonic()
+        self.commits = 0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``stop()`` was called."""
+        return self._stopped
+
+    def update(self, partial: AssistantMessage) -> None:
+        """Offer the newest partial; empty ones are ignored (R85)."""
+        if self._stopped or not partial.content:
+            return
+        self._latest = partial
+        self._dirty.set()
+        if self._loop is None:
+            self._loop = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while not self._stopped:
+                await self._dirty.wait()
+                wait = self._last + self._interval - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if self.stopped:
+                    return
+                self._dirty.clear()
+                self._in_commit = True
+                try:
+                    await self._commit()
+                finally:
+                    self._in_commit = False
+                    self._last = time.monotonic()
+        except TaskGateClosed:
+            return
+
+    async def _commit(self) -> None:
+        message = self._latest
+        if message is None:
+            return
+        stored = dump(message)
+        conversation_id = self._runtime.conversation_id
+        attempt = self._attempt
+
+        async def write(tx: Tx) -> None:
+            live = await tx.doc(LIVE_DOC, conversation_id)
+            generation = live.setdefault("generation", {"attempt": attempt})
+            generation["message"] = stored
+
+        await self._runtime.commit(write)
+        self.commits += 1
+
+    async def stop(self) -> None:
+        """Stop committing; await the commit in flight, if any (R85)."""
+        self._stopped = True
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        if self._in_commit:
+            self._dirty.set()
+        else:
+            loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await loop

@@ -1,0 +1,282 @@
+"""Tool rounds of the generation task: start, continuation, settlement (R89, R90, R91).
+
+``start_round`` (R89) is one commit that appends the tool-calling assistant entry
+and gives each call a slot in ``pi.live.tools``: a call to a tool that was not
+offered (by the committed context through ``cutoff``) gets a ``tool_unavailable``
+result at once and a ``done`` slot; the others get ``pi.tool`` tasks owned by the
+generation. A sequential round (``settings.tool_execution`` or any called tool's
+``execution_mode``) starts only the first task. The generation then waits on its
+tool tasks (``all_settled``, phase ``tools``).
+
+``tools_phase`` (R90) starts the next call of a sequential round, or settles the
+round in one commit: ``add_tools`` controls extend the agent's tool filter;
+``terminate`` on every call, or a ``handoff`` (the last in call order wins) ends
+the run with the tool-calling answer (a handoff appends a ``pi.reset`` first);
+otherwise the ``post_tools`` boundary places steers and a successor generation
+takes over the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness.context import ContextView, offered_tools
+from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
+from pi_durable_tui.harness.extensions import Diagnostic, invoke
+from pi_durable_tui.harness.state import (
+    AGENT_DOC,
+    LIVE_DOC,
+    RESET,
+    add_model_usage,
+    append_assistant,
+    append_tool_result,
+    end_run,
+    message_of,
+    run_inputs,
+    tool_result_message,
+)
+from pi_durable_tui.kernel import Completed, Report, TaskOwned, Tx, Waiting
+from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.records import TaskRecord
+
+
+def _calls(message: JsonObject) -> list[JsonObject]:
+    return [
+        block
+        for block in message.get("content") or []
+        if isinstance(block, dict) and block.get("type") == "tool_call"
+    ]
+
+
+def _unavailable(call: JsonObject, now: float) -> tuple[JsonObject, list[Diagnostic]]:
+    text = f"Tool {call['name']} is not available"
+    diagnostics = [Diagnostic("error", text, "tool_unavailable")]
+    message = tool_result_message(
+        call_id=call["id"],
+        tool_name=call["name"],
+        content=[],
+        diagnostics=diagnostics,
+        is_error=True,
+        timestamp_ms=now,
+    )
+    return message, diagnostics
+
+
+async def start_round(
+    runtime: HarnessRuntime, checkpoint: JsonObject, view: ContextView, stored: JsonObject
+) -> None:
+    """Append the tool-calling answer and start the round's tool tasks (R89)."""
+    services = services_of(runtime)
+    agent = await runtime.agent()
+    offered = {spec.get("name") for spec in offered_tools(view.messages)}
+    calls = _calls(stored)
+    sequential = services.settings().tool_execution == "sequential" or any(
+        (tool := agent.tool(call["name"])) is not None
+        and call["name"] in offered
+        and tool.execution_mode == "sequential"
+        for call in calls
+    )
+    conversation_id = runtime.conversation_id
+    generation_id = runtime.task_id
+    tool_task = services.task_definition("pi.tool")
+    now = runtime.now()
+
+    async def begin(tx: Tx) -> Waiting:
+        entry = append_assistant(tx, conversation_id, stored)
+        await add_model_usage(tx, conversation_id, stored)
+        slots: list[JsonObject] = []
+        started: list[int] = []
+        pending: list[str] = []
+        for call in calls:
+            slot: JsonObject = {"call_id": call["id"], "name": call["name"], "status": "pending"}
+            if call["name"] not in offered:
+                message, diagnostics = _unavailable(call, now)
+                result = append_tool_result(tx, conversation_id, message, diagnostics)
+                slot.update(status="done", entry=result.id)
+            elif sequential and (started or pending):
+                pending.append(call["id"])
+            else:
+                task = tx.create_task(
+                    tool_task,
+                    {"assistant": entry.id, "call_id": call["id"]},
+                    ownership=TaskOwned(generation_id),
+                )
+                slot["task_id"] = task.id
+                started.append(task.id)
+            slots.append(slot)
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live.pop("generation", None)
+        live["tools"] = slots
+        return Waiting(
+            on=started,
+            checkpoint={
+                "phase": "tools",
+                "assistant": entry.id,
+                "tools": started,
+                "pending": pending,
+            },
+        )
+
+    await runtime.commit(begin)
+
+
+async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    """Continue a sequential round, or settle the round (R90)."""
+    checkpoint = dict(task.state.get("checkpoint") or {})
+    pending: list[str] = list(checkpoint.get("pending") or [])
+    if pending:
+        await _next_sequential(runtime, checkpoint, pending)
+        return
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    tool_ids: list[int] = list(checkpoint.get("tools") or [])
+    outcomes = dict(zip(tool_ids, await runtime.outcomes(tool_ids), strict=True))
+    live = await services.session.snapshot(LIVE_DOC, conversation_id) or {}
+    slots: list[JsonObject] = list(live.get("tools") or [])
+    assistant_id = int(checkpoint["assistant"])
+    stored = await services.entry(assistant_id)
+    assistant = message_of(stored.entry) if stored is not None else None
+    results: list[JsonObject] = []
+    for slot in slots:
+        entry_id = slot.get("entry")
+        if entry_id is not None:
+            found = await services.entry(int(entry_id))
+            message = message_of(found.entry) if found is not None else None
+            if message is not None:
+                results.append(message)
+    agent = await runtime.agent()
+    for hook in agent.hooks("pi.generation", "after_tools"):
+        try:
+            await invoke(hook, assistant, results, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            services.report(Report("hook_failed", f"after_tools hook raised: {error}", error))
+    controls = [_control(slot, outcomes) for slot in slots]
+    add_tools = [name for control in controls for name in control.get("add_tools", [])]
+    terminate = bool(slots) and all(control.get("terminate") for control in controls)
+    handoffs = [c["handoff"] for c in controls if isinstance(c.get("handoff"), str)]
+
+    async def settle_round(tx: Tx) -> Completed:
+        if add_tools:
+            await _add_tools(tx, conversation_id, add_tools)
+        if terminate or handoffs:
+            head = None
+            if handoffs:
+                user = {"role": "user", "content": handoffs[-1], "timestamp": int(runtime.now())}
+                head = tx.append(conversation_id, RESET, model=[user], head="self").id
+            await answer(tx, services, conversation_id, assistant_id, head=head)
+            return Completed({"entry_id": assistant_id})
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live.pop("tools", None)
+        inputs = run_inputs(live)
+        boundary = await run_boundary(tx, services, conversation_id, "post_tools")
+        if boundary.reset:
+            await settle(tx, inputs, "unanswered", reason="reset")
+            if boundary.user_inputs:
+                start_run(tx, services, conversation_id, live, boundary.user_inputs)
+            else:
+                end_run(live)
+        else:
+            start_run(tx, services, conversation_id, live, inputs + boundary.user_inputs)
+        return Completed({"entry_id": assistant_id})
+
+    await runtime.commit(settle_round)
+
+
+def _control(slot: JsonObject, outcomes: dict[int, JsonObject]) -> JsonObject:
+    """A call's control; calls answered without a task never terminate (R90)."""
+    task_id = slot.get("task_id")
+    if task_id is None:
+        return {}
+    outcome = outcomes.get(int(task_id)) or {}
+    if outcome.get("status") != "completed":
+        return {}
+    result = outcome.get("result")
+    control = result.get("control") if isinstance(result, dict) else None
+    return control if isinstance(control, dict) else {}
+
+
+async def _add_tools(tx: Tx, conversation_id: int, names: list[str]) -> None:
+    """Offer more tools: extend an array filter, shrink a removal filter (R90)."""
+    agent = await tx.doc(AGENT_DOC, conversation_id)
+    tools = agent.get("tools")
+    if isinstance(tools, list):
+        agent["tools"] = tools + [n for n in dict.fromkeys(names) if n not in tools]
+    elif isinstance(tools, dict):
+        removed = [n for n in tools.get("remove", []) if n not in names]
+        agent["tools"] = {"remove": removed}
+
+
+async def _next_sequential(
+    runtime: HarnessRuntime, checkpoint: JsonObject, pending: list[str]
+) -> None:
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    generation_id = runtime.task_id
+    call_id = pending[0]
+    tool_task = services.task_definition("pi.tool")
+
+    async def start_next(tx: Tx) -> Waiting:
+        task = tx.create_task(
+            tool_task,
+            {"assistant": checkpoint["assistant"], "call_id": call_id},
+            ownership=TaskOwned(generation_id),
+        )
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        for slot in live.get("tools") or []:
+            if slot.get("call_id") == call_id and "task_id" not in slot:
+                slot["task_id"] = task.id
+                break
+        return Waiting(
+            on=[task.id],
+            checkpoint={
+                **checkpoint,
+                "tools": [*checkpoint.get("tools", []), task.id],
+                "pending": pending[1:],
+            },
+        )
+
+    await runtime.commit(start_next)
+
+
+async def abort_pending_calls(
+    runtime: HarnessRuntime, checkpoint: JsonObject
+) -> list[Callable[[Tx], Awaitable[Any]]]:
+    """Writes answering every call still pending in a round as aborted (R91)."""
+    if checkpoint.get("phase") != "tools" or not checkpoint.get("pending"):
+        return []
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    stored = await services.entry(int(checkpoint["assistant"]))
+    message = message_of(stored.entry) if stored is not None else None
+    names = {call["id"]: call["name"] for call in _calls(message or {})}
+    now = runtime.now()
+    writes: list[Callable[[Tx], Awaitable[Any]]] = []
+    for call_id in checkpoint["pending"]:
+        name = names.get(call_id, "tool")
+        text = f"Tool {name} was aborted"
+        diagnostics = [Diagnostic("error", text, "aborted")]
+        result = tool_result_message(
+            call_id=call_id,
+            tool_name=name,
+            content=[],
+            diagnostics=diagnostics,
+            is_error=True,
+            timestamp_ms=now,
+        )
+
+        async def write(
+            tx: Tx, result: JsonObject = result, diagnostics: list[Diagnostic] = diagnostics
+        ) -> None:
+            entry = append_tool_result(tx, conversation_id, result, diagnostics)
+            live = await tx.doc(LIVE_DOC, conversation_id)
+            for slot in live.get("tools") or []:
+                if slot.get("call_id") == result["tool_call_id"] and "task_id" not in slot:
+                    slot.update(status="done", entry=entry.id)
+
+        writes.append(write)
+    return writes

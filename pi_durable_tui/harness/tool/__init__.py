@@ -1,0 +1,26 @@
+"""The tool task ``pi.tool``: one tool call from resolution to its result entry (R93-R107; issue 7).
+
+A part of the harness, not a public face: ``ToolOutputBuffer``, ``OutputChange``
+and ``ProgressThrottle`` are imported from ``pi_durable_tui.harness``; the
+built-in registry takes ``TOOL_TASK``.
+
+Its private modules, lowest first (each imports only the ones before it):
+
+- ``_throttle``: the adaptive throttle of a running tool's progress commits (R103);
+- ``_redaction``: secret values of the process never reach a committed entry
+  (issue 7);
+- ``_output``: the bounded buffer a running tool's output streams into (R102,
+  R103, R105);
+- ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and
+  its progress commits (R102-R104);
+- ``_tool_task``: the task: call phase, execution, result (R93-R101, R106).
+
+Outside itself this part imports the runtime and services, and the parts
+``extensions`` and ``state``; never a conversation's inbox nor the generation.
+"""
+
+from pi_durable_tui.harness.tool._output import OutputChange, ToolOutputBuffer
+from pi_durable_tui.harness.tool._throttle import ProgressThrottle
+from pi_durable_tui.harness.tool._tool_task import TOOL_TASK
+
+__all__ = ["TOOL_TASK", "OutputChange", "ProgressThrottle", "ToolOutputBuffer"]

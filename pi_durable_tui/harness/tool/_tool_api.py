@@ -1,0 +1,305 @@
+"""``ToolCallApi``: the ``api`` a tool's ``execute`` receives, and its progress commits.
+
+Output goes into a ``ToolOutputBuffer`` (bounded, exact dropped counts, control
+characters stripped from the retained window, R102). A background flusher commits
+the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``, ``details``,
+``diagnostics``) with the adaptive throttle of R103: the first change after an
+idle period at once, then at least ``progress.output_interval_ms`` apart and at
+most about 100 KiB/s of written bytes, one commit in flight, changes made
+meanwhile coalesced (real monotonic time, not the harness clock: it bounds the
+commit rate of a real process). A slot update applies only while the round still
+holds a slot with this task's ID. What a progress commit shows passes through a
+``SecretRedactor`` first: the output window (withholding a possible start of a
+secret at its end), the details and the diagnostics. ``details()`` resolves once
+a commit holds the value (R104); the terminal commit is the final flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
+from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
+from pi_durable_tui.harness.state import LIVE_DOC, slot_of_task
+from pi_durable_tui.harness.tool._output import ToolOutputBuffer
+from pi_durable_tui.harness.tool._redaction import SecretRedactor
+from pi_durable_tui.harness.tool._throttle import ProgressThrottle
+from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, Tx
+from pi_durable_tui.storage.json_ops import Json, copy_json
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env import ExecutionEnv, OutputWindow
+
+T = TypeVar("T")
+_UNSET: Any = object()
+_MISSING: Any = object()
+
+
+def _now_ms() -> float:
+    # REMINDER: real monotonic time, not the harness clock: the throttle bounds the
+    # commit rate of a real process (a test's ManualClock never moves by itself).
+    return time.monotonic() * 1000
+
+
+class NoEnvironment(RuntimeError):
+    """The harness has no execution environment for this conversation (R96, R118)."""
+
+    def __init__(self) -> None:
+        super().__init__("No execution environment is configured")
+
+
+class ToolCallApi:
+    """The ``ToolApi`` of one execution of one tool call.
+
+    Args:
+        runtime: The tool task's runtime.
+        call_id: The provider's call ID.
+        tool_name: The tool's name.
+        limits: The tool's output limits.
+        env: The environment built for this execution, or ``None``.
+        interval_ms: ``progress.output_interval_ms`` read when execution started.
+    """
+
+    def __init__(
+        self,
+        runtime: HarnessRuntime,
+        call_id: str,
+        tool_name: str,
+        limits: OutputLimits,
+        env: ExecutionEnv | None,
+        interval_ms: int,
+    ) -> None:
+        self._runtime = runtime
+        self._call_id = call_id
+        self._tool_name = tool_name
+        self._limits = limits
+        self._env = env
+        self.buffer = ToolOutputBuffer(limits)
+        self._throttle = ProgressThrottle(min_interval_ms=interval_ms)
+        self._interval_ms = interval_ms
+        self.details_value: Json = _UNSET
+        self.diagnostics: list[Diagnostic] = []
+        self._details_waiters: list[asyncio.Future[None]] = []
+        self._dirty = asyncio.Event()
+        self._flusher: asyncio.Task[None] | None = None
+        self._settled = False
+        self._in_commit = False
+        self._committed_output = ""
+        self._redactor = SecretRedactor.from_environ()
+
+    # -- the ToolApi face --
+
+    @property
+    def task_id(self) -> int:
+        """The tool task's ID."""
+        return self._runtime.task_id
+
+    @property
+    def call_id(self) -> str:
+        """The provider's call ID."""
+        return self._call_id
+
+    @property
+    def conversation_id(self) -> int:
+        """The conversation the call belongs to."""
+        return self._runtime.conversation_id
+
+    @property
+    def aborted(self) -> asyncio.Event:
+        """Set when the call is being aborted, before its coroutine is cancelled."""
+        return self._runtime.aborted
+
+    @property
+    def env(self) -> ExecutionEnv:
+        """The execution environment.
+
+        Raises:
+            NoEnvironment: When none is configured.
+        """
+        if self._env is None:
+            raise NoEnvironment()
+        return self._env
+
+    @property
+    def output_window(self) -> OutputWindow | None:
+        """The window an environment may skip to, for tail-retaining tools (R105)."""
+        if self._limits.retain != "tail":
+            return None
+        from pi_durable_tui.env import OutputWindow
+
+        return OutputWindow(
+            max_bytes=self._limits.max_bytes,
+            max_lines=self._limits.max_lines,
+            min_interval_ms=self._interval_ms,
+            bytes_per_second=102400,
+        )
+
+    def output(self, chunk: str | bytes, skipped: tuple[int, int, bool] | None = None) -> None:
+        """Append output (R102); ``skipped`` adds what an environment skipped (R105).
+
+        ``skipped`` is ``(bytes, newlines, ends_line)``: the counts of the output the
+        environment dropped just before ``chunk``, and whether it ended a line.
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
+        if self._settled:
+            raise RuntimeError(f"Tool call {self._call_id} has settled")
+        if skipped is not None:
+            byte_count, line_count, ends_line = skipped
+            self.buffer.skip(byte_count, line_count, ends_line=ends_line)
+        if chunk:
+            self.buffer.write(chunk)
+        self._changed()
+
+    def details(self, value: Json) -> asyncio.Future[None]:
+        """Replace the running details now (R104).
+
+        Returns:
+            A future resolved after the commit holding the value; awaiting it is
+            optional (the value is recorded at the call).
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
+        if self._settled:
+            raise RuntimeError(f"Tool call {self._call_id} has settled")
+        self.details_value = copy_json(value)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._details_waiters.append(future)
+        self._changed()
+        return future
+
+    def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
+        """Record a model-visible remark; it is committed with the next progress commit."""
+        self.diagnostics.append(Diagnostic(severity, message, code))
+        self._changed()
+
+    @overload
+    async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
+    @overload
+    async def commit(self, fn: Callable[[Tx], T]) -> T: ...
+    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
+        """Commit as the tool task (entries it appends get ``by_task_id``)."""
+        return await self._runtime.commit(fn)
+
+    async def memo(self, name: str, candidate: Any = _MISSING) -> Json:
+        """The task's first-writer-wins memo (R40)."""
+        if candidate is _MISSING:
+            return await self._runtime.memo(name)
+        return await self._runtime.memo(name, candidate)
+
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
+        """The kernel definition installed for a harness task, for ``tx.create_task``."""
+        return self._runtime.definition(task)
+
+    def conversation(self, conversation_id: int) -> BoundConversation:
+        """A handle on a conversation, bound to this invocation (R107)."""
+        return self._runtime.conversation(conversation_id)
+
+    # -- progress commits (R103) --
+
+    def _changed(self) -> None:
+        self._dirty.set()
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush_loop())
+
+    async def _flush_loop(self) -> None:
+        throttle = self._throttle
+        try:
+            while not self._settled:
+                await self._dirty.wait()
+                due = throttle.changed(_now_ms())
+                if due is not None and due > _now_ms():
+                    await asyncio.sleep((due - _now_ms()) / 1000)
+                if self.settled:  # settle() may have run during the sleep
+                    return
+                self._dirty.clear()
+                throttle.begin(_now_ms())
+                written = 0
+                self._in_commit = True
+                try:
+                    written = await self._commit_progress()
+                finally:
+                    self._in_commit = False
+                    throttle.end(_now_ms(), written)
+        except TaskGateClosed:
+            return  # the call is being aborted or the harness closes: nothing more to show
+
+    async def _commit_progress(self) -> int:
+        """Commit what changed; returns the bytes of output the commit wrote (R103)."""
+        snapshot = self._progress_fields()
+        waiters, self._details_waiters = self._details_waiters, []
+        output = snapshot["output"]
+        shown = self._committed_output
+        # An output that grew at its end is stored as an append of the new text;
+        # anything else (a sliding tail) replaces the whole string.
+        written = output[len(shown) :] if output.startswith(shown) else output
+
+        async def write(tx: Tx) -> bool:
+            live = await tx.doc(LIVE_DOC, self.conversation_id)
+            slot = slot_of_task(live, self.task_id)
+            if slot is None:
+                return False
+            slot.update(snapshot)
+            return True
+
+        if await self._runtime.commit(write):
+            self._committed_output = output
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+        return len(written.encode("utf-8", "surrogatepass"))
+
+    def _progress_fields(self) -> dict[str, Any]:
+        redact = self._redactor
+        fields: dict[str, Any] = {
+            "output": redact.streaming(self.buffer.text),
+            "dropped_bytes": self.buffer.dropped_bytes,
+            "dropped_lines": self.buffer.dropped_lines,
+        }
+        if self.details_value is not _UNSET:
+            fields["details"] = redact.json(copy_json(self.details_value))
+        if self.diagnostics:
+            fields["diagnostics"] = [redact.json(d.to_json()) for d in self.diagnostics]
+        return fields
+
+    async def settle(self) -> None:
+        """Stop progress commits; the terminal commit writes the final state (R85, R104).
+
+        A progress commit in flight is allowed to land first (it holds the line
+        before the terminal commit anyway); a flusher that only waits is cancelled.
+        """
+        self._settled = True
+        if not self.buffer.finished:
+            self.buffer.finish()  # an incomplete character at the end becomes U+FFFD
+        flusher, self._flusher = self._flusher, None
+        if flusher is None:
+            return
+        if self._in_commit:
+            self._dirty.set()
+        else:
+            flusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await flusher
+
+    @property
+    def settled(self) -> bool:
+        """Whether the call settled (no more output or progress commits)."""
+        return self._settled
+
+    @property
+    def last_details(self) -> Json:
+        """The last value given to ``details()``, or ``None`` (R97, R104)."""
+        return None if self.details_value is _UNSET else self.details_value
+
+    def resolve_details(self) -> None:
+        """Resolve ``details()`` waiters: the terminal commit holds their values."""
+        waiters, self._details_waiters = self._details_waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)

@@ -1,0 +1,483 @@
+"""The tool task ``pi.tool``: one tool call from resolution to its result entry (R93-R107).
+
+Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
+``execute {"arguments", "replay"}`` (the durable intent); result
+``{"entry_id", "control"?}``.
+
+- ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
+  arguments, run the ``before_tool`` chain, validate again - none of which records
+  intent - then commit the intent (checkpoint ``execute`` and slot ``running``),
+  build the environment, execute, run the ``after_tool`` chain and commit the
+  result (R96-R98, R106).
+- ``execute`` is reached only after a crash or close during execution (R95): the
+  call runs again iff the stored policy and the tool's current policy are both
+  ``safe``; otherwise it ends ``failed`` with an ``interrupted`` result holding the
+  output it had committed.
+- the abort handler (R101) commits an ``aborted`` result from the slot's durable
+  output, after the ``on_abort`` chain.
+
+Every result entry is redacted before it is committed (``SecretRedactor``): the
+values of this process's secret-looking environment variables never reach the
+transcript (issue 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._services import HarnessServices
+from pi_durable_tui.harness.extensions import (
+    Diagnostic,
+    OutputLimits,
+    Tool,
+    ToolBlock,
+    ToolCallInfo,
+    ToolResult,
+    bound_text,
+    define_task,
+    invoke,
+    truncation_notice,
+)
+from pi_durable_tui.harness.state import (
+    LIVE_DOC,
+    ResolvedAgent,
+    add_tool_usage,
+    append_tool_result,
+    message_of,
+    slot_of_task,
+    tool_result_message,
+)
+from pi_durable_tui.harness.tool._redaction import SecretRedactor
+from pi_durable_tui.harness.tool._tool_api import ToolCallApi
+from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
+from pi_durable_tui.storage.json_ops import Json, JsonObject
+from pi_durable_tui.storage.records import TaskRecord
+
+_PROGRESS = ("output", "dropped_bytes", "dropped_lines", "details", "diagnostics")
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    assistant: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def info(self, arguments: dict[str, Any]) -> ToolCallInfo:
+        return ToolCallInfo(self.call_id, self.name, arguments, self.assistant)
+
+
+async def _read_call(services: HarnessServices, task: TaskRecord) -> _Call:
+    data = task.input if isinstance(task.input, dict) else {}
+    assistant, call_id = data.get("assistant"), data.get("call_id")
+    stored = await services.entry(int(assistant or 0))
+    message = message_of(stored.entry) if stored is not None else None
+    for block in (message or {}).get("content") or []:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "tool_call"
+            and block.get("id") == call_id
+        ):
+            arguments = block.get("arguments")
+            return _Call(
+                int(assistant or 0),
+                str(call_id),
+                str(block.get("name")),
+                arguments if isinstance(arguments, dict) else {},
+            )
+    raise LookupError(f"Tool call {call_id} is not in assistant entry {assistant}")
+
+
+def _validate(tool: Tool[Any], arguments: dict[str, Any]) -> tuple[BaseModel | None, str]:
+    try:
+        return tool.parameters.model_validate(arguments), ""
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in item['loc']) or '(root)'}: {item['msg']}"
+            for item in error.errors()
+        )
+        return None, f"Invalid arguments for {tool.name}: {problems}"
+
+
+# -- results --
+
+
+@dataclass(slots=True)
+class _Result:
+    content: list[JsonObject]
+    diagnostics: list[Diagnostic]
+    is_error: bool
+    details: Json = None
+    usage: JsonObject | None = None
+    duration_ms: int | None = None
+    control: JsonObject | None = None
+
+
+def _text_item(text: str) -> list[JsonObject]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+async def _commit_result(
+    runtime: HarnessRuntime, call: _Call, result: _Result, outcome: str, message: str = ""
+) -> None:
+    """Append the result entry, mark the slot done, count usage, end the task (R106).
+
+    Everything the entry holds about the call is redacted first: no secret value
+    of this process reaches a committed entry (issue 7).
+    """
+    result = _redacted(result, SecretRedactor.from_environ())
+    now = runtime.now()
+    stored = tool_result_message(
+        call_id=call.call_id,
+        tool_name=call.name,
+        content=result.content,
+        diagnostics=result.diagnostics,
+        is_error=result.is_error,
+        timestamp_ms=now,
+        details=result.details,
+        usage=result.usage,
+        duration_ms=result.duration_ms,
+    )
+    conversation_id = runtime.conversation_id
+    task_id = runtime.task_id
+
+    async def finish(tx: Tx) -> Any:
+        entry = append_tool_result(tx, conversation_id, stored, result.diagnostics)
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        slot = slot_of_task(live, task_id)
+        if slot is not None:
+            slot["status"] = "done"
+            slot["entry"] = entry.id
+            for key in _PROGRESS:
+                slot.pop(key, None)
+        await add_tool_usage(tx, conversation_id, call.name, result.usage)
+        value: JsonObject = {"entry_id": entry.id}
+        if result.control:
+            value["control"] = result.control
+        if outcome == "failed":
+            return Failed(message, result=value)
+        if outcome == "aborted":
+            return Aborted(result=value)
+        return Completed(value)
+
+    await runtime.commit(finish)
+
+
+def _redacted(result: _Result, redact: SecretRedactor) -> _Result:
+    """The result with its text, details and diagnostics passed through ``redact``."""
+    if not redact:
+        return result
+    content = [
+        {**item, "text": redact.text(item["text"])}
+        if item.get("type") == "text" and isinstance(item.get("text"), str)
+        else item
+        for item in result.content
+    ]
+    diagnostics = [
+        Diagnostic(d.severity, redact.text(d.message), d.code) for d in result.diagnostics
+    ]
+    return dataclasses.replace(
+        result, content=content, diagnostics=diagnostics, details=redact.json(result.details)
+    )
+
+
+async def _error_result(
+    runtime: HarnessRuntime, call: _Call, code: str, text: str, outcome: str = "completed"
+) -> None:
+    """A harness-written error result without partial output (R100)."""
+    diagnostic = Diagnostic("error", text, code)
+    await _commit_result(runtime, call, _Result([], [diagnostic], True), outcome, text)
+
+
+def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Result:
+    """Build the stored result of an execution that returned (R97)."""
+    diagnostics = list(api.diagnostics) + list(result.diagnostics)
+    buffer = api.buffer
+    dropped = (0, 0)
+    if result.content is None:
+        content = _text_item(buffer.text)
+        if buffer.dropped_bytes or buffer.dropped_lines:
+            dropped = (buffer.dropped_lines, buffer.dropped_bytes)
+    else:
+        items = (
+            [{"type": "text", "text": result.content}]
+            if isinstance(result.content, str)
+            else [block.model_dump(mode="json", exclude_none=True) for block in result.content]
+        )
+        content, dropped = _bound_items(items, limits)
+    if dropped != (0, 0):
+        notice = truncation_notice(dropped[0], dropped[1], limits.retain)
+        diagnostics.append(Diagnostic("warn", notice, "truncated"))
+    details = result.details if result.details is not None else api.last_details
+    return _Result(
+        content=content,
+        diagnostics=diagnostics,
+        is_error=result.is_error,
+        details=details,
+        usage=result.usage.model_dump(mode="json") if result.usage is not None else None,
+        control=result.control.to_json() if result.control is not None else None,
+    )
+
+
+def _bound_items(
+    items: list[JsonObject], limits: OutputLimits
+) -> tuple[list[JsonObject], tuple[int, int]]:
+    """Collapse explicit text items into one bounded item when they exceed the limits (R97)."""
+    texts = [i for i, item in enumerate(items) if item.get("type") == "text"]
+    if not texts:
+        return items, (0, 0)
+    joined = "".join(items[i].get("text", "") for i in texts)
+    bounded = bound_text(joined, limits)
+    if not (bounded.dropped_bytes or bounded.dropped_lines):
+        return items, (0, 0)
+    keep = texts[0] if limits.retain == "head" else texts[-1]
+    out: list[JsonObject] = []
+    for index, item in enumerate(items):
+        if index == keep:
+            out.append({"type": "text", "text": bounded.text})
+        elif index not in texts:
+            out.append(item)
+    return out, (bounded.dropped_lines, bounded.dropped_bytes)
+
+
+def _from_slot(slot: JsonObject | None, rebuilt: bool, limits: OutputLimits) -> _Result:
+    """A result rebuilt from the slot's durable progress (R95, R100, R101)."""
+    slot = slot or {}
+    diagnostics = [Diagnostic.from_json(d) for d in slot.get("diagnostics") or []]
+    dropped_bytes = int(slot.get("dropped_bytes") or 0)
+    dropped_lines = int(slot.get("dropped_lines") or 0)
+    if dropped_bytes or dropped_lines:
+        notice = truncation_notice(dropped_lines, dropped_bytes, limits.retain, rebuilt=rebuilt)
+        diagnostics.append(Diagnostic("warn", notice, "truncated"))
+    return _Result(
+        content=_text_item(str(slot.get("output") or "")),
+        diagnostics=diagnostics,
+        is_error=True,
+        details=slot.get("details"),
+    )
+
+
+async def _slot(runtime: HarnessRuntime) -> JsonObject | None:
+    services = services_of(runtime)
+    live = await services.session.snapshot(LIVE_DOC, runtime.conversation_id) or {}
+    slot = slot_of_task(live, runtime.task_id)
+    return copy.deepcopy(slot) if slot is not None else None
+
+
+# -- execution --
+
+
+async def _execute(
+    runtime: HarnessRuntime,
+    agent: ResolvedAgent,
+    tool: Tool[Any],
+    call: _Call,
+    arguments: dict[str, Any],
+    validated: BaseModel,
+) -> None:
+    services = services_of(runtime)
+    env: Any = None
+    env_error: BaseException | None = None
+    try:
+        env = services.build_env(runtime.conversation_id, agent.cwd)
+    except Exception as error:  # becomes the call's tool_error (R118)
+        env_error = error
+    interval = services.settings().progress.output_interval_ms
+    api = ToolCallApi(runtime, call.call_id, call.name, tool.output, env, interval)
+    started = time.monotonic()
+    returned: ToolResult | None = None
+    failure: BaseException | None = None
+    try:
+        if env_error is not None:
+            raise env_error
+        returned = await tool.execute(validated, api)
+    except asyncio.CancelledError:
+        await api.settle()
+        raise
+    except Exception as error:
+        if runtime.aborted.is_set():
+            await api.settle()
+            raise  # the abort path answers this call (R96)
+        failure = error
+    duration = round((time.monotonic() - started) * 1000)
+    await api.settle()
+    if failure is not None:
+        result = _Result(
+            content=_text_item(api.buffer.text),
+            diagnostics=[
+                *api.diagnostics,
+                Diagnostic("error", str(failure) or repr(failure), "tool_error"),
+            ],
+            is_error=True,
+            details=api.last_details,
+            duration_ms=duration,
+        )
+        try:
+            await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+        finally:
+            api.resolve_details()  # the terminal commit is the final flush (R104)
+        return
+    current = returned if isinstance(returned, ToolResult) else ToolResult()
+    for hook in agent.hooks("pi.tool", "after_tool"):
+        try:
+            replaced = await invoke(hook, call.info(copy.deepcopy(arguments)), current, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            services.report(Report("hook_failed", f"after_tool hook raised: {error}", error))
+            continue
+        if isinstance(replaced, ToolResult):
+            current = replaced
+    result = _assemble(current, api, tool.output)
+    result.duration_ms = duration
+    try:
+        await _commit_result(runtime, call, result, "completed")
+    finally:
+        api.resolve_details()  # the terminal commit is the final flush (R104)
+
+
+async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    services = services_of(runtime)
+    call = await _read_call(services, task)
+    agent = await runtime.agent()
+    tool = agent.tool(call.name)
+    if tool is None:
+        await _error_result(runtime, call, "tool_unavailable", f"Tool {call.name} is not available")
+        return
+    arguments = copy.deepcopy(call.arguments)
+    if tool.prepare_arguments is not None:
+        try:
+            arguments = tool.prepare_arguments(arguments)
+        except Exception as error:
+            await _error_result(runtime, call, "invalid_arguments", str(error))
+            return
+    validated, problem = _validate(tool, arguments)
+    if validated is None:
+        await _error_result(runtime, call, "invalid_arguments", problem)
+        return
+    for hook in agent.hooks("pi.tool", "before_tool"):
+        try:
+            decision = await invoke(hook, call.info(copy.deepcopy(arguments)), runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if runtime.aborted.is_set():
+                raise
+            decision = ToolBlock(str(error))
+        if isinstance(decision, ToolBlock):
+            text = f"Tool call blocked: {decision.reason}"
+            await _error_result(runtime, call, "blocked", text)
+            return
+        if isinstance(decision, dict):
+            arguments = decision
+            validated, problem = _validate(tool, arguments)
+            if validated is None:
+                await _error_result(runtime, call, "invalid_arguments", problem)
+                return
+    assert validated is not None
+    conversation_id = runtime.conversation_id
+    task_id = runtime.task_id
+    checkpoint: JsonObject = {"phase": "execute", "arguments": arguments, "replay": tool.replay}
+
+    async def intent(tx: Tx) -> Running:
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        slot = slot_of_task(live, task_id)
+        if slot is not None:
+            slot["status"] = "running"
+        return Running(checkpoint)
+
+    await runtime.commit(intent)
+    await _execute(runtime, agent, tool, call, arguments, validated)
+
+
+async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    """Recovery of an execution a crash or close cut (R95)."""
+    services = services_of(runtime)
+    call = await _read_call(services, task)
+    checkpoint = task.state.get("checkpoint") or {}
+    arguments = checkpoint.get("arguments") or {}
+    agent = await runtime.agent()
+    tool = agent.tool(call.name)
+    if checkpoint.get("replay") == "safe" and tool is not None and tool.replay == "safe":
+        validated, _problem = _validate(tool, arguments)
+        if validated is not None:
+            conversation_id = runtime.conversation_id
+            task_id = runtime.task_id
+
+            async def restart(tx: Tx) -> None:
+                live = await tx.doc(LIVE_DOC, conversation_id)
+                slot = slot_of_task(live, task_id)
+                if slot is not None:
+                    slot["status"] = "running"
+                    for key in _PROGRESS:
+                        slot.pop(key, None)
+
+            await runtime.commit(restart)
+            await _execute(runtime, agent, tool, call, arguments, validated)
+            return
+    limits = tool.output if tool is not None else OutputLimits()
+    result = _from_slot(await _slot(runtime), True, limits)
+    text = f"Tool {call.name} was interrupted and may have partially run"
+    result.diagnostics.append(Diagnostic("error", text, "interrupted"))
+    await _commit_result(runtime, call, result, "failed", text)
+
+
+async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    """Answer an aborted call from its durable output (R101)."""
+    services = services_of(runtime)
+    call = await _read_call(services, task)
+    agent = await runtime.agent()
+    tool = agent.tool(call.name)
+    limits = tool.output if tool is not None else OutputLimits()
+    slot = await _slot(runtime)
+    result = _from_slot(slot, False, limits)
+    text = f"Tool {call.name} was aborted"
+    result.diagnostics.append(Diagnostic("error", text, "aborted"))
+    current = ToolResult(
+        content=None,
+        details=result.details,
+        is_error=True,
+    )
+    replaced_any = False
+    for hook in agent.hooks("pi.tool", "on_abort"):
+        try:
+            replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            services.report(Report("hook_failed", f"on_abort hook raised: {error}", error))
+            continue
+        if isinstance(replaced, ToolResult):
+            current = replaced
+            replaced_any = True
+    if replaced_any and current.content is not None:
+        items = (
+            [{"type": "text", "text": current.content}]
+            if isinstance(current.content, str)
+            else [b.model_dump(mode="json", exclude_none=True) for b in current.content]
+        )
+        content, dropped = _bound_items(items, limits)
+        result.content = content
+        result.diagnostics.extend(current.diagnostics)
+        if dropped != (0, 0):
+            notice = truncation_notice(dropped[0], dropped[1], limits.retain)
+            result.diagnostics.append(Diagnostic("warn", notice, "truncated"))
+        result.details = current.details
+    await _commit_result(runtime, call, result, "aborted")
+
+
+TOOL_TASK = define_task(
+    "pi.tool",
+    initial=lambda _input: {"phase": "call"},
+    phases={"call": _call_phase, "execute": _execute_phase},
+    abort=_abort,
+)
+"""The built-in tool task (R93-R107)."""

@@ -1,0 +1,161 @@
+"""Print and JSON modes in process: answers, committed events, retries, one-line failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pi_durable_tui.app.agent._headless import describe_failure, retry_line
+from pi_durable_tui.harness import USER
+from pi_durable_tui.storage.records import SubmissionRecord
+from tests.app.conftest import OpenApp
+from tests.app.support import (
+    FAUX,
+    run,
+    stored_entries,
+    text,
+    tool_call,
+    write_script,
+    write_settings,
+)
+
+RATE_LIMITED = {"error": {"message": "rate limited", "status": 429, "retry_after_ms": 300}}
+
+
+@pytest.fixture
+def one_retry(project: Path) -> None:
+    """Retry once, after the provider's retry-after (no backoff of our own)."""
+    settings = {"retry": {"base_delay_ms": 0, "max_retries": 1}}
+    write_settings(project / ".pidurable" / "settings.json", settings)
+
+
+async def test_print_mode_prints_only_the_final_answer_after_a_tool_round(
+    open_app: OpenApp, project: Path
+) -> None:
+    script = write_script(
+        project, tool_call("bash", {"command": "echo hi"}, "Looking."), text("Done.")
+    )
+    app = await open_app(model=FAUX, faux_script=str(script))
+
+    printed = await run(app, "go")
+
+    assert (printed.status, printed.out, printed.err) == (0, "Done.\n", "")
+
+
+async def test_json_mode_prints_a_snapshot_then_the_events_of_every_commit_up_to_the_answer_r125(
+    open_app: OpenApp, project: Path
+) -> None:
+    script = write_script(project, tool_call("bash", {"command": "echo hi"}), text("Done."))
+    app = await open_app(model=FAUX, faux_script=str(script))
+
+    printed = await run(app, "go", mode="json")
+    await app.close()
+
+    events = printed.events()
+    assert printed.status == 0
+    assert events[0]["type"] == "snapshot"
+    assert events[0]["entries"] == []
+    types = [event["type"] for event in events]
+    for expected in ("run_start", "turn_start", "tool_execution_start", "tool_execution_end"):
+        assert expected in types
+    assert types.index("run_start") < types.index("run_end")
+    [settled] = [
+        e["record"] for e in events if e["type"] == "submission" and e["record"]["status"] == "done"
+    ]
+    acknowledged = [e["entry"] for e in events if e["type"] in ("message_end", "entry_appended")]
+    stored = [entry.to_json() for entry in await stored_entries(app.store)]
+    assert acknowledged == stored  # every committed entry, in order, as stored (R2)
+    assert settled["answer"] == stored[-1]["id"]
+
+
+async def test_a_retried_429_prints_the_wait_and_the_attempt_in_print_mode_r87(
+    open_app: OpenApp, project: Path, one_retry: None
+) -> None:
+    app = await open_app(model=FAUX, faux_script=str(write_script(project, RATE_LIMITED)))
+
+    printed = await run(app, "go")
+
+    assert printed.status == 1
+    retry, failure = printed.err.splitlines()
+    assert retry == "pidurable: retrying in 0.3s (attempt 2): rate limited"
+    assert failure == "pidurable: the model request failed: rate limited"
+
+
+async def test_a_retried_429_is_an_auto_retry_start_event_with_its_delay_in_json_mode_r87(
+    open_app: OpenApp, project: Path, one_retry: None
+) -> None:
+    app = await open_app(model=FAUX, faux_script=str(write_script(project, RATE_LIMITED)))
+
+    printed = await run(app, "go", mode="json")
+
+    [start] = [e for e in printed.events() if e["type"] == "auto_retry_start"]
+    assert (start["attempt"], start["error_message"]) == (1, "rate limited")
+    assert 200 <= start["delay_ms"] <= 300
+    assert printed.err == "pidurable: the model request failed: rate limited\n"
+
+
+async def test_a_request_id_given_twice_answers_once_with_one_user_entry_r59(
+    open_app: OpenApp, project: Path
+) -> None:
+    app = await open_app(model=FAUX, faux_script=str(write_script(project, text("once"))))
+
+    first = await run(app, "go", request_id="job-1")
+    again = await run(app, "go", request_id="job-1")
+    await app.close()
+
+    assert (first.out, again.out) == ("once\n", "once\n")
+    assert [e.kind for e in await stored_entries(app.store)].count(USER) == 1
+
+
+async def test_resuming_a_session_that_never_had_a_prompt_says_how_to_give_one(
+    open_app: OpenApp, project: Path
+) -> None:
+    app = await open_app(model=FAUX, faux_script=str(write_script(project, text("x"))))
+
+    printed = await run(app, None)
+
+    assert printed.status == 1
+    assert printed.err == "pidurable: the session has no prompt to resume; give one with -p TEXT\n"
+
+
+async def test_resuming_an_answered_session_prints_its_last_answer_again(
+    open_app: OpenApp, project: Path
+) -> None:
+    script = str(write_script(project, text("first answer")))
+    app = await open_app(model=FAUX, faux_script=script)
+    assert (await run(app, "go")).status == 0
+    await app.close()
+
+    again = await open_app(model=FAUX, faux_script=script, continue_session=True)
+
+    assert (await run(again, None)).out == "first answer\n"
+
+
+@pytest.mark.parametrize(
+    ("reason", "detail", "line"),
+    [
+        ("model_error", "HTTP 500", "the model request failed: HTTP 500"),
+        ("aborted", None, "the run was aborted"),
+        ("faulted", "boom", "the run failed: boom"),
+        ("no_model", None, 'No model is configured; use --model provider/id, or set "model"'),
+        ("no_model", "Model x/y is not available", "Model x/y is not available; use --model"),
+        ("stale", None, "the input was dropped"),
+    ],
+)
+def test_an_unanswered_input_is_described_in_one_line(
+    reason: str, detail: str | None, line: str
+) -> None:
+    record = SubmissionRecord(1, 1, "input", "unanswered", reason=reason, detail=detail)
+
+    described = describe_failure(record)
+
+    assert described.startswith(line)
+    assert "\n" not in described
+
+
+@pytest.mark.parametrize(
+    ("delay_ms", "shown"), [(4000, "4s"), (1500, "1.5s"), (300, "0.3s"), (-20, "0s")]
+)
+def test_a_retry_wait_is_shown_in_seconds(delay_ms: float, shown: str) -> None:
+    assert retry_line(1, delay_ms, "busy") == f"pidurable: retrying in {shown} (attempt 2): busy\n"
