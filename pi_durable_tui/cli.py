@@ -8,12 +8,16 @@
   prompt, it finishes the newest input of the session);
   ``--mode json`` prints agent events as JSON lines instead.
 - ``pidurable export --format jsonl|markdown|html`` writes a transcript.
+- ``--env ssh://user@host[:port]/path`` (or ``"env"`` in the user's settings)
+  runs the tools on that host; its sessions are filed under the URL, so ``-c``
+  and ``-r`` with the same ``--env`` find them from any local directory.
 
 Every path closes the harness and the store: errors, Ctrl-C and SIGTERM
 included, at any moment, start-up too (``SignalGuard``: one line, never a
 traceback, exit status 130 or 143). Problems the user can fix (a malformed
 settings file, a locked or damaged store, no session to continue, a malformed
-faux script, an unknown model) print one line on stderr and exit with status 2;
+faux script, an unknown model, a bad ``--env`` URL, an SSH host that refuses or
+is not trusted) print one line on stderr and exit with status 2;
 a run whose prompt was left unanswered exits with status 1.
 """
 
@@ -210,7 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument(
         "-r", "--resume", action="store_true", help="pick a session of this directory to open"
     )
-    sessions.add_argument("--session", metavar="PATH", help="open the session store at PATH")
+    sessions.add_argument(
+        "--session",
+        metavar="ID",
+        help="open the session store at this path (with a database: the session ID in it)",
+    )
     parser.add_argument(
         "-p",
         "--print",
@@ -238,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="an OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio) for --model",
     )
     parser.add_argument("--faux-script", metavar="FILE", help="serve provider faux from a script")
+    parser.add_argument(
+        "--env",
+        metavar="URL",
+        help="run the tools on another host: ssh://user@host[:port]/path ('local': here)",
+    )
     parser.add_argument("--request-id", metavar="ID", help="with -p: make the prompt idempotent")
     parser.add_argument("--list-models", action="store_true", help="list the known models")
     parser.add_argument(
@@ -282,6 +295,12 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
 
         return export_main(arguments[1:])
     args = build_parser().parse_args(arguments)
+    try:
+        _locate(args)
+    except ValueError as error:  # a bad --env URL or env setting, a malformed settings file
+        from pi_durable_tui.app import describe_startup_error
+
+        return _startup_failed(error, describe_startup_error(error))
     if args.prompt is not None or args.list_models:
         # The heavy imports happen here, before the event loop starts: a signal in
         # their middle ends the command right after them (``Interrupted``), with
@@ -298,14 +317,19 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         return 0
     session = args.session
     if args.resume:
-        from pi_durable_tui.app import NoSession, describe_startup_error, newest_session
+        from pi_durable_tui.app import (
+            NoSession,
+            SessionUnavailable,
+            describe_startup_error,
+            newest_session,
+        )
 
         try:
-            newest_session(os.getcwd())  # nothing to pick needs no picker
-        except NoSession as error:
+            newest_session(args.sessions_key)  # nothing to pick needs no picker
+        except (NoSession, SessionUnavailable) as error:
             return _startup_failed(error, describe_startup_error(error))
         if args.prompt is not None:  # the terminal app picks on its screen
-            session = _pick_session()
+            session = _pick_session(args.sessions_key)
             if session is None:
                 return EXIT_USAGE
     import asyncio
@@ -314,6 +338,23 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
         return asyncio.run(_run(args, session, signals))
     except asyncio.CancelledError:  # a stop that reached the loop's edge
         return signals.stopped(signals.received, None)
+
+
+def _locate(args: argparse.Namespace) -> None:
+    """Set ``args.sessions_key`` and ``args.where`` from ``--env`` or the user's setting.
+
+    ``sessions_key`` is what this directory's sessions are filed under (it, or the
+    URL); ``where`` is the working directory as the footer shows it.
+
+    Raises:
+        LocationError: A bad URL; SettingsError: a malformed user settings file.
+    """
+    from pi_durable_tui.app import resolve_location
+
+    location = resolve_location(os.getcwd(), args.env)
+    args.sessions_key = location.key
+    target = location.target
+    args.where = os.getcwd() if target is None else location.show(target.path)
 
 
 def _startup_failed(error: Exception, message: str | None) -> int:
@@ -341,6 +382,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         base_url=args.base_url,
         faux_script=args.faux_script,
         demo=args.demo,
+        env=args.env,
     )
 
 
@@ -408,19 +450,24 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
     reopened = bool(args.continue_session or args.resume or session)
     if args.continue_session and session is None:
         # Found before the first paint: "nothing to continue" needs no screen.
-        from pi_durable_tui.app import NoSession, newest_session
+        from pi_durable_tui.app import NoSession, SessionUnavailable, newest_session
 
         try:
-            session = str(newest_session(cwd))
-        except NoSession as error:
+            session = str(newest_session(args.sessions_key))
+        except (NoSession, SessionUnavailable) as error:
             from pi_durable_tui.app import describe_startup_error
 
             return _startup_failed(error, describe_startup_error(error))
     stored: list[SessionInfo] = []
     if args.resume:
-        from pi_durable_tui.app import session_infos
+        from pi_durable_tui.app import SessionUnavailable, session_infos
 
-        stored = session_infos(cwd)
+        try:
+            stored = session_infos(args.sessions_key)
+        except SessionUnavailable as error:
+            from pi_durable_tui.app import describe_startup_error
+
+            return _startup_failed(error, describe_startup_error(error))
     failures: list[BaseException] = []
 
     async def open_session() -> tuple[ScreenModel, Controller]:
@@ -450,7 +497,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             opening.start()
 
     waiting = "Pick a session to open (esc: leave)" if stored else None
-    opening = OpeningSession(cwd, open_session, failed, waiting=waiting)
+    opening = OpeningSession(args.where, open_session, failed, waiting=waiting)
     screen = PidurableApp(
         opening,
         opening,
@@ -477,16 +524,18 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
 def _continue_hint(args: argparse.Namespace) -> str:
     command = f"pidurable --session {args.session}" if args.session else "pidurable -c"
+    if args.env is not None:
+        command += f" --env {args.env}"
     return command + (" -p" if args.prompt is not None else "")
 
 
-def _pick_session() -> str | None:
+def _pick_session(key: str) -> str | None:
     """``-r/--resume``: list this directory's sessions and read a choice from the terminal."""
     import datetime
 
     from pi_durable_tui.app import list_sessions
 
-    sessions = list_sessions(os.getcwd())
+    sessions = list_sessions(key)
     for number, stored in enumerate(sessions[:20], 1):
         when = datetime.datetime.fromtimestamp(stored.last_activity_ms / 1000)
         size = f"{stored.size_bytes / 1024:.0f} KiB"

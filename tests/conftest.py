@@ -10,6 +10,8 @@
   the faux provider for the harness and tool tests; ``open_screen`` (from
   ``tests.app.screen_support``) starts the screen's view model and controller on
   a real session, for the app and TUI tests.
+- ``sshd`` and ``ssh_client`` (from ``tests.env.sshd_fixtures``) run a real
+  OpenSSH server on loopback for the SSH environment's tests.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from typing import Any
 
 import pytest
 
-pytest_plugins = ["tests.harness.run_support", "tests.app.screen_support"]
+pytest_plugins = [
+    "tests.harness.run_support",
+    "tests.app.screen_support",
+    "tests.postgres_support",
+    "tests.env.sshd_fixtures",
+]
 
 
 class NetworkBlocked(RuntimeError):

@@ -75,10 +75,11 @@ PARTS: dict[str, dict[str, int]] = {
         "_ports": 2,
         "files": 2,
         "_opening": 3,
-        "agent": 3,
-        "_startup_errors": 4,
-        "screen": 4,
-        "": 5,  # the face
+        "_location": 3,
+        "agent": 4,
+        "_startup_errors": 5,
+        "screen": 5,
+        "": 6,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

@@ -25,10 +25,10 @@ def _numbers(entry: dict[str, Any]) -> list[float]:
 def test_smoke_run_reports_every_workload(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert storage.main(["--smoke", "--json", "--dir", str(tmp_path)]) == 0
+    assert storage.main(["--smoke", "--json", "--dir", str(tmp_path), "--no-postgres"]) == 0
     report = json.loads(capsys.readouterr().out)
 
-    assert list(report) == workload_keys(PROFILES["smoke"])
+    assert list(report) == workload_keys(PROFILES["smoke"], postgres=False)
     for key in (
         "baseline.raw_sqlite3.commit_1_row",
         "baseline.aiosqlite.commit_1_row",
@@ -78,3 +78,37 @@ def test_smoke_run_reports_every_workload(
     assert table.count("[pass]") + table.count("[MISS]") == len(targets) == 9
     assert "Sustained one-entry commits" in table
     assert "WRONG ANSWERS" not in table
+
+
+def test_smoke_run_on_postgresql_reports_its_rows_beside_raw_asyncpg(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    argv = ["--smoke", "--json", "--dir", str(tmp_path), "--database", postgres_url]
+    assert storage.main([*argv, "--only-postgres"]) == 0
+    report = json.loads(capsys.readouterr().out)
+
+    every = workload_keys(PROFILES["smoke"])
+    assert list(report) == every[every.index("baseline.asyncpg.commit_1_row") :]
+    for key in (
+        "baseline.asyncpg.commit_1_row",
+        "baseline.asyncpg.insert_1_row",
+        "postgres.commit_1_entry",
+        "baseline.asyncpg.connect_and_read",
+        "postgres.reopen_100",
+        "postgres.reopen_200",
+    ):
+        entry = report[key]
+        assert entry["p99_ms"] >= entry["p50_ms"] > 0, key
+    assert report["postgres.commit_1_entry"]["ratio"] > 0
+    assert report["postgres.commit_1_entry"]["ratio_insert"] > 0
+    assert report["postgres.reopen_200"]["ratio_vs_1k"] > 0
+    sqlite, postgres = report["sqlite.tool_round"], report["postgres.tool_round"]
+    assert sqlite["commits"] > 0
+    assert postgres["commits_vs_sqlite"] == postgres["commits"] / sqlite["commits"]
+
+    targets = [t for t in evaluate_targets(report, "200", "100") if t.key in report]
+    assert len(targets) == 3
+    table = render(report, targets, "smoke")
+    assert "PostgreSQL, ms" in table
+    assert "Tool round on PostgreSQL, commits vs on SQLite" in table
+    assert postgres_url not in table

@@ -16,12 +16,14 @@ This module is its one public face. Behind it, in the direction imports run
 1. ``_view``: the plain, frozen values the screen renders;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
-3. ``_opening``: what the screen shows until the session is open; ``agent/``:
-   settings, models, the prompt, subagents, demos, ``AgentApp``, the headless
-   modes and export;
-4. ``_startup_errors``: one line for a problem that stops the start;
+3. ``_opening``: what the screen shows until the session is open;
+   ``_location``: where the tools work (``--env ssh://...``, the user's ``env``
+   setting; it imports ``env.ssh`` only for a URL);
+4. ``agent/``: settings, models, the prompt, subagents, demos, ``AgentApp``,
+   the headless modes and export;
+5. ``_startup_errors``: one line for a problem that stops the start;
    ``screen/``: the live view model and the controller over an open ``AgentApp``;
-5. this face.
+6. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -51,6 +53,12 @@ from pi_durable_tui.app._view import (
 )
 
 if TYPE_CHECKING:
+    from pi_durable_tui.app._location import (
+        Location,
+        LocationError,
+        RemoteUnavailable,
+        resolve_location,
+    )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
     from pi_durable_tui.app._startup_errors import describe_startup_error
     from pi_durable_tui.app.agent import (
@@ -96,6 +104,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "Location": "_location",
+    "LocationError": "_location",
+    "RemoteUnavailable": "_location",
+    "resolve_location": "_location",
     "AgentApp": "agent",
     "AppOptions": "agent",
     "AppSettings": "agent",
@@ -165,6 +177,8 @@ __all__ = [
     "Footer",
     "HeadlessMode",
     "LiveScreenModel",
+    "Location",
+    "LocationError",
     "ModelChoice",
     "ModelChoiceError",
     "ModelSelection",
@@ -173,6 +187,7 @@ __all__ = [
     "NoticeLevel",
     "OpeningSession",
     "QueueItem",
+    "RemoteUnavailable",
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
@@ -197,6 +212,7 @@ __all__ = [
     "new_session_path",
     "newest_session",
     "recovery_report",
+    "resolve_location",
     "run_headless",
     "session_infos",
     "sessions_dir",

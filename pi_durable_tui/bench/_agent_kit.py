@@ -19,7 +19,7 @@ from pi_durable_tui.ai import FauxProvider, ModelRef, Models
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.harness import AgentChange, Conversation, Extension, Harness, create_registry
 from pi_durable_tui.kernel import CommitInfo
-from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.storage import SqliteStorage, Storage
 from pi_durable_tui.tools import CodingTools
 
 
@@ -63,15 +63,20 @@ async def open_agent(
     tokens_per_second: float = 0.0,
     extensions: tuple[Extension, ...] = (CodingTools,),
     settings: Any = None,
+    storage: Storage | None = None,
 ) -> AgentKit:
-    """Open a harness on ``directory/session.sqlite`` with a faux model and the coding tools."""
+    """Open a harness on ``directory/session.sqlite`` with a faux model and the coding tools.
+
+    ``storage``, when given, is used instead (and closed with the harness).
+    """
     faux = FauxProvider(
         factory=factory, tokens_per_second=tokens_per_second, when_exhausted="error"
     )
     models = Models()
     models.register_faux(faux)
     store = directory / "session.sqlite"
-    storage = await SqliteStorage.open(store)
+    if storage is None:
+        storage = await SqliteStorage.open(store)
     harness = await Harness.open(
         storage,
         models=models,

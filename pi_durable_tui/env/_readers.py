@@ -34,7 +34,7 @@ def cut_at_character(data: bytes, limit: int) -> bytes:
     return data[:cut]
 
 
-class _LineSelection:
+class LineSelection:
     """The state of one ``scan_lines`` pass: which line we are in and what was kept."""
 
     def __init__(self, start_line: int, max_lines: int | None, max_bytes: int | None) -> None:
@@ -120,6 +120,29 @@ class _LineSelection:
         if self.stopped is None and self.line >= self.start_line:
             self._finish_line(final=True)
 
+    @classmethod
+    def checked(
+        cls, path: str, start_line: int, max_lines: int | None, max_bytes: int | None
+    ) -> LineSelection:
+        """A selection for ``scan_lines`` arguments, refusing negative ones (``invalid``)."""
+        for name, value in (("start_line", start_line), ("max_lines", max_lines)):
+            if value is not None and value < 0:
+                raise FileError("invalid", f"{name} must be at least 0, got {value}", path)
+        if max_bytes is not None and max_bytes < 0:
+            raise FileError("invalid", f"max_bytes must be at least 0, got {max_bytes}", path)
+        return cls(start_line, max_lines, max_bytes)
+
+    def result(self, newlines: int) -> LineScan:
+        """End the selection at the end of a file holding ``newlines`` newlines."""
+        self.end()
+        return LineScan(
+            lines=self.lines,
+            start_line=self.start_line,
+            total_lines=newlines + 1,
+            stopped=self.stopped or "end",
+            first_line_bytes=self.first_line_bytes,
+        )
+
 
 def scan_lines(
     fd: int,
@@ -130,12 +153,7 @@ def scan_lines(
     should_abort: AbortCheck,
 ) -> LineScan:
     """Select lines of the open file ``fd`` and count all of them (see ``LineScan``)."""
-    for name, value in (("start_line", start_line), ("max_lines", max_lines)):
-        if value is not None and value < 0:
-            raise FileError("invalid", f"{name} must be at least 0, got {value}", path)
-    if max_bytes is not None and max_bytes < 0:
-        raise FileError("invalid", f"max_bytes must be at least 0, got {max_bytes}", path)
-    selection = _LineSelection(start_line, max_lines, max_bytes)
+    selection = LineSelection.checked(path, start_line, max_lines, max_bytes)
     newlines = 0
     offset = 0
     try:
@@ -151,14 +169,7 @@ def scan_lines(
                 selection.feed(block)
     except OSError as error:
         raise file_error_from_os(error, path, "read") from None
-    selection.end()
-    return LineScan(
-        lines=selection.lines,
-        start_line=start_line,
-        total_lines=newlines + 1,
-        stopped=selection.stopped or "end",
-        first_line_bytes=selection.first_line_bytes,
-    )
+    return selection.result(newlines)
 
 
 class _ClosedOnExit:

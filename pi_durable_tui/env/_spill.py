@@ -29,22 +29,76 @@ SPILL_PREFIX = "pi-output-"
 """The name prefix of the temp files holding a command's complete output (R120)."""
 
 
+class SpillTrigger:
+    """Holds a command's output in memory until it crosses a ``SpillPolicy`` threshold."""
+
+    def __init__(self, policy: SpillPolicy) -> None:
+        if policy.after_bytes < 0 or policy.after_lines < 0:
+            raise FileError("invalid", "SpillPolicy thresholds must be at least 0")
+        self._policy = policy
+        self._held: list[bytes] = []
+        self._bytes = 0
+        self._newlines = 0
+
+    def feed(self, data: bytes, newlines: int) -> bytes | None:
+        """Hold the next chunk; once a threshold is crossed, return everything held.
+
+        After it returned the held output, the caller writes every later chunk
+        itself and stops feeding.
+        """
+        self._held.append(data)
+        self._bytes += len(data)
+        self._newlines += newlines
+        lines = self._newlines + (0 if data.endswith(b"\n") else 1)
+        if self._bytes > self._policy.after_bytes or lines > self._policy.after_lines:
+            held, self._held = self._held, []
+            return b"".join(held)
+        return None
+
+    def drop(self) -> None:
+        """Forget what is held (the command ended below the thresholds)."""
+        self._held = []
+
+
+class SecretRedactor:
+    """Writes every occurrence of the given values as ``[redacted]`` in a stream of chunks.
+
+    A value cut by a chunk boundary is still found: the last ``len(longest) - 1``
+    bytes of each chunk are held back until the next one (or the final call).
+    """
+
+    def __init__(self, secrets: Sequence[bytes] = ()) -> None:
+        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        self._carry = b""
+        self._carry_size = len(self._secrets[0]) - 1 if self._secrets else 0
+
+    @property
+    def holding(self) -> bool:
+        """Whether bytes are held back for the next chunk."""
+        return bool(self._carry)
+
+    def redact(self, data: bytes, *, final: bool = False) -> bytes:
+        """The next chunk to write; ``final`` releases what was held back."""
+        if not self._secrets:
+            return data
+        data = self._carry + data
+        for secret in self._secrets:
+            data = data.replace(secret, REDACTED)
+        # REMINDER: hold back what could be the start of a secret the next chunk ends.
+        keep = 0 if final else min(self._carry_size, len(data))
+        data, self._carry = data[: len(data) - keep], data[len(data) - keep :]
+        return data
+
+
 class SpillFile:
     """Watches one command's output and spills it to a file past the thresholds."""
 
     def __init__(
         self, policy: SpillPolicy, directory: str | None = None, secrets: Sequence[bytes] = ()
     ) -> None:
-        if policy.after_bytes < 0 or policy.after_lines < 0:
-            raise FileError("invalid", "SpillPolicy thresholds must be at least 0")
-        self._policy = policy
-        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
-        self._carry = b""
-        self._carry_size = len(self._secrets[0]) - 1 if self._secrets else 0
+        self._trigger = SpillTrigger(policy)
+        self._redactor = SecretRedactor(secrets)
         self._directory = directory
-        self._held: list[bytes] = []
-        self._bytes = 0
-        self._newlines = 0
         self._fd: int | None = None
         self.path: str | None = None
 
@@ -62,14 +116,11 @@ class SpillFile:
         if self._fd is not None:
             self._write(data)
             return
-        self._held.append(data)
-        self._bytes += len(data)
-        self._newlines += newlines
-        lines = self._newlines + (0 if data.endswith(b"\n") else 1)
-        if self._bytes > self._policy.after_bytes or lines > self._policy.after_lines:
-            self._start()
+        held = self._trigger.feed(data, newlines)
+        if held is not None:
+            self._start(held)
 
-    def _start(self) -> None:
+    def _start(self, held: bytes) -> None:
         try:
             fd, self.path = tempfile.mkstemp(
                 prefix=SPILL_PREFIX, suffix=".log", dir=self._directory
@@ -79,18 +130,11 @@ class SpillFile:
                 "unknown", f"Could not create the full output file: {error.strerror}"
             ) from None
         self._fd = fd
-        held, self._held = self._held, []
-        self._write(b"".join(held))
+        self._write(held)
 
     def _write(self, data: bytes, final: bool = False) -> None:
         assert self._fd is not None
-        if self._secrets:
-            data = self._carry + data
-            for secret in self._secrets:
-                data = data.replace(secret, REDACTED)
-            # REMINDER: hold back what could be the start of a secret the next chunk ends.
-            keep = 0 if final else min(self._carry_size, len(data))
-            data, self._carry = data[: len(data) - keep], data[len(data) - keep :]
+        data = self._redactor.redact(data, final=final)
         view = memoryview(data)
         try:
             while view:
@@ -104,8 +148,8 @@ class SpillFile:
 
     def close(self) -> None:
         """Close the file (the path stays valid); drop held output. Idempotent."""
-        self._held = []
-        if self._fd is not None and self._carry:
+        self._trigger.drop()
+        if self._fd is not None and self._redactor.holding:
             with contextlib.suppress(FileError):
                 self._write(b"", final=True)
         fd, self._fd = self._fd, None

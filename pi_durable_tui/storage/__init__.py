@@ -1,8 +1,11 @@
 """Layer 1: records, the Storage protocol, backends, and the conformance suite.
 
-Nothing here knows about models, chats or terminals; the kernel (layer 2) builds
-on it. See ``protocol`` for the contract every backend keeps.
+The backends: memory, SQLite, JSONL and PostgreSQL. Nothing here knows about
+models, chats or terminals; the kernel (layer 2) builds on it. See ``protocol``
+for the contract every backend keeps.
 """
+
+from typing import TYPE_CHECKING
 
 from pi_durable_tui.storage.errors import (
     InvalidCursor,
@@ -52,6 +55,20 @@ from pi_durable_tui.storage.writes import (
     Write,
 )
 
+if TYPE_CHECKING:
+    from pi_durable_tui.storage.postgres import PostgresStorage
+
+
+def __getattr__(name: str) -> object:
+    # REMINDER: PostgresStorage is imported on first use: asyncpg costs every SQLite
+    # user a tenth of a second at start-up otherwise.
+    if name == "PostgresStorage":
+        from pi_durable_tui.storage.postgres import PostgresStorage
+
+        return PostgresStorage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "LIVE_TASK_STATUSES",
     "MAX_ID",
@@ -75,6 +92,7 @@ __all__ = [
     "MemoryStorage",
     "Op",
     "Page",
+    "PostgresStorage",
     "PutConversation",
     "PutEntry",
     "PutSubmission",

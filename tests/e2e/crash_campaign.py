@@ -17,20 +17,25 @@ seed ``1 + i % 8``. A failing chain is replayed from its failure message::
         --failpoints jsonl.after_marker:19
 
 which runs the chain in a fresh temporary directory (kept and printed) and
-prints every problem ``check_chain`` finds.
+prints every problem ``check_chain`` finds. ``--backend postgres`` replays on the
+server at ``$PIDURABLE_DATABASE_URL``, or on a throwaway one it starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import os
 import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pi_durable_tui.bench.postgres_server import PostgresServer
 from tests.e2e.crash_runner import (
+    DATABASE_ENV,
     Backend,
     KillBudget,
     Setup,
@@ -68,7 +73,9 @@ class KillPlan:
     max_chains: int = 1000
 
 
-def chain_setup(backend: Backend, root: Path, plan: KillPlan, index: int) -> Setup:
+def chain_setup(
+    backend: Backend, root: Path, plan: KillPlan, index: int, database: str | None = None
+) -> Setup:
     """Return chain ``index``'s store and workload; every third chain syncs every commit."""
     directory = root / f"{backend}-chain{index:04d}"
     directory.mkdir(parents=True)
@@ -79,10 +86,13 @@ def chain_setup(backend: Backend, root: Path, plan: KillPlan, index: int) -> Set
         seed=1 + index % WORKLOAD_SEEDS,
         pace_ms=plan.pace_ms,
         durable=index % 3 == 2,
+        database=database,
     )
 
 
-def kill_campaign(backend: Backend, root: Path, plan: KillPlan) -> list[ChainReport]:
+def kill_campaign(
+    backend: Backend, root: Path, plan: KillPlan, database: str | None = None
+) -> list[ChainReport]:
     """Run random-kill chains until ``plan.target_kills`` kills; return every chain's report.
 
     Once a chain shows a problem no new chain starts (the running ones finish), so
@@ -92,7 +102,7 @@ def kill_campaign(backend: Backend, root: Path, plan: KillPlan) -> list[ChainRep
     budget = KillBudget(plan.target_kills)
 
     def one(index: int) -> ChainReport:
-        setup = chain_setup(backend, root, plan, index)
+        setup = chain_setup(backend, root, plan, index, database)
         chain = run_chain(
             setup,
             plan.base_seed + index,
@@ -149,7 +159,10 @@ class Figures:
             figures.lost_acknowledged += sum("LOST" in p for p in report.problems)
             figures.duplicate_unsafe += sum("DUPLICATE" in p for p in report.problems)
             figures.integrity_failures += sum(
-                "integrity_check" in p or "foreign_key_check" in p or "does not reopen" in p
+                "integrity_check" in p
+                or "check_integrity" in p
+                or "foreign_key_check" in p
+                or "does not reopen" in p
                 for p in report.problems
             )
             figures.unacked.update(report.unacked_per_kill)
@@ -179,7 +192,7 @@ class Figures:
 def main(argv: list[str] | None = None) -> int:
     """Replay one chain (see the module docstring); exit 1 when it shows problems."""
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.crash_campaign")
-    parser.add_argument("--backend", choices=["sqlite", "jsonl"], required=True)
+    parser.add_argument("--backend", choices=["sqlite", "jsonl", "postgres"], required=True)
     parser.add_argument("--workload-seed", type=int, required=True)
     parser.add_argument("--chain-seed", type=int, default=0)
     parser.add_argument("--kill-times", default=None, help="comma-separated seconds")
@@ -189,17 +202,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     directory = Path(tempfile.mkdtemp(prefix="crash-replay-"))
     backend: Backend = args.backend
-    if args.failpoints:
-        setup = Setup("replay", backend, directory, args.workload_seed, 0.0, args.durable)
-        chain = run_failpoint_chain(setup, args.failpoints.split(","))
-    else:
-        pace = KillPlan(0, 0).pace_ms if args.pace is None else args.pace
-        setup = Setup("replay", backend, directory, args.workload_seed, pace, args.durable)
-        delays = [float(t) for t in args.kill_times.split(",")] if args.kill_times else None
-        chain = run_chain(
-            setup, args.chain_seed, max_kills=6, max_delay=KillPlan(0, 0).max_delay, delays=delays
-        )
-    report = check_chain(chain)
+    with contextlib.ExitStack() as stack:
+        database = None
+        if backend == "postgres":
+            database = (
+                os.environ.get(DATABASE_ENV) or stack.enter_context(PostgresServer.start()).url
+            )
+        if args.failpoints:
+            setup = Setup(
+                "replay", backend, directory, args.workload_seed, 0.0, args.durable, database
+            )
+            chain = run_failpoint_chain(setup, args.failpoints.split(","))
+        else:
+            pace = KillPlan(0, 0).pace_ms if args.pace is None else args.pace
+            setup = Setup(
+                "replay", backend, directory, args.workload_seed, pace, args.durable, database
+            )
+            delays = [float(t) for t in args.kill_times.split(",")] if args.kill_times else None
+            max_delay = KillPlan(0, 0).max_delay
+            chain = run_chain(
+                setup, args.chain_seed, max_kills=6, max_delay=max_delay, delays=delays
+            )
+        report = check_chain(chain)
     print(f"directory: {directory}")
     print(chain.describe())
     print(Figures.of([report]).summary("replay"))

@@ -43,7 +43,9 @@ KILLED = -signal.SIGKILL
 HANG_TIMEOUT = 60.0
 """Seconds a run may take before it counts as hung (a complete run takes well under 1 s)."""
 
-Backend = Literal["sqlite", "jsonl"]
+Backend = Literal["sqlite", "jsonl", "postgres"]
+DATABASE_ENV = "PIDURABLE_DATABASE_URL"
+"""How a ``postgres`` child learns its server's URL (never on its command line: ``ps``)."""
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -54,11 +56,14 @@ class Setup:
 
     Attributes:
         name: The trial's name, used in every failure message.
-        backend: ``sqlite`` or ``jsonl``.
-        directory: A fresh directory holding the store, the ledger and stderr logs.
+        backend: ``sqlite``, ``jsonl`` or ``postgres``.
+        directory: A fresh directory holding the store (for ``postgres``, its path
+            is the store's name in the database), the ledger and stderr logs.
         seed: The workload seed (``crash_model.build_script``).
         pace_ms: Milliseconds the child sleeps between steps (0 for failpoint runs).
-        durable: SQLite ``synchronous=FULL`` / JSONL ``fsync=True``.
+        durable: SQLite ``synchronous=FULL`` / JSONL ``fsync=True`` (PostgreSQL: the
+            server's own setting).
+        database: The PostgreSQL URL of a ``postgres`` setup.
     """
 
     name: str
@@ -67,10 +72,16 @@ class Setup:
     seed: int
     pace_ms: float = 0.0
     durable: bool = False
+    database: str | None = None
 
     @property
     def store(self) -> Path:
         return self.directory / ("store.sqlite" if self.backend == "sqlite" else "store")
+
+    @property
+    def store_name(self) -> str:
+        """The ``postgres`` store's name in its database: the store path, unique per trial."""
+        return str(self.store)
 
     @property
     def ledger(self) -> Path:
@@ -80,7 +91,7 @@ class Setup:
         command = [sys.executable, "-m", MODULE, "--backend", self.backend]
         command += ["--store", str(self.store), "--ledger", str(self.ledger)]
         command += ["--seed", str(self.seed), "--run", str(run), "--pace", str(self.pace_ms)]
-        if self.durable:
+        if self.durable and self.backend != "postgres":
             command += ["--synchronous", "FULL"] if self.backend == "sqlite" else ["--fsync"]
         return command
 
@@ -209,6 +220,9 @@ def launch(
     """
     env = dict(os.environ)
     env.pop(FAILPOINT_ENV, None)
+    env.pop(DATABASE_ENV, None)
+    if setup.database is not None:
+        env[DATABASE_ENV] = setup.database
     if failpoint is not None:
         env[FAILPOINT_ENV] = failpoint
     err_path = setup.directory / f"run{number}.stderr"

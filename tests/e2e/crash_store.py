@@ -5,7 +5,8 @@ store through the Storage protocol only (never through a Session, which could
 commit while reconciling) and reads every conversation, entry, task and live
 document, plus the rewindable notes document as of each note's commit (R19).
 ``sqlite_health`` runs ``PRAGMA integrity_check`` and ``foreign_key_check`` with
-plain ``sqlite3`` (reliability.md 9.5); ``damage_sqlite`` breaks a closed store so
+plain ``sqlite3`` (reliability.md 9.5), ``postgres_health`` the PostgreSQL store's
+``check_integrity`` (its rows against each other); ``damage_sqlite`` breaks a closed store so
 the checks' own tests can see them fail. ``normalize`` turns a dump into the shape
 of ``crash_model.expected_state``: labels instead of IDs, no run numbers, no
 random keys. ``differences`` says where two such states differ.
@@ -28,6 +29,7 @@ from pi_durable_tui.storage import (
     TaskRecord,
 )
 from pi_durable_tui.storage.jsonl import JsonlStorage
+from pi_durable_tui.storage.postgres import PostgresStorage
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from tests.e2e.crash_model import DRIVER, KEY, fields
 from tests.e2e.crash_runner import Setup
@@ -87,12 +89,18 @@ async def _dump(storage: Storage) -> StoreDump:
     return StoreDump(storage.last_seq, conversations, entries, tasks, docs, history)
 
 
-async def _open_and_dump(setup: Setup) -> StoreDump:
-    storage: SqliteStorage | JsonlStorage
+async def open_store(setup: Setup) -> Storage:
+    """Open a trial's store, of whichever backend."""
     if setup.backend == "sqlite":
-        storage = await SqliteStorage.open(setup.store)
-    else:
-        storage = await JsonlStorage.open(setup.store)
+        return await SqliteStorage.open(setup.store)
+    if setup.backend == "postgres":
+        assert setup.database is not None, "a postgres setup needs its database URL"
+        return await PostgresStorage.open(setup.database, setup.store_name)
+    return await JsonlStorage.open(setup.store)
+
+
+async def _open_and_dump(setup: Setup) -> StoreDump:
+    storage = await open_store(setup)
     try:
         dump = await _dump(storage)
         if isinstance(storage, JsonlStorage):
@@ -121,6 +129,20 @@ def sqlite_health(store: Path) -> list[str]:
     if foreign:
         problems.append(f"foreign_key_check: {foreign}")
     return problems
+
+
+async def _postgres_problems(setup: Setup) -> list[str]:
+    storage = await open_store(setup)
+    try:
+        assert isinstance(storage, PostgresStorage)
+        return await storage.check_integrity()
+    finally:
+        await storage.close()
+
+
+def postgres_health(setup: Setup) -> list[str]:
+    """Return what ``PostgresStorage.check_integrity`` finds in a closed store (none: [])."""
+    return asyncio.run(_postgres_problems(setup))
 
 
 def damage_sqlite(store: Path, page: int = 4096) -> None:

@@ -49,6 +49,7 @@ from tests.e2e.crash_store import (
     dump_store,
     label_of,
     normalize,
+    postgres_health,
     read_ledger,
     sqlite_health,
 )
@@ -128,6 +129,9 @@ def _check(report: ChainReport) -> None:
     if setup.backend == "sqlite":
         for problem in sqlite_health(setup.store):
             report.fail(None, problem)
+    elif setup.backend == "postgres":
+        for problem in postgres_health(setup):
+            report.fail(None, f"check_integrity: {problem}")
     try:
         dump = dump_store(setup)
     except Exception as error:  # a store that does not reopen is the finding

@@ -1,8 +1,9 @@
 """The child process of the crash tests: a scripted durable workload that can be killed anywhere.
 
-Run: ``python -m tests.e2e.crash_workload --backend sqlite|jsonl --store PATH
+Run: ``python -m tests.e2e.crash_workload --backend sqlite|jsonl|postgres --store PATH
 --ledger PATH [--seed N] [--run K] [--pace MS]``. It opens the store (reopening
-an existing one), runs the script of ``crash_model`` to completion, and exits 0.
+an existing one; for ``postgres`` the store named PATH in the database at
+``$PIDURABLE_DATABASE_URL``), runs the script of ``crash_model`` to completion, and exits 0.
 A restart after SIGKILL resumes where the store says it was: the driver reads
 its step from a session document, the tasks continue from their committed
 checkpoints (R22, R36-R38); nothing restarts from scratch.
@@ -78,6 +79,7 @@ from pi_durable_tui.storage import (
     failpoints,
 )
 from pi_durable_tui.storage.jsonl import JsonlStorage
+from pi_durable_tui.storage.postgres import PostgresStorage
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from tests.e2e.crash_model import (
     HOLDER_REASON,
@@ -462,6 +464,8 @@ async def live_tasks(session: Session) -> list[TaskRecord]:
 async def open_storage(args: argparse.Namespace) -> Storage:
     if args.backend == "sqlite":
         return await SqliteStorage.open(args.store, synchronous=args.synchronous)
+    if args.backend == "postgres":
+        return await PostgresStorage.open(os.environ["PIDURABLE_DATABASE_URL"], args.store)
     storage = await JsonlStorage.open(args.store, fsync=args.fsync)
     emit("repairs", {"repairs": list(storage.repairs)})
     return storage
@@ -511,8 +515,10 @@ async def run(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.e2e.crash_workload")
-    parser.add_argument("--backend", choices=["sqlite", "jsonl"], required=True)
-    parser.add_argument("--store", required=True, help="SQLite file or JSONL directory")
+    parser.add_argument("--backend", choices=["sqlite", "jsonl", "postgres"], required=True)
+    parser.add_argument(
+        "--store", required=True, help="SQLite file, JSONL directory or PostgreSQL store name"
+    )
     parser.add_argument("--ledger", required=True, help="append-only effect ledger file")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--run", type=int, default=1, help="this process's number in its chain")

@@ -7,10 +7,15 @@ k; two dry runs must agree, or enumeration would be luck). For every k in
 SIGKILL, and a fresh process finishes the workload. SQLite points:
 ``sqlite.before_commit`` (after the batch's statements, before COMMIT) and
 ``sqlite.after_commit``; JSONL: ``jsonl.after_sidecars`` (sidecars written,
-marker not yet: the commit is unconfirmed, R130) and ``jsonl.after_marker``.
+marker not yet: the commit is unconfirmed, R130) and ``jsonl.after_marker``;
+PostgreSQL: ``postgres.before_commit`` (the batch prepared, its statement not
+sent) and ``postgres.after_commit`` (its answer received). SQLite and JSONL
+enumerate every boundary; PostgreSQL, whose every trial starts three processes
+that each connect to a server, takes ``POSTGRES_SAMPLE`` boundaries per point
+drawn with a fixed seed (``-m soak`` enumerates them all).
 Each trial checks that the store reopened exactly at seq ``k-1`` (before) or
 ``k`` (after), and every invariant of ``crash_verify`` (R2, R8, R22, R36-R40,
-R129-R131). Coverage is counted and must be 100% of boundaries x {before, after}.
+R129-R131). Coverage is counted and must be 100% of the boundaries tried x {before, after}.
 
 K3. The workload's own failpoints kill inside the effect sandwich (R39): after
 the intent commit of the replay-unsafe effect and before the effect
@@ -31,6 +36,7 @@ the commit exactly once.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -48,19 +54,33 @@ from tests.e2e.crash_store import read_ledger
 from tests.e2e.crash_verify import ChainReport, check_chain
 
 SEED = 7
-BACKENDS: tuple[Backend, ...] = ("sqlite", "jsonl")
+BACKENDS: tuple[Backend, ...] = ("sqlite", "jsonl", "postgres")
 POINTS: dict[Backend, tuple[str, str]] = {
     "sqlite": ("sqlite.before_commit", "sqlite.after_commit"),
     "jsonl": ("jsonl.after_sidecars", "jsonl.after_marker"),
+    "postgres": ("postgres.before_commit", "postgres.after_commit"),
 }
-LANDS = {"sqlite.before_commit": 0, "jsonl.after_sidecars": 0}
+LANDS = {"sqlite.before_commit": 0, "jsonl.after_sidecars": 0, "postgres.before_commit": 0}
 """Points at which the k-th commit has not landed yet (the store reopens at k-1)."""
+POSTGRES_SAMPLE = 8
+"""Boundaries per point tried on PostgreSQL in the default run (all of them with -m soak)."""
+
+backends = pytest.mark.parametrize("backend", BACKENDS)
 
 
-def fresh(root: Path, backend: Backend, name: str) -> Setup:
+@pytest.fixture
+def database(backend: Backend, request: pytest.FixtureRequest) -> str | None:
+    """The PostgreSQL URL for a ``postgres`` test (skipped, with the reason, without a server)."""
+    if backend != "postgres":
+        return None
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+def fresh(root: Path, backend: Backend, name: str, database: str | None) -> Setup:
     directory = root / name
     directory.mkdir()
-    return Setup(name=name, backend=backend, directory=directory, seed=SEED)
+    return Setup(name=name, backend=backend, directory=directory, seed=SEED, database=database)
 
 
 def trial(setup: Setup, failpoints: list[str]) -> ChainReport:
@@ -68,21 +88,30 @@ def trial(setup: Setup, failpoints: list[str]) -> ChainReport:
 
 
 @pytest.fixture(scope="module")
-def boundaries(tmp_path_factory: pytest.TempPathFactory) -> dict[Backend, int]:
-    """Count the commits of a fresh run per backend, twice, and require the same count."""
-    root = tmp_path_factory.mktemp("dry-runs")
-    counts: dict[Backend, int] = {}
-    for backend in BACKENDS:
+def _counted() -> dict[Backend, int]:
+    return {}
+
+
+@pytest.fixture
+def boundaries(
+    backend: Backend,
+    database: str | None,
+    _counted: dict[Backend, int],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> int:
+    """Count the commits of a fresh run of this backend, twice, and require the same count."""
+    if backend not in _counted:
+        root = tmp_path_factory.mktemp(f"dry-runs-{backend}")
         seen = []
         for attempt in (1, 2):
-            setup = fresh(root, backend, f"dry-{backend}-{attempt}")
+            setup = fresh(root, backend, f"dry-{backend}-{attempt}", database)
             chain = Chain(setup, None, [launch(setup, 1)])
             report = check_chain(chain)
             assert not report.problems, report.problems
             seen.append(chain.runs[0].payloads("complete")[0]["seq"])
         assert seen[0] == seen[1], f"{backend}: a fresh run of seed {SEED} committed {seen} times"
-        counts[backend] = seen[0]
-    return counts
+        _counted[backend] = seen[0]
+    return _counted[backend]
 
 
 def killed_by_its_failpoint(report: ChainReport, count: int) -> str | None:
@@ -96,16 +125,28 @@ def killed_by_its_failpoint(report: ChainReport, count: int) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+def chosen_boundaries(backend: Backend, total: int, config: pytest.Config) -> list[int]:
+    """Every boundary, or for PostgreSQL outside a soak run a seeded sample of them."""
+    every = list(range(1, total + 1))
+    if backend != "postgres" or "soak" in (config.getoption("-m") or "").replace("not soak", ""):
+        return every
+    return sorted(random.Random(SEED).sample(every, min(POSTGRES_SAMPLE, total)))
+
+
+@backends
 def test_a_kill_just_before_and_just_after_every_commit_loses_nothing_and_resumes(
-    backend: Backend, boundaries: dict[Backend, int], tmp_path: Path
+    backend: Backend,
+    boundaries: int,
+    database: str | None,
+    tmp_path: Path,
+    pytestconfig: pytest.Config,
 ) -> None:
-    total = boundaries[backend]
-    items = [(point, k) for point in POINTS[backend] for k in range(1, total + 1)]
+    ks = chosen_boundaries(backend, boundaries, pytestconfig)
+    items = [(point, k) for point in POINTS[backend] for k in ks]
 
     def one(item: tuple[str, int]) -> tuple[str, int, ChainReport]:
         point, k = item
-        setup = fresh(tmp_path, backend, f"{point}-{k:03d}")
+        setup = fresh(tmp_path, backend, f"{point}-{k:03d}", database)
         return point, k, trial(setup, [f"{point}:{k}"])
 
     results = run_parallel(one, items, workers=2)
@@ -126,65 +167,61 @@ def test_a_kill_just_before_and_just_after_every_commit_loses_nothing_and_resume
             continue
         covered += 1
     figures = Figures.of([report for _, _, report in results])
-    print(figures.summary(f"K2 {backend} seed {SEED}: {covered} of {len(items)} boundaries"))
+    tried = f"{covered} of {len(items)} boundaries (of {2 * boundaries})"
+    print(figures.summary(f"K2 {backend} seed {SEED}: {tried}"))
     assert not problems, "\n".join(problems[:20])
-    assert covered == len(items) == 2 * total
-    assert figures.unpublished == {0: total, 1: total}
+    assert covered == len(items) == 2 * len(ks)
+    assert figures.unpublished == {0: len(ks), 1: len(ks)}
 
 
+@backends
 @pytest.mark.parametrize("window", ["before_effect", "after_effect"])
 @pytest.mark.parametrize("occurrence", [1, 2])
 def test_a_kill_inside_the_unsafe_effect_window_ends_interrupted_and_never_runs_it_again(
-    window: str, occurrence: int, tmp_path: Path
+    backend: Backend, window: str, occurrence: int, database: str | None, tmp_path: Path
 ) -> None:
     spec = f"workload.{window}:{occurrence}"
-
-    def one(backend: Backend) -> ChainReport:
-        return trial(fresh(tmp_path, backend, f"{backend}-{window}-{occurrence}"), [spec])
-
-    for report in run_parallel(one, BACKENDS):
-        where = report.chain.describe()
-        assert not report.problems, "\n".join(report.problems)
-        assert killed_by_its_failpoint(report, 1) is None, where
-        [label] = report.interrupted
-        unsafe = [line for line in read_ledger(report.chain.setup) if line["effect"] == "unsafe"]
-        runs = [line["run"] for line in unsafe if line["label"] == label]
-        # Before the effect: it never ran. After it: it ran once, in the killed run.
-        assert runs == ([] if window == "before_effect" else [1]), where
-        others = [line for line in unsafe if line["label"] != label]
-        assert len(others) == 1, where  # the other effect ran exactly once
-        says = report.chain.runs[1].payloads("interrupted")
-        assert [item["label"] for item in says] == [label], where
+    report = trial(fresh(tmp_path, backend, f"{backend}-{window}-{occurrence}", database), [spec])
+    where = report.chain.describe()
+    assert not report.problems, "\n".join(report.problems)
+    assert killed_by_its_failpoint(report, 1) is None, where
+    [label] = report.interrupted
+    unsafe = [line for line in read_ledger(report.chain.setup) if line["effect"] == "unsafe"]
+    runs = [line["run"] for line in unsafe if line["label"] == label]
+    # Before the effect: it never ran. After it: it ran once, in the killed run.
+    assert runs == ([] if window == "before_effect" else [1]), where
+    others = [line for line in unsafe if line["label"] != label]
+    assert len(others) == 1, where  # the other effect ran exactly once
+    says = report.chain.runs[1].payloads("interrupted")
+    assert [item["label"] for item in says] == [label], where
 
 
+@backends
 def test_a_kill_right_after_a_replay_safe_effect_runs_it_once_more_and_commits_it_once(
-    tmp_path: Path,
+    backend: Backend, database: str | None, tmp_path: Path
 ) -> None:
-    def one(backend: Backend) -> ChainReport:
-        setup = fresh(tmp_path, backend, f"{backend}-after-safe-effect")
-        return trial(setup, ["workload.after_safe_effect:1"])
-
-    for report in run_parallel(one, BACKENDS):
-        where = report.chain.describe()
-        assert not report.problems, "\n".join(report.problems)
-        assert killed_by_its_failpoint(report, 1) is None, where
-        ticks = [line for line in read_ledger(report.chain.setup) if line["effect"] == "tick"]
-        first = (ticks[0]["label"], ticks[0]["n"])
-        again = [line["run"] for line in ticks if (line["label"], line["n"]) == first]
-        assert again == [1, 2], where  # once in the killed run, once more in recovery
-        assert report.safe_repeats == 1, where
-        assert report.interrupted == [], where
+    setup = fresh(tmp_path, backend, f"{backend}-after-safe-effect", database)
+    report = trial(setup, ["workload.after_safe_effect:1"])
+    where = report.chain.describe()
+    assert not report.problems, "\n".join(report.problems)
+    assert killed_by_its_failpoint(report, 1) is None, where
+    ticks = [line for line in read_ledger(report.chain.setup) if line["effect"] == "tick"]
+    first = (ticks[0]["label"], ticks[0]["n"])
+    again = [line["run"] for line in ticks if (line["label"], line["n"]) == first]
+    assert again == [1, 2], where  # once in the killed run, once more in recovery
+    assert report.safe_repeats == 1, where
+    assert report.interrupted == [], where
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@backends
 def test_kills_during_recovery_before_and_after_its_first_commit_still_resume_correctly(
-    backend: Backend, boundaries: dict[Backend, int], tmp_path: Path
+    backend: Backend, boundaries: int, database: str | None, tmp_path: Path
 ) -> None:
     before, after = POINTS[backend]
-    sample = range(10, boundaries[backend] - 5, 14)  # where tasks are live
+    sample = range(10, boundaries - 5, 14)  # where tasks are live
 
     def one(k: int) -> ChainReport:
-        setup = fresh(tmp_path, backend, f"compound-{k:03d}")
+        setup = fresh(tmp_path, backend, f"compound-{k:03d}", database)
         return trial(setup, [f"{after}:{k}", f"{before}:1", f"{after}:1"])
 
     reports = run_parallel(one, sample)
@@ -206,15 +243,15 @@ def test_kills_during_recovery_before_and_after_its_first_commit_still_resume_co
     assert figures.kills == 3 * len(sample)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@backends
 def test_an_ambiguous_commit_poisons_the_session_and_recovery_finds_it_exactly_once(
-    backend: Backend, boundaries: dict[Backend, int], tmp_path: Path
+    backend: Backend, boundaries: int, database: str | None, tmp_path: Path
 ) -> None:
     point = POINTS[backend][1]  # the commit has landed, yet the storage call fails
-    sample = range(5, boundaries[backend], 14)
+    sample = range(5, boundaries, 14)
 
     def one(k: int) -> tuple[int, ChainReport]:
-        setup = fresh(tmp_path, backend, f"ambiguous-{k:03d}")
+        setup = fresh(tmp_path, backend, f"ambiguous-{k:03d}", database)
         return k, trial(setup, [f"{point}:{k}:raise"])
 
     for k, report in run_parallel(one, sample):

@@ -15,18 +15,19 @@ import pytest
 from tests.e2e.crash_campaign import Figures, KillPlan, kill_campaign
 from tests.e2e.crash_runner import Backend
 
-SOAK_SEED: dict[Backend, int] = {"sqlite": 30_261_130, "jsonl": 30_271_130}
+SOAK_SEED: dict[Backend, int] = {"sqlite": 30_261_130, "jsonl": 30_271_130, "postgres": 30_281_130}
 SOAK_KILLS = 1000
 
 
 @pytest.mark.soak
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("backend", ["sqlite", "jsonl"])
+@pytest.mark.parametrize("backend", ["sqlite", "jsonl", "postgres"])
 def test_a_thousand_random_sigkills_lose_nothing_acknowledged_and_repeat_no_unsafe_effect(
-    backend: Backend, tmp_path: Path
+    backend: Backend, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    database = request.getfixturevalue("postgres_url") if backend == "postgres" else None
     plan = KillPlan(target_kills=SOAK_KILLS, base_seed=SOAK_SEED[backend], max_kills_per_chain=12)
-    figures = Figures.of(kill_campaign(backend, tmp_path, plan))
+    figures = Figures.of(kill_campaign(backend, tmp_path, plan, database))
     print(figures.summary(f"soak {backend} (base seed {plan.base_seed})"))
     assert not figures.problems, "\n".join(figures.problems[:20])
     assert figures.kills >= SOAK_KILLS

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.storage import JsonlStorage, MemoryStorage, SqliteStorage
+from pi_durable_tui.storage import JsonlStorage, MemoryStorage, PostgresStorage, SqliteStorage
 from pi_durable_tui.storage.conformance import StorageConformance
 from pi_durable_tui.storage.protocol import Storage
 
@@ -54,3 +54,17 @@ async def test_reopening_a_store_that_is_not_persistent_fails_and_says_how_to_ma
 
     with pytest.raises(TypeError, match="mark a test that reopens with @reopens"):
         await suite.reopen(storage)
+
+
+class TestPostgresStorage(StorageConformance):
+    """The suite on a real PostgreSQL server (``tests.postgres_support``); a store per test."""
+
+    url: str
+
+    @pytest.fixture(autouse=True)
+    def _database(self, postgres_url: str) -> None:
+        self.url = postgres_url
+
+    async def open_storage(self, directory: Path) -> Storage:
+        opened: Storage = await PostgresStorage.open(self.url, str(directory))
+        return opened

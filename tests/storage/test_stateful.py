@@ -40,7 +40,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from pi_durable_tui.storage import JsonlStorage, MemoryStorage, SqliteStorage, StorageRejected
+from pi_durable_tui.storage import (
+    JsonlStorage,
+    MemoryStorage,
+    PostgresStorage,
+    SqliteStorage,
+    StorageRejected,
+)
 from pi_durable_tui.storage._conformance.snapshot import (
     document_read_json,
     outcome,
@@ -64,7 +70,11 @@ from tests.storage.stateful_batches import (
     statuses,
 )
 
-BACKENDS: dict[str, Any] = {"sqlite": SqliteStorage, "jsonl": JsonlStorage}
+BACKENDS: dict[str, Any] = {
+    "sqlite": SqliteStorage,
+    "jsonl": JsonlStorage,
+    "postgres": PostgresStorage,
+}
 
 # A failure is replayed hundreds of times while it shrinks, each replay a fresh
 # store on disk: stop at the first bug and skip the costly explain phase, so a
@@ -82,6 +92,8 @@ COMMON = settings(
     ],
 )
 FAST = settings(COMMON, max_examples=30, stateful_step_count=30)
+FAST_POSTGRES = settings(COMMON, max_examples=6, stateful_step_count=30)
+"""Every read is a round trip to the server: fewer examples by default (the soak runs all)."""
 SOAK = settings(COMMON, max_examples=200, stateful_step_count=50)
 
 
@@ -121,6 +133,8 @@ class StorageMachine(RuleBasedStateMachine):
     """
 
     backend = "sqlite"
+    database = ""
+    """The PostgreSQL URL, for ``postgres`` (each example is a store named by its directory)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -141,6 +155,8 @@ class StorageMachine(RuleBasedStateMachine):
     async def open(self) -> Storage:
         if self.backend == "sqlite":
             opened: Storage = await self.opener.open(self.directory / "store.sqlite")
+        elif self.backend == "postgres":
+            opened = await self.opener.open(self.database, str(self.directory))
         else:
             opened = await self.opener.open(self.directory / "jsonl", fsync=False)
         return opened
@@ -375,14 +391,24 @@ def machine_for(backend: str) -> type[StorageMachine]:
 # timeout leaves room for that, so a divergence is shown rather than cut off.
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("backend", list(BACKENDS))
-def test_a_backend_answers_like_the_memory_reference(backend: str) -> None:
+def test_a_backend_answers_like_the_memory_reference(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
     """P1 (small budget): random valid and invalid batches, reopens, scans, mints."""
-    run_state_machine_as_test(machine_for(backend), settings=FAST)
+    machine = machine_for(backend)
+    if backend == "postgres":
+        machine.database = request.getfixturevalue("postgres_url")
+    run_state_machine_as_test(machine, settings=FAST_POSTGRES if backend == "postgres" else FAST)
 
 
 @pytest.mark.soak
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("backend", list(BACKENDS))
-def test_a_backend_answers_like_the_memory_reference_soak(backend: str) -> None:
+def test_a_backend_answers_like_the_memory_reference_soak(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
     """P1 figures: 200 examples x 50 steps per backend, zero divergences."""
-    run_state_machine_as_test(machine_for(backend), settings=SOAK)
+    machine = machine_for(backend)
+    if backend == "postgres":
+        machine.database = request.getfixturevalue("postgres_url")
+    run_state_machine_as_test(machine, settings=SOAK)

@@ -10,6 +10,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_config``: the settings files validated and merged into ``AppSettings`` (R34);
 - ``_model_setup``: which models the agent can use, and which one a session
   starts with;
+- ``_remote_context``: the project's context files on another host, read
+  through the execution environment (issue 17);
 - ``_prompt_sections``: the coding system prompt, as harness sections (R77);
 - ``_subagent``, ``_demos``, ``_uncancelled``: the subagent tool, the offline
   demos, and steps that run to their end when cancelled;
@@ -17,7 +19,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_headless``: print and JSON modes (R59, R87, R125);
 - ``_export``: ``pidurable export``, a session's transcript as a file.
 
-Outside itself this part imports ``app.files`` and the layers below the app.
+Outside itself this part imports ``app.files``, ``app._location`` and the layers
+below the app.
 """
 
 from pi_durable_tui.app.agent._agent_app import AgentApp, AppOptions

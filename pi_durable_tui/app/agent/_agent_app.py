@@ -2,12 +2,17 @@
 
 It owns everything a front end (print mode, JSON mode, the TUI) shares:
 
-- the session store (``SqliteStorage`` with its single-writer lock): a new session
-  for the working directory, the newest one (``--continue``), or a given path;
+- the session store (``SqliteStorage`` with its single-writer lock, or a
+  ``PostgresStorage`` when sessions live in a database: ``_sessions``): a new
+  session for the working directory, the newest one (``--continue``), or a given
+  one (``--session``);
 - the settings files (re-read when they change), the models (environment keys,
   custom providers from settings, ``--base-url``, a faux script), the registry
   (``coding-tools``, the system prompt sections, subagents), one ``LocalEnv`` per
-  working directory with the settings' allow list;
+  working directory with the settings' allow list, or, with ``--env ssh://...``
+  (or the user's ``env`` setting), one ``SshEnv`` connected at opening, closed
+  at closing, whose remote directory is the session's working directory and
+  whose URL files its sessions (``_location``);
 - the ``Harness`` and the root conversation, configured on creation with the cwd,
   the model and the thinking level; ``--model`` on a continued session switches it.
 
@@ -25,9 +30,11 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
+from pi_durable_tui.app._location import Location, open_remote_env, resolve_location
 from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles
 from pi_durable_tui.app.agent._demos import (
     DEMOS,
@@ -43,11 +50,18 @@ from pi_durable_tui.app.agent._subagent import SUBAGENTS
 from pi_durable_tui.app.agent._uncancelled import complete
 from pi_durable_tui.app.files import (
     SessionUnavailable,
+    database_url,
+    describe_store,
     home,
     new_session_path,
     newest_session,
+    open_store,
+    remember_env,
     remember_faux_script,
+    remember_title,
+    remembered_env,
     remembered_faux_script,
+    resolve_session,
 )
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
@@ -58,8 +72,11 @@ from pi_durable_tui.harness import (
     create_registry,
 )
 from pi_durable_tui.kernel import Clock, Report
-from pi_durable_tui.storage import SqliteStorage, StorageError
+from pi_durable_tui.storage import StorageError
 from pi_durable_tui.tools import coding_tools
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env.ssh import SshEnv
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +93,8 @@ class AppOptions:
         demo: Start an offline demo (``--demo``): ``coding`` or ``planner``.
         demo_pace: Scale the new demo's waits (1 for people; tests use a small value).
             A continued demo keeps the pace it was started with.
+        env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
+            ``env`` setting, else this machine).
     """
 
     cwd: str
@@ -86,6 +105,7 @@ class AppOptions:
     faux_script: str | None = None
     demo: str | None = None
     demo_pace: float = 1.0
+    env: str | None = None
 
 
 @dataclass(eq=False)
@@ -105,8 +125,13 @@ class AgentApp:
     """The demo this session runs, if any."""
     options: AppOptions | None = None
     """The options it was opened with."""
+    location: Location | None = None
+    """Where the tools work (None: ``cwd`` on this machine)."""
+    remote: ExecutionEnv | None = None
+    """The SSH environment of a remote location, closed with the app."""
     _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
+    _titled: bool = False
 
     @classmethod
     async def open(
@@ -150,14 +175,21 @@ class AgentApp:
         cwd = os.path.realpath(options.cwd)
         settings = SettingsFiles(cwd)
         app_settings = settings.current()
+        location = resolve_location(cwd, options.env)
         if options.session:
-            store = Path(options.session).expanduser().resolve()
+            store = resolve_session(options.session, location.key)
             store.parent.mkdir(parents=True, exist_ok=True)
+            remembered = remembered_env(store)
+            if options.env is None and remembered is not None:
+                location = resolve_location(cwd, remembered)
         elif options.continue_session:
-            store = newest_session(cwd)
+            store = newest_session(location.key)
         else:
-            store = new_session_path(cwd)
-        created = not store.exists()
+            store = new_session_path(location.key)
+        if database_url() is not None and describe_store(store) != str(store):
+            created = not (options.session or options.continue_session)
+        else:
+            created = not store.exists()
         try:
             if options.demo is not None and created:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
@@ -183,13 +215,23 @@ class AgentApp:
                 faux=provider,
             )
             choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
-            storage = await SqliteStorage.open(store)
+            remote = None
+            if location.remote and marker is None:
+                remote = await open_remote_env(location, tuple(app_settings.env_allow))
+                workspace = remote.cwd
+                remember_env(store, location.key)
+            try:
+                storage = await open_store(store)
+            except BaseException:
+                if remote is not None:
+                    await remote.close()
+                raise
         except BaseException as error:
             if not options.session and not options.continue_session:
                 # A session that never started leaves no empty directory behind.
                 shutil.rmtree(store.parent, ignore_errors=True)
             if isinstance(error, StorageError):
-                raise SessionUnavailable(store, error) from error
+                raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         reports: list[Report] = []
 
@@ -209,18 +251,22 @@ class AgentApp:
                     *(marker.demo.extensions if marker is not None else ()),
                 ),
                 settings=settings.harness,
-                env=_env_factory(settings),
+                env=_env_factory(settings) if remote is None else _remote_factory(remote),
                 on_report=report,
                 clock=clock,
             )
         except BaseException as error:
             await storage.close()
+            if remote is not None:
+                await remote.close()
             if isinstance(error, StorageError):
-                raise SessionUnavailable(store, error) from error
+                raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.demo = marker.demo if marker is not None else None
         app.options = options
+        app.location = location if remote is not None else None
+        app.remote = remote
         app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
         try:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
@@ -267,6 +313,35 @@ class AgentApp:
     async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
             await self.harness.close()
+        closing = getattr(self.remote, "close", None)
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await closing()
+
+    @property
+    def session_key(self) -> str:
+        """What this app's sessions are filed under: ``cwd``, or the ``ssh://`` URL."""
+        return self.cwd if self.location is None else self.location.key
+
+    @property
+    def workspace(self) -> str:
+        """The working directory of the tools (on the remote host for ``--env ssh://``)."""
+        return self.cwd if self.remote is None else self.remote.cwd
+
+    def where(self, path: str) -> str:
+        """A working directory as the user reads it: ``user@host:/path`` when remote."""
+        return path if self.location is None else self.location.show(path)
+
+    @property
+    def session_id(self) -> str:
+        """How ``--session`` names this session: its name in the database, or its file."""
+        return describe_store(self.store)
+
+    async def remember_title(self, text: str) -> None:
+        """Remember the session's first user message for the ``--resume`` picker (once)."""
+        if not self._titled:
+            await remember_title(self.store, self.harness.session.storage, text)
+            self._titled = True
 
     def demo_banner(self) -> str:
         """What a demo session tells the user about killing and continuing it."""
@@ -294,6 +369,20 @@ def _model_change(choice: ModelSelection | None) -> AgentChange:
     return AgentChange(
         model=ModelRef(choice.model.provider, choice.model.id), thinking_level=thinking
     )
+
+
+def _remote_factory(remote: SshEnv) -> Callable[[EnvTarget], ExecutionEnv]:
+    """Every conversation's tools on the one SSH connection (at its own directory)."""
+    views: dict[str, SshEnv] = {remote.cwd: remote}
+
+    def build(target: EnvTarget) -> ExecutionEnv:
+        cwd = remote.absolute_path(target.cwd or remote.cwd)
+        env = views.get(cwd)
+        if env is None:
+            env = views[cwd] = remote.at(cwd)
+        return env
+
+    return build
 
 
 def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]:

@@ -45,12 +45,16 @@ class AppSettings(BaseModel):
     """Secret-looking environment variables tool processes may still see."""
     allow_outside_cwd: bool = False
     """Let ``write`` and ``edit`` change files outside the working directory."""
+    env: str | None = None
+    """Where the tools run: ``ssh://user@host[:port]/path`` (user file only; ``_location``)."""
     follow_up_key: str | None = None
     """A key that queues a follow-up, in addition to Alt+Enter."""
     stream: dict[str, Any] = Field(default_factory=dict)
     retry: RetrySettings = Field(default_factory=RetrySettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     progress: ProgressSettings = Field(default_factory=ProgressSettings)
+    database: str | None = None
+    """The PostgreSQL URL sessions live in (the user's file only: ``_settings_files``)."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
@@ -101,6 +105,12 @@ def load_settings(cwd: str | os.PathLike[str]) -> AppSettings:
         SettingsError: A file is malformed (the message names the file and key).
     """
     merged = merged_settings(cwd)
+    project = settings_sources(cwd)[1]
+    if "env" in read_settings_file(project):
+        raise SettingsError(
+            f"{project}: env: only your own settings ({settings_sources(cwd)[0]}) may choose"
+            " where the tools run; remove it here"
+        )
     return _validate(merged, [p for p in settings_sources(cwd) if p.exists()])
 
 

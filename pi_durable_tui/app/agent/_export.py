@@ -20,9 +20,15 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, TextIO
 
-from pi_durable_tui.app.files import NoSession, newest_session
+from pi_durable_tui.app.files import (
+    NoSession,
+    SessionUnavailable,
+    newest_session,
+    open_store,
+    resolve_session,
+)
 from pi_durable_tui.harness import text_of
-from pi_durable_tui.storage import EntryRecord, SqliteStorage, Storage, StorageError
+from pi_durable_tui.storage import EntryRecord, Storage, StorageError
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
 
@@ -144,18 +150,23 @@ async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) ->
 def export_main(argv: Sequence[str]) -> int:
     """Run ``pidurable export``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pidurable export", description="Write a transcript.")
-    parser.add_argument("--session", metavar="PATH", help="the store (default: the newest here)")
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="the session: its file, or its ID in the database (default: the newest here)",
+    )
     parser.add_argument("--format", choices=("jsonl", "markdown", "html"), default="markdown")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     args = parser.parse_args(list(argv))
     try:
-        path = args.session or str(newest_session(os.getcwd()))
-    except NoSession as error:
+        cwd = os.getcwd()
+        path = resolve_session(args.session, cwd) if args.session else newest_session(cwd)
+    except (NoSession, SessionUnavailable) as error:
         sys.stderr.write(f"pidurable export: {error}\n")
         return 2
 
     async def run() -> int:
-        storage = await SqliteStorage.open(path)
+        storage = await open_store(path)
         try:
             if args.output:
                 with open(args.output, "w", encoding="utf-8") as out:

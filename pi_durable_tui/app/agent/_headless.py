@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
-from pi_durable_tui.app.files import write_title
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -143,7 +142,7 @@ async def _settle(
 ) -> SubmissionRecord | None:
     """Submit the prompt (or find the newest input) and wait until it settles."""
     if prompt is not None:
-        write_title(app.store, prompt)
+        await app.remember_title(prompt)
         submission = await app.root.submit(Input(prompt, request_id=request_id))
         return await submission.wait()
     await app.root.wait_for_idle()

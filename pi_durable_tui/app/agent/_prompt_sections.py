@@ -7,7 +7,9 @@ prompt cache warm. The extension ``coding-prompt`` holds:
 - ``role``: who the agent is and how it works (fixed text);
 - ``tools``: how to use the coding tools well (fixed text);
 - ``context``: the project's ``AGENTS.md`` / ``CLAUDE.md`` files (``_context_files``);
-- ``environment``: the working directory, the platform and today's date.
+  on another host (``--env ssh://...``), that host's, read through the environment;
+- ``environment``: the working directory, the platform and today's date; on
+  another host, ``user@host:/path`` and that host's platform.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+from typing import Any
 
-from pi_durable_tui.app.files import discover_context_files
+from pi_durable_tui.app.agent._remote_context import remote_context_files
+from pi_durable_tui.app.files import discover_context_files, global_context_file
+from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.harness import Extension, SectionInput, define_extension, section
 
 ROLE = """\
@@ -48,18 +53,35 @@ def _tools(_input: SectionInput) -> str:
     return TOOLS
 
 
-def _context(input: SectionInput) -> str | None:
-    cwd = input.agent.cwd or os.getcwd()
-    files = discover_context_files(cwd)
+def _remote(input: SectionInput) -> Any:
+    """The environment when it is not this machine's (it has ``show``), else None."""
+    env = input.env
+    if env is None or isinstance(env, LocalEnv) or not hasattr(env, "show"):
+        return None
+    return env
+
+
+async def _context(input: SectionInput) -> str | None:
+    remote = _remote(input)
+    if remote is None:
+        files = [(str(f.path), f) for f in discover_context_files(input.agent.cwd or os.getcwd())]
+    else:
+        mine = global_context_file()
+        files = [] if mine is None else [(str(mine.path), mine)]
+        files += [(remote.show(str(f.path)), f) for f in await remote_context_files(remote)]
     if not files:
         return None
-    parts = [f"Instructions from {f.path}:\n\n{f.text.strip()}" for f in files]
+    parts = [f"Instructions from {where}:\n\n{f.text.strip()}" for where, f in files]
     return "\n\n".join(parts)
 
 
 def _environment(input: SectionInput) -> str:
-    cwd = input.agent.cwd or os.getcwd()
     today = datetime.date.today().isoformat()
+    remote = _remote(input)
+    if remote is not None:
+        system = f"{remote.platform or 'unknown'} (over SSH)"
+        return f"Working directory: {remote.display}\nPlatform: {system}\nToday: {today}"
+    cwd = input.agent.cwd or os.getcwd()
     system = f"{platform.system()} {platform.machine()}"
     return f"Working directory: {cwd}\nPlatform: {system}\nToday: {today}"
 

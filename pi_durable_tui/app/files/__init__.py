@@ -7,30 +7,49 @@ A part of the app, not a public face: the public names (``list_sessions``,
 
 Its private modules, lowest first (each imports only the ones before it):
 
-- ``_sessions``: where sessions live, and finding them;
+- ``_home``: the app's home directory;
 - ``_settings_files``: where the settings files are and what they say, before
-  any validation;
+  any validation (the user-only ``database`` setting too);
+- ``_sessions``: where sessions live (files, or a PostgreSQL database), and
+  finding them;
 - ``_context_files``: ``AGENTS.md`` / ``CLAUDE.md`` from the filesystem root down
   to the working directory;
 - ``_project_files``: the working directory's files for ``@`` completion.
 
 REMINDER: the screen reads sessions and the theme before its first paint, through
 this part's face: its modules import the standard library and ``app._view``
-only, never a layer below the app (``tests/tui/test_opening.py`` checks it).
+only, never a layer below the app (``tests/tui/test_opening.py`` checks it);
+``_sessions`` imports the storage layer inside the functions that open a store
+or list a database's sessions.
 """
 
-from pi_durable_tui.app.files._context_files import ContextFile, discover_context_files
+from pi_durable_tui.app.files._context_files import MAX_BYTES as MAX_CONTEXT_BYTES
+from pi_durable_tui.app.files._context_files import (
+    ContextFile,
+    context_candidates,
+    context_text,
+    discover_context_files,
+    global_context_file,
+)
+from pi_durable_tui.app.files._home import home
 from pi_durable_tui.app.files._project_files import SKIPPED_DIRS, ProjectFiles
 from pi_durable_tui.app.files._sessions import (
+    DATABASE_ENV,
     NoSession,
     SessionUnavailable,
     StoredSession,
-    home,
+    database_url,
+    describe_store,
     list_sessions,
     new_session_path,
     newest_session,
+    open_store,
+    remember_env,
     remember_faux_script,
+    remember_title,
+    remembered_env,
     remembered_faux_script,
+    resolve_session,
     session_infos,
     sessions_dir,
     write_title,
@@ -45,6 +64,8 @@ from pi_durable_tui.app.files._settings_files import (
 )
 
 __all__ = [
+    "DATABASE_ENV",
+    "MAX_CONTEXT_BYTES",
     "SETTINGS_NAME",
     "SKIPPED_DIRS",
     "ContextFile",
@@ -53,15 +74,25 @@ __all__ = [
     "SessionUnavailable",
     "SettingsError",
     "StoredSession",
+    "context_candidates",
+    "context_text",
+    "database_url",
+    "describe_store",
     "discover_context_files",
+    "global_context_file",
     "home",
     "list_sessions",
     "merged_settings",
     "new_session_path",
     "newest_session",
+    "open_store",
     "read_settings_file",
+    "remember_env",
     "remember_faux_script",
+    "remember_title",
+    "remembered_env",
     "remembered_faux_script",
+    "resolve_session",
     "session_infos",
     "sessions_dir",
     "settings_sources",

@@ -4,15 +4,21 @@ Like Pi and Claude Code, the agent reads the global file
 (``$PIDURABLE_HOME/AGENTS.md``), then one file per directory from the root down to
 the working directory (``AGENTS.md`` preferred over ``CLAUDE.md`` in the same
 directory), so that the most specific instructions come last.
+
+When the tools work on another host (issue 17), the project's files are that
+host's: the agent part reads them through the execution environment, with the
+candidates (``context_candidates``) and the cut (``context_text``) of this
+module, so both walks choose and cut the same files.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 
-from pi_durable_tui.app.files._sessions import home
+from pi_durable_tui.app.files._home import home
 
 NAMES = ("AGENTS.md", "CLAUDE.md")
 MAX_BYTES = 256 * 1024
@@ -27,6 +33,22 @@ class ContextFile:
     text: str
 
 
+def context_text(path: str, data: bytes) -> str:
+    """The text of a context file read as its first ``MAX_BYTES + 1`` bytes (cut, with a note)."""
+    text = data[:MAX_BYTES].decode("utf-8", "replace")
+    if len(data) > MAX_BYTES:
+        text += f"\n[... {path} is longer than {MAX_BYTES // 1024} KiB; the rest was not read]"
+    return text
+
+
+def context_candidates(real_cwd: str) -> list[list[str]]:
+    """For each directory from ``/`` down to ``real_cwd``: the paths to try, in order."""
+    directories = [real_cwd]
+    while directories[-1] != posixpath.dirname(directories[-1]):
+        directories.append(posixpath.dirname(directories[-1]))
+    return [[posixpath.join(d, name) for name in NAMES] for d in reversed(directories)]
+
+
 def _read(directory: Path) -> ContextFile | None:
     for name in NAMES:
         path = directory / name
@@ -35,17 +57,19 @@ def _read(directory: Path) -> ContextFile | None:
                 data = handle.read(MAX_BYTES + 1)
         except OSError:
             continue
-        text = data[:MAX_BYTES].decode("utf-8", "replace")
-        if len(data) > MAX_BYTES:
-            text += f"\n[... {path} is longer than {MAX_BYTES // 1024} KiB; the rest was not read]"
-        return ContextFile(path, text)
+        return ContextFile(path, context_text(str(path), data))
     return None
+
+
+def global_context_file() -> ContextFile | None:
+    """``$PIDURABLE_HOME/AGENTS.md`` (or ``CLAUDE.md``), if there is one."""
+    return _read(home())
 
 
 def discover_context_files(cwd: str | os.PathLike[str]) -> list[ContextFile]:
     """Return the context files for ``cwd``: global first, then root down to cwd."""
     found: list[ContextFile] = []
-    global_file = _read(home())
+    global_file = global_context_file()
     if global_file is not None:
         found.append(global_file)
     real = Path(os.path.realpath(os.fspath(cwd)))

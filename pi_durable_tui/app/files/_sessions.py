@@ -1,29 +1,57 @@
-"""Where sessions live, and finding them (DESIGN.md section 5).
+"""Where sessions live, and finding them (DESIGN.md sections 5 and 8).
 
 ``$PIDURABLE_HOME`` (default ``~/.pidurable``) holds
-``sessions/<first 24 hex of sha256(realpath(cwd))>/<13-digit ms timestamp>-<uuid>/session.sqlite``.
+``sessions/<first 24 hex of sha256(realpath(cwd))>/<13-digit ms timestamp>-<uuid>/session.sqlite``
+(for tools over SSH, of the ``ssh://`` URL instead of the real path).
 "Newest" is the lexicographically last directory name of that pattern (the
 timestamp leads, so it is also the most recently created). Listing a directory's
 sessions reads only directory entries and file sizes, plus, for the picker, the
 first user message from each session's ``title.txt`` when present.
+
+With a database (``PIDURABLE_DATABASE_URL``, or ``"database"`` in the user's
+settings: ``database_url``), sessions live in PostgreSQL instead, keyed the same
+way: the store of a session is named ``<cwd key>/<timestamp>-<uuid>``
+(``store_name``), so every machine with the same URL and the same working
+directory path finds the same sessions. Listing reads the database's store rows
+(their label is the title); the session directory in the home stays, for what
+is this machine's own (the log, a remembered faux script, a demo's marker), and
+its ``session.sqlite`` path stands for the session in the code (``open_store``
+knows which it is). A session file made before the URL was set still opens from
+its file when named; ``-c`` and ``-r`` list the database's.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
 import os
 import re
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_durable_tui.app._view import SessionInfo
+from pi_durable_tui.app.files._home import home
+from pi_durable_tui.app.files._settings_files import user_database_url
+
+if TYPE_CHECKING:
+    from pi_durable_tui.storage import Storage
+
+T = TypeVar("T")
 
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
 FAUX_SCRIPT_NAME = "faux-script.txt"
+ENV_NAME = "env.txt"
+"""Beside a session's store: the ``ssh://`` URL its tools run at, when remote."""
 _SESSION_DIR = re.compile(r"^\d{13}-[0-9a-f-]{36}$")
+_CWD_KEY = re.compile(r"^[0-9a-f]{24}$")
+DATABASE_ENV = "PIDURABLE_DATABASE_URL"
+"""The PostgreSQL URL sessions live in; wins over ``"database"`` in the user's settings."""
 
 
 class NoSession(LookupError):
@@ -38,20 +66,21 @@ class SessionUnavailable(Exception):
         cause: The storage error.
     """
 
-    def __init__(self, store: Path, cause: Exception) -> None:
+    def __init__(self, store: Path, cause: Exception, where: str | None = None) -> None:
         super().__init__(str(cause))
         self.store = store
         self.cause = cause
-
-
-def home() -> Path:
-    """The app's home directory (``$PIDURABLE_HOME`` or ``~/.pidurable``), not created."""
-    return Path(os.environ.get("PIDURABLE_HOME") or "~/.pidurable").expanduser()
+        self.where = str(store) if where is None else where
+        """How messages name the session: its file, or its name in the database."""
 
 
 def cwd_key(cwd: str | os.PathLike[str]) -> str:
-    """The first 24 hex digits of sha256 of the real path of ``cwd``."""
-    real = os.path.realpath(os.fspath(cwd))
+    """The first 24 hex digits of sha256 of the real path of ``cwd``.
+
+    A remote location (``ssh://user@host:port/path``, issue 17) is its own key.
+    """
+    path = os.fspath(cwd)
+    real = path if path.startswith("ssh://") else os.path.realpath(path)
     return hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
 
 
@@ -80,8 +109,110 @@ class StoredSession:
     title: str
 
 
-def list_sessions(cwd: str | os.PathLike[str]) -> list[StoredSession]:
-    """The sessions of ``cwd``, newest first."""
+def database_url() -> str | None:
+    """The database sessions live in (``None``: SQLite files in the home).
+
+    Raises:
+        SettingsError: The user's settings file is malformed.
+    """
+    return os.environ.get(DATABASE_ENV) or user_database_url()
+
+
+def _in_database(store: Path) -> str | None:
+    """The URL of the database holding the session ``store`` stands for, if it is there."""
+    url = database_url()
+    if url is None or store.exists() or store.name != STORE_NAME:
+        return None
+    directory, key = store.parent, store.parent.parent
+    if _SESSION_DIR.match(directory.name) and _CWD_KEY.match(key.name):
+        return url
+    return None
+
+
+def store_name(store: Path) -> str:
+    """The name in the database of the session ``store`` stands for: ``<cwd key>/<dir>``."""
+    return f"{store.parent.parent.name}/{store.parent.name}"
+
+
+def describe_store(store: Path) -> str:
+    """How messages name a session: its name when it lives in the database, else its file."""
+    return store_name(store) if _in_database(store) else str(store)
+
+
+def resolve_session(text: str, cwd: str | os.PathLike[str]) -> Path:
+    """The store ``--session`` names.
+
+    With a database, a session ID (``<cwd key>/<timestamp>-<uuid>``, or
+    ``<timestamp>-<uuid>`` of this directory) names a session in it; anything
+    else, and everything without one, is a SQLite file.
+    """
+    if database_url() is not None:
+        if _SESSION_DIR.match(text):
+            return sessions_dir(cwd) / text / STORE_NAME
+        key, _, name = text.partition("/")
+        if _CWD_KEY.match(key) and _SESSION_DIR.match(name):
+            return home() / "sessions" / key / name / STORE_NAME
+    return Path(text).expanduser().resolve()
+
+
+async def open_store(store: Path) -> Storage:
+    """Open the store of a session: its SQLite file, or its store in the database.
+
+    Raises:
+        StorageError: It is locked, damaged, or its server cannot be reached.
+    """
+    # REMINDER: the storage layer is imported here, not at the top: ``pidurable -c``
+    # finds its session before the first paint, and must not load storage for it.
+    from pi_durable_tui.storage import SqliteStorage
+
+    url = _in_database(store)
+    if url is None:
+        return await SqliteStorage.open(store)
+    from pi_durable_tui.storage.postgres import PostgresStorage
+
+    store.parent.mkdir(parents=True, exist_ok=True)  # this machine's files of the session
+    return await PostgresStorage.open(url, store_name(store))
+
+
+def _blocking(work: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end from synchronous code, inside a running loop or not."""
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pidurable-list") as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def _database_sessions(url: str, cwd: str | os.PathLike[str], limit: int) -> list[StoredSession]:
+    from pi_durable_tui.storage import StorageError
+    from pi_durable_tui.storage.postgres import PostgresStorage, redact
+
+    key = cwd_key(cwd)
+    try:
+        summaries = _blocking(
+            PostgresStorage.list_stores(url, f"{key}/", limit=limit, sizes=limit > 1)
+        )
+    except StorageError as error:
+        raise SessionUnavailable(sessions_dir(cwd), error, redact(url)) from error
+    found = []
+    for summary in summaries:
+        name = summary.name.partition("/")[2]
+        if _SESSION_DIR.match(name):
+            store = home() / "sessions" / key / name / STORE_NAME
+            created = int(name[:13])
+            last = max(created, summary.opened_ms)
+            found.append(
+                StoredSession(store, created, last, summary.size_bytes, summary.label or "")
+            )
+    return found
+
+
+def list_sessions(cwd: str | os.PathLike[str], *, limit: int = 1000) -> list[StoredSession]:
+    """The sessions of ``cwd``, newest first (in the database, when there is one).
+
+    Raises:
+        SessionUnavailable: The database cannot be reached.
+    """
+    url = database_url()
+    if url is not None:
+        return _database_sessions(url, cwd, limit)
     root = sessions_dir(cwd)
     if not root.is_dir():
         return []
@@ -122,14 +253,28 @@ def newest_session(cwd: str | os.PathLike[str]) -> Path:
     Raises:
         NoSession: ``No session exists for <cwd>``.
     """
-    sessions = list_sessions(cwd)
+    sessions = list_sessions(cwd, limit=1)
     if not sessions:
         raise NoSession(f"No session exists for {os.path.realpath(os.fspath(cwd))}")
     return sessions[0].path
 
 
+async def remember_title(store: Path, storage: Storage, text: str) -> None:
+    """Remember a session's first user message for the ``--resume`` picker.
+
+    In the database it is the store's label; beside a file, ``title.txt``.
+    """
+    # A PostgreSQL store has ``set_label``; importing its class here would load asyncpg
+    # for every SQLite session.
+    set_label = getattr(storage, "set_label", None)
+    if set_label is not None:
+        await set_label(text)
+    else:
+        write_title(store, text)
+
+
 def write_title(store: Path, text: str) -> None:
-    """Remember a session's first user message for the ``--resume`` picker."""
+    """Remember a session's first user message beside its file, for the ``--resume`` picker."""
     title_file = store.parent / TITLE_NAME
     if not title_file.exists():
         line = " ".join(text.split())[:200]
@@ -141,6 +286,20 @@ def remember_faux_script(store: Path, script: str) -> None:
     path = store.parent / FAUX_SCRIPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(os.path.abspath(script) + "\n", "utf-8")
+
+
+def remember_env(store: Path, url: str) -> None:
+    """Remember the ``ssh://`` URL a session's tools run at, for ``--session`` (issue 17)."""
+    (store.parent / ENV_NAME).write_text(url + "\n", "utf-8")
+
+
+def remembered_env(store: Path) -> str | None:
+    """The ``ssh://`` URL a session was started with, if any."""
+    try:
+        url = (store.parent / ENV_NAME).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return url or None
 
 
 def remembered_faux_script(store: Path) -> str | None:

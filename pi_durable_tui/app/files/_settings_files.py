@@ -6,6 +6,11 @@ other values replace). This module reads and merges the JSON only, with the
 standard library: ``_config`` validates the result, and ``settings_theme`` lets
 ``pidurable`` pick its theme before the first paint, without importing pydantic or
 the harness.
+
+``"database"`` (a PostgreSQL URL that sessions live in, ``_sessions``) is read
+from the user's file only (``user_database_url``): a project's file naming one
+is refused, since a repository could otherwise send every session, secrets
+and all, to a server of its author's choosing.
 """
 
 from __future__ import annotations
@@ -15,12 +20,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pi_durable_tui.app.files._sessions import home
+from pi_durable_tui.app.files._home import home
 
 PROJECT_DIR = ".pidurable"
 """The project's directory of pidurable files, in the working directory."""
 SETTINGS_NAME = "settings.json"
 """The name of both settings files."""
+DATABASE_KEY = "database"
+"""The user-only setting naming the PostgreSQL database of the sessions."""
 
 
 class SettingsError(ValueError):
@@ -59,10 +66,29 @@ def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
     Raises:
         SettingsError: A file cannot be read or is not a JSON object.
     """
-    merged: dict[str, Any] = {}
-    for path in settings_sources(cwd):
-        merged = _merge(merged, read_settings_file(path))
-    return merged
+    user, project = settings_sources(cwd)
+    merged = read_settings_file(user)
+    overrides = read_settings_file(project)
+    if DATABASE_KEY in overrides:
+        raise SettingsError(
+            f"{project}: {DATABASE_KEY}: only your own settings ({user}) or "
+            "PIDURABLE_DATABASE_URL may say where sessions are stored; remove it from the "
+            "project's file"
+        )
+    return _merge(merged, overrides)
+
+
+def user_database_url() -> str | None:
+    """The ``"database"`` of the user's settings file, or ``None``.
+
+    Raises:
+        SettingsError: The file is malformed, or the value is not a string.
+    """
+    path = home() / SETTINGS_NAME
+    value = read_settings_file(path).get(DATABASE_KEY)
+    if value is not None and not isinstance(value, str):
+        raise SettingsError(f"{path}: {DATABASE_KEY}: must be a postgresql:// URL string")
+    return value or None
 
 
 def settings_theme(cwd: str | os.PathLike[str]) -> str | None:

@@ -38,7 +38,6 @@ from pi_durable_tui.app.files import (
     ProjectFiles,
     session_infos,
     sessions_dir,
-    write_title,
 )
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel, conversation_label
@@ -91,7 +90,7 @@ class AgentController:
             self.model.watched.add(submission.id)
             self._remember(text)
             if self.model.conversation_id == self.app.root.id:
-                write_title(self.app.store, text)
+                await self.app.remember_title(text)
 
         await self._serial(submit)
 
@@ -265,7 +264,8 @@ class AgentController:
 
     async def sessions(self) -> list[SessionInfo]:
         """The stored sessions of this directory, newest first."""
-        return session_infos(self.app.cwd)
+        # A thread: with a database, listing is a query (never on the screen's loop).
+        return await asyncio.to_thread(session_infos, self.app.session_key)
 
     async def open_session(self, path: str) -> None:
         """Switch to another stored session."""
@@ -299,6 +299,8 @@ class AgentController:
         working directory whose path contains it (``ProjectFiles``), after the
         entries of the working directory itself.
         """
+        if self.app.remote is not None:
+            return []  # the files are on another host: listing them per keystroke costs trips
         directory, _, stem = prefix.rpartition("/")
         base = Path(self.app.cwd) / directory
         found: list[str] = []
@@ -323,14 +325,14 @@ class AgentController:
 
     def history(self) -> Sequence[str]:
         """Earlier prompts of this directory, oldest first."""
-        path = sessions_dir(self.app.cwd) / HISTORY_NAME
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
         try:
             return [line for line in path.read_text("utf-8").split("\0") if line]
         except OSError:
             return []
 
     def _remember(self, text: str) -> None:
-        path = sessions_dir(self.app.cwd) / HISTORY_NAME
+        path = sessions_dir(self.app.session_key) / HISTORY_NAME
         with contextlib.suppress(OSError):
             lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ class LiveScreenModel:
         self._oldest: int | None = None
         self._has_older = False
         self._queue: tuple[QueueItem, ...] = ()
-        self._footer = Footer(cwd=app.cwd)
+        self._footer = Footer(cwd=app.where(app.workspace))
         self._status = ""
         self._busy = False
         self._live_doc: dict[str, Any] = {}
@@ -444,7 +444,7 @@ class LiveScreenModel:
             cost=totals["cost"],
             context_tokens=self._context_tokens,
             context_window=window,
-            cwd=str(agent.get("cwd") or self._app.cwd),
+            cwd=self._app.where(str(agent.get("cwd") or self._app.workspace)),
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,

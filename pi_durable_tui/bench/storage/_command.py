@@ -1,7 +1,8 @@
 """The storage benchmark's command: what it measures, its options, and how to read it.
 
-``python -m pi_durable_tui.bench storage [--quick] [--json] [--dir PATH]``
-(also ``python -m pi_durable_tui.bench.storage``)
+``python -m pi_durable_tui.bench storage [--quick] [--json] [--dir PATH]
+[--database URL | --no-postgres | --only-postgres]`` (also ``python -m
+pi_durable_tui.bench.storage``)
 
 What it measures, through the public ``Storage`` protocol only, for each backend
 (``memory``; ``sqlite``: ``synchronous=NORMAL``; ``jsonl``: ``fsync=False``; and,
@@ -32,7 +33,12 @@ ordinary disk, not tmpfs; the header says which filesystem it is):
 - ``memory_10k``: memory while seeding and holding 10k entries, one child
   process per backend (``_memory``);
 - ``session_commit_1_entry``: a one-entry commit through ``Session.commit``
-  (mutation line, storage, publication), on a fresh store of each backend.
+  (mutation line, storage, publication), on a fresh store of each backend;
+- the PostgreSQL rows (``_postgres``, which says what each means): one-entry
+  commits beside raw asyncpg, reopen at the smallest and largest scale, and a
+  tool round on SQLite and on PostgreSQL with the commits each makes, on the
+  server at ``--database URL`` or a throwaway one the run starts (``fsync``
+  on); ``--no-postgres`` leaves them out.
 
 Baselines, in the same run and interleaved with the commits they divide:
 ``baseline.raw_sqlite3.*`` (sqlite3 on the calling thread, WAL, one transaction
@@ -72,8 +78,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
 
 from pi_durable_tui.bench.storage._report import add_ratios, evaluate_targets, render
@@ -97,6 +105,10 @@ def filesystem(path: str) -> str:
     return kind
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str]) -> int:
     """Run the benchmark and print a table, or one JSON object with ``--json``.
 
@@ -110,6 +122,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer calls, no 100k scale")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where to make the stores")
+    parser.add_argument(
+        "--database", default=None, help="a PostgreSQL URL (default: start a throwaway server)"
+    )
+    parser.add_argument("--no-postgres", action="store_true", help="leave out the PostgreSQL rows")
+    parser.add_argument(
+        "--only-postgres", action="store_true", help="run the PostgreSQL rows alone"
+    )
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     profile = PROFILES["smoke" if args.smoke else "quick" if args.quick else "full"]
@@ -125,10 +144,29 @@ def main(argv: list[str]) -> int:
     say(f"{profile.name} run in {args.dir} ({fs}); load average {load:.1f} at start")
     if fs == "tmpfs":
         say(f"warning: {args.dir} is tmpfs; pass --dir on an ordinary disk for real figures")
-    results = asyncio.run(run(profile, args.dir, say))
+    # SIGTERM ends the run as Ctrl-C does: the stores and any server it started are
+    # removed on the way out (the default action would leave a PostgreSQL running).
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop) if main_thread else None
+    try:
+        results = asyncio.run(
+            run(
+                profile,
+                args.dir,
+                say,
+                postgres=not args.no_postgres,
+                database=args.database,
+                only_postgres=args.only_postgres,
+            )
+        )
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     elapsed = time.perf_counter() - started
     add_ratios(results, label(profile.scales[0]))
     targets = evaluate_targets(results, label(profile.scales[-1]), label(profile.scales[0]))
+    if args.only_postgres:  # the other targets' workloads were not asked for
+        targets = [target for target in targets if target.key in results]
     say(f"done in {elapsed:.1f} s; load average {os.getloadavg()[0]:.1f} at the end")
     if args.json:
         sys.stdout.write(json.dumps(results) + "\n")

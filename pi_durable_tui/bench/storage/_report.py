@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pi_durable_tui.bench.storage._postgres import COMMIT
 from pi_durable_tui.bench.storage._sustained import FLOOR, SUSTAINED
 from pi_durable_tui.bench.storage._workloads import DURABLE, PRIMARY
 
@@ -47,6 +48,8 @@ def add_ratios(results: Results, smallest: str) -> None:
         if key.startswith("baseline."):
             continue
         backend, workload = key.split(".", 1)
+        if backend == "postgres":
+            continue  # its ratios divide by asyncpg's floors (``_postgres``)
         rows = _rows(workload)
         if rows is not None:
             suffix = "_full" if backend in _DURABLE_NAMES else ""
@@ -140,6 +143,27 @@ def evaluate_targets(results: Results, largest: str, smallest: str) -> list[Targ
                     2.0,
                 )
             )
+    if COMMIT in results:
+        wanted += [
+            (
+                "PostgresStorage one-entry commit, p50 vs raw asyncpg transaction",
+                COMMIT,
+                "ratio",
+                1.5,
+            ),
+            (
+                f"PostgresStorage reopen at {largest} vs at {smallest}",
+                f"postgres.reopen_{largest}",
+                "ratio_vs_1k",
+                2.0,
+            ),
+            (
+                "Tool round on PostgreSQL, commits vs on SQLite",
+                "postgres.tool_round",
+                "commits_vs_sqlite",
+                1.0,
+            ),
+        ]
     targets = []
     for text, key, metric, limit in wanted:
         entry = results.get(key, {})
@@ -161,7 +185,12 @@ def _x(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-_HEADERS = {"p99_over_p50": "p99/p50", "wal_frames": "WAL frames"}
+_HEADERS = {
+    "p99_over_p50": "p99/p50",
+    "wal_frames": "WAL frames",
+    "ratio_insert": "vs INSERT",
+    "commits_vs_sqlite": "vs SQLite",
+}
 
 
 def _table(results: Results, keys: list[str], columns: list[str]) -> list[str]:
@@ -175,7 +204,11 @@ def _table(results: Results, keys: list[str], columns: list[str]) -> list[str]:
                 cells.append(f"{entry['wal_frames_per_commit']:.2f}")
                 continue
             value = entry.get(column)
-            cells.append(_x(value) if column.startswith(("ratio", "p99_over")) else _ms(value))
+            if column == "commits":
+                cells.append("-" if value is None else f"{value:.1f}")
+                continue
+            ratio = column.startswith(("ratio", "p99_over", "commits_vs"))
+            cells.append(_x(value) if ratio else _ms(value))
         lines.append(f"  {key:<44}" + "".join(f"{cell:>12}" for cell in cells))
     return lines
 
@@ -191,7 +224,9 @@ def render(results: Results, targets: list[Target], header: str) -> str:
     Returns:
         The text to print.
     """
-    timed = [key for key in results if "p50_ms" in results[key]]
+    postgres = [key for key in results if ".asyncpg." in key or key.split(".")[0] == "postgres"]
+    postgres += [key for key in results if key.endswith(".tool_round") and key not in postgres]
+    timed = [key for key in results if "p50_ms" in results[key] and key not in postgres]
     sustained = [key for key in timed if ".sustained_" in key]
     scale = [key for key in timed if "ratio_vs_1k" in results[key] or ".open_and_read_" in key]
     commits = [key for key in timed if "ratio" in results[key] or key.startswith("baseline.")]
@@ -218,6 +253,24 @@ def render(results: Results, targets: list[Target], header: str) -> str:
             ["p50_ms", "p99_ms", "ratio_vs_1k", "ratio"],
         ),
     ]
+    if postgres:
+        sections.append(
+            (
+                "PostgreSQL, ms (ratio: p50 / raw asyncpg transaction, or / connect-and-read for "
+                "a reopen; ratio_insert: / one autocommit INSERT; a tool round's commits per "
+                "round, and their ratio to SQLite's)",
+                postgres,
+                [
+                    "p50_ms",
+                    "p99_ms",
+                    "ratio",
+                    "ratio_insert",
+                    "ratio_vs_1k",
+                    "commits",
+                    "commits_vs_sqlite",
+                ],
+            )
+        )
     lines = [header]
     for title, keys, columns in sections:
         lines += ["", title, *_table(results, keys, columns)]

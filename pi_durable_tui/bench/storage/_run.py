@@ -7,7 +7,9 @@ interleaved into the commit groups), then the *sustained phase* (thousands of
 one-entry commits on growing SQLite stores beside their floors, ``_sustained``),
 then the *scale phase* (reopen at each scale, the sizes back to back, SQLite
 beside its open-and-read floor, then one-entry commits on the smallest and the
-largest store, interleaved). It returns raw figures by workload key;
+largest store, interleaved), then the *PostgreSQL phase* (``_postgres``: its
+commits beside raw asyncpg, reopen, a tool round against SQLite's), unless the
+caller turns it off. It returns raw figures by workload key;
 ``_report`` adds ratios and targets. ``_command`` documents the keys.
 """
 
@@ -21,6 +23,8 @@ from typing import Any
 
 from pi_durable_tui.bench.storage._baselines import AioFloor, RawFloor, Synchronous
 from pi_durable_tui.bench.storage._memory import measure_memory
+from pi_durable_tui.bench.storage._postgres import keys as postgres_keys
+from pi_durable_tui.bench.storage._postgres import run_postgres_phase
 from pi_durable_tui.bench.storage._seed import (
     TAIL_LENGTHS,
     TimingStore,
@@ -76,6 +80,8 @@ class Profile:
     sustained_block: int
     frames: int
     """Commits of the passes that count WAL frames."""
+    tool_rounds: int = 20
+    """Tool rounds per backend in the PostgreSQL phase."""
 
 
 PROFILES = {
@@ -135,6 +141,7 @@ PROFILES = {
         sustained=20,
         sustained_block=5,
         frames=10,
+        tool_rounds=2,
     ),
 }
 
@@ -162,8 +169,11 @@ DURABLE_NAMES = tuple(backend.name for backend in DURABLE)
 PERSISTENT_NAMES = tuple(backend.name for backend in PRIMARY if backend.persistent)
 
 
-def workload_keys(profile: Profile) -> list[str]:
-    """Return every key the benchmark reports in a mode, in report order."""
+def workload_keys(profile: Profile, postgres: bool = True) -> list[str]:
+    """Return every key the benchmark reports in a mode, in report order.
+
+    ``postgres=False``: without the PostgreSQL phase's keys.
+    """
     keys = [
         f"baseline.{floor}.{rows}"
         for floor in FLOORS
@@ -181,11 +191,19 @@ def workload_keys(profile: Profile) -> list[str]:
     ends = (profile.scales[0], profile.scales[-1])
     keys += [f"{name}.commit_1_entry_at_{label(n)}" for name in PRIMARY_NAMES for n in ends]
     keys += [f"{name}.memory_{label(profile.memory_entries)}" for name in PRIMARY_NAMES]
+    if postgres:
+        keys += postgres_keys(profile.scales, label)
     return keys
 
 
 async def run(
-    profile: Profile, parent: str, say: Callable[[str], None]
+    profile: Profile,
+    parent: str,
+    say: Callable[[str], None],
+    *,
+    postgres: bool = True,
+    database: str | None = None,
+    only_postgres: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Run every phase of the benchmark and return the raw figures by workload key.
 
@@ -193,19 +211,36 @@ async def run(
         profile: How much to run.
         parent: Where to make the temporary directory.
         say: Receives progress lines.
+        postgres: Whether to run the PostgreSQL phase.
+        database: The server it uses; ``None`` starts a throwaway one.
+        only_postgres: Run the PostgreSQL phase alone.
 
     Returns:
         The figures, before ratios and targets are added.
     """
     results: dict[str, dict[str, Any]] = {}
-    say(f"memory at {label(profile.memory_entries)}, one child process per backend")
-    memory = await measure_memory(list(PRIMARY_NAMES), profile.memory_entries, parent)
-    for name, figures in memory.items():
-        results[f"{name}.memory_{label(profile.memory_entries)}"] = figures
+    if not only_postgres:
+        say(f"memory at {label(profile.memory_entries)}, one child process per backend")
+        memory = await measure_memory(list(PRIMARY_NAMES), profile.memory_entries, parent)
+        for name, figures in memory.items():
+            results[f"{name}.memory_{label(profile.memory_entries)}"] = figures
     with tempfile.TemporaryDirectory(prefix="pidurable-bench-", dir=parent) as directory:
-        await run_timing_phase(profile, Path(directory), results, say)
-        await run_sustained_phase(profile, Path(directory), results, say)
-        await run_scale_phase(profile, Path(directory), results, say)
+        if not only_postgres:
+            await run_timing_phase(profile, Path(directory), results, say)
+            await run_sustained_phase(profile, Path(directory), results, say)
+            await run_scale_phase(profile, Path(directory), results, say)
+        if postgres or only_postgres:
+            await run_postgres_phase(
+                url=database,
+                scales=profile.scales,
+                label=label,
+                writes=profile.writes,
+                reopen_reps=profile.reopen_reps,
+                rounds=profile.tool_rounds,
+                directory=Path(directory),
+                results=results,
+                say=say,
+            )
         say("removing the stores")
     return {key: results[key] for key in workload_keys(profile) if key in results}
 
