@@ -128,7 +128,8 @@ async def test_a_prompt_streams_its_answer_into_a_live_block_that_becomes_a_stat
     open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     answer = "Here is **the answer**, " + "streamed word by word, " * 20
-    rig = await open_screen(faux=FauxProvider([say(answer)], tokens_per_second=300))
+    # Slow enough that a loaded machine still sees the live phase (about 2 s of it).
+    rig = await open_screen(faux=FauxProvider([say(answer)], tokens_per_second=60))
     async with pidurable(rig) as (app, pilot):
         await type_line(pilot, "explain")
         await until(pilot, lambda: app.transcript.view("live") is not None, "a live answer")
