@@ -251,6 +251,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="run the tools on another host: ssh://user@host[:port]/path ('local': here)",
     )
+    parser.add_argument(
+        "--permission-mode",
+        choices=("plan", "ask", "auto-edit", "auto"),
+        help="what runs without asking: plan (reads only), ask, auto-edit (default), auto",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="allow calls matching RULE without asking, e.g. 'bash(make test)' (repeatable)",
+    )
+    parser.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="refuse calls matching RULE, e.g. 'bash(curl:*)' (repeatable; wins over --allow)",
+    )
     parser.add_argument("--request-id", metavar="ID", help="with -p: make the prompt idempotent")
     parser.add_argument("--list-models", action="store_true", help="list the known models")
     parser.add_argument(
@@ -372,8 +391,14 @@ def _import_session_layers() -> None:
 
 
 def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, PermissionChoices
 
+    permissions = PermissionChoices(
+        mode=args.permission_mode,
+        allow=tuple(args.allow),
+        deny=tuple(args.deny),
+        interactive=args.prompt is None,
+    )
     return AppOptions(
         cwd=os.getcwd(),
         session=session,
@@ -383,6 +408,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         faux_script=args.faux_script,
         demo=args.demo,
         env=args.env,
+        permissions=permissions,
     )
 
 

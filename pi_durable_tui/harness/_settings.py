@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pi_durable_tui.harness.permissions import PermissionSettings
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -63,6 +65,8 @@ class Settings(_Section):
     context_retention_ms: int = Field(default=600000, ge=0)
     extensions: list[str] | None = None
     """The host default extension selection; ``None`` means every installed one (R30)."""
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    """The permission engine's mode, rules and protected paths (issue 13; default: all run)."""
 
 
 SettingsSource = Settings | Callable[[], Settings]

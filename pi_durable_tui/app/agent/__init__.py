@@ -7,6 +7,8 @@ are imported from ``pi_durable_tui.app``, lazily (its face's ``_LAZY``).
 
 Its private modules, lowest first (each imports only the ones before it):
 
+- ``_permissions``: the permission mode and rules from the settings and the
+  command line (issue 13);
 - ``_config``: the settings files validated and merged into ``AppSettings`` (R34);
 - ``_model_setup``: which models the agent can use, and which one a session
   starts with;
@@ -35,6 +37,7 @@ from pi_durable_tui.app.agent._model_setup import (
     choose_model,
     list_models_text,
 )
+from pi_durable_tui.app.agent._permissions import PermissionChoices
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -49,6 +52,7 @@ __all__ = [
     "HeadlessMode",
     "ModelChoiceError",
     "ModelSelection",
+    "PermissionChoices",
     "SettingsFiles",
     "SubagentArgs",
     "build_models",

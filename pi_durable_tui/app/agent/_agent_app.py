@@ -45,6 +45,7 @@ from pi_durable_tui.app.agent._demos import (
     write_marker,
 )
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
 from pi_durable_tui.app.agent._uncancelled import complete
@@ -95,6 +96,8 @@ class AppOptions:
             A continued demo keeps the pace it was started with.
         env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
             ``env`` setting, else this machine).
+        permissions: ``--permission-mode``, ``--allow``, ``--deny``, and whether a
+            screen can ask (issue 13).
     """
 
     cwd: str
@@ -106,6 +109,7 @@ class AppOptions:
     demo: str | None = None
     demo_pace: float = 1.0
     env: str | None = None
+    permissions: PermissionChoices = field(default_factory=PermissionChoices)
 
 
 @dataclass(eq=False)
@@ -173,7 +177,8 @@ class AgentApp:
         clock: Clock | None,
     ) -> AgentApp:
         cwd = os.path.realpath(options.cwd)
-        settings = SettingsFiles(cwd)
+        check_rules(options.permissions)
+        settings = SettingsFiles(cwd, options.permissions)
         app_settings = settings.current()
         location = resolve_location(cwd, options.env)
         if options.session:
@@ -195,6 +200,9 @@ class AgentApp:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
                 write_marker(store, demo, create_workspace(demo, home()))
             marker = read_marker(store)
+            if marker is not None and options.permissions.mode is None:
+                # A demo's model is our own script in a temporary workspace.
+                settings.choose_permissions(mode="auto")
             provider = faux
             workspace = cwd
             model_option = options.model

@@ -13,6 +13,7 @@ decision (R34) without reading the disk at every one.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
+from pi_durable_tui.app.agent._permissions import (
+    PermissionChoices,
+    PermissionRules,
+    permission_settings,
+    settings_rules,
+)
 from pi_durable_tui.app.files import (
     SETTINGS_NAME,
     SettingsError,
@@ -27,7 +34,14 @@ from pi_durable_tui.app.files import (
     read_settings_file,
     settings_sources,
 )
-from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
+from pi_durable_tui.harness import (
+    CompactionSettings,
+    PermissionMode,
+    ProgressSettings,
+    RetrySettings,
+    RuleSpec,
+    Settings,
+)
 
 
 class AppSettings(BaseModel):
@@ -56,6 +70,10 @@ class AppSettings(BaseModel):
     database: str | None = None
     """The PostgreSQL URL sessions live in (the user's file only: ``_settings_files``)."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
+    permission_mode: PermissionMode | None = None
+    """The permission mode (default ``auto-edit``; ``--permission-mode`` wins)."""
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    """``{"allow": [...], "deny": [...]}``: rules such as ``bash(npm test)``."""
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
 
@@ -111,7 +129,9 @@ def load_settings(cwd: str | os.PathLike[str]) -> AppSettings:
             f"{project}: env: only your own settings ({settings_sources(cwd)[0]}) may choose"
             " where the tools run; remove it here"
         )
-    return _validate(merged, [p for p in settings_sources(cwd) if p.exists()])
+    settings = _validate(merged, [p for p in settings_sources(cwd) if p.exists()])
+    settings_rules(cwd)  # a malformed rule names its file and key now
+    return settings
 
 
 class SettingsFiles:
@@ -119,12 +139,18 @@ class SettingsFiles:
 
     Args:
         cwd: The working directory (its ``.pidurable/settings.json`` overrides).
+        permissions: What the command line chose about permissions.
     """
 
-    def __init__(self, cwd: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, cwd: str | os.PathLike[str], permissions: PermissionChoices | None = None
+    ) -> None:
         self._cwd = cwd
+        self.permissions = permissions or PermissionChoices()
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._value: AppSettings | None = None
+        self._rules: list[RuleSpec] = []
+        self._harness: tuple[AppSettings, Settings] | None = None
         self.error: SettingsError | None = None
         """The newest problem met while re-reading (the last good value is kept)."""
 
@@ -150,6 +176,7 @@ class SettingsFiles:
         if self._value is None or stamp != self._stamp:
             try:
                 self._value = load_settings(self._cwd)
+                self._rules = settings_rules(self._cwd)
                 self.error = None
             except SettingsError as error:
                 if self._value is None:
@@ -158,6 +185,27 @@ class SettingsFiles:
             self._stamp = stamp
         return self._value
 
+    def choose_permissions(self, **changes: Any) -> None:
+        """Change the command line's permission choices from now on.
+
+        ``interactive=False`` (print mode) refuses at once a call that would wait;
+        ``mode="auto"`` is what a demo's own scripted model runs in.
+        """
+        self.permissions = replace(self.permissions, **changes)
+        self._harness = None
+
+    def rules(self) -> list[RuleSpec]:
+        """The settings files' permission rules now, each with its source."""
+        self.current()
+        return list(self._rules)
+
     def harness(self) -> Settings:
         """The harness's settings now (the harness calls this at every decision)."""
-        return self.current().harness_settings()
+        current = self.current()
+        if self._harness is None or self._harness[0] is not current:
+            permissions = permission_settings(
+                self.permissions, current.permission_mode, self._rules
+            )
+            settings = current.harness_settings().model_copy(update={"permissions": permissions})
+            self._harness = (current, settings)
+        return self._harness[1]

@@ -9,10 +9,12 @@ prints its answer. Everything printed derives from commits:
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
-  4s (attempt 2): <error>``.
+  4s (attempt 2): <error>``, and one line for each call refused because it needs
+  the user's approval (issue 13), with the flags that allow it.
 - ``json``: every event as one JSON line on ``out`` as its commit publishes it:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
-  the commit that settles the input.
+  the commit that settles the input (a refused call shows as ``permission_request``
+  then ``permission_decision`` with ``"by": "headless"``).
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -96,6 +99,21 @@ def retry_line(attempt: int, delay_ms: float, error: str) -> str:
     return f"pidurable: retrying in {_seconds(delay_ms)} (attempt {attempt + 1}): {error}\n"
 
 
+def refusal_line(request: JsonObject) -> str:
+    """The line print mode writes when it refused a call that needs approval (issue 13).
+
+    Args:
+        request: The committed request (``tool``, ``suggestion``, ``reason``).
+
+    Returns:
+        ``pidurable: refused bash(make test) (...): it needs approval; rerun with ...``.
+    """
+    what = request.get("suggestion") or request.get("tool")
+    return (
+        f"pidurable: refused {what} ({request.get('reason')}): it needs approval; {HEADLESS_HINT}\n"
+    )
+
+
 class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
@@ -107,6 +125,7 @@ class _EventPrinter:
         self._err = err
         self._now = now
         self._writable = True
+        self._requests: dict[str, JsonObject] = {}
 
     async def run(self, stream: EventStream) -> None:
         async for batch in stream:
@@ -117,6 +136,11 @@ class _EventPrinter:
         if self._mode == "json":
             self._write(self._out, json.dumps(event, ensure_ascii=False) + "\n")
             return
+        if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
+            request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
+            self._write(self._err, refusal_line(request))
+        elif event["type"] == "permission_request":
+            self._requests[event["tool_call_id"]] = event["request"]
         if event["type"] == "auto_retry_start":
             line = retry_line(event["attempt"], event["delay_ms"], event["error_message"])
             self._write(self._err, line)
@@ -176,6 +200,7 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    app.settings.choose_permissions(interactive=False)  # no one to ask here (issue 13)
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
