@@ -74,6 +74,7 @@ from pi_durable_tui.harness import (
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
 from pi_durable_tui.tools import coding_tools
+from pi_durable_tui.tools.search import FileSearchTools
 
 if TYPE_CHECKING:
     from pi_durable_tui.env.ssh import SshEnv
@@ -247,6 +248,7 @@ class AgentApp:
                 registry=create_registry(
                     CODING_PROMPT,
                     coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
+                    FileSearchTools,
                     SUBAGENTS,
                     *(marker.demo.extensions if marker is not None else ()),
                 ),

@@ -42,6 +42,8 @@ TOOLS = """\
 - bash: run a shell command in the working directory; output is cut to its last 2000
   lines or 50 KB, with the full output saved to a file when cut. Avoid interactive
   commands; use a timeout for commands that may hang.
+- grep, find, ls: search file contents by regex, find files by glob, list a directory;
+  they respect .gitignore. Prefer them to bash for searching.
 Paths are relative to the working directory unless absolute."""
 
 
