@@ -15,6 +15,9 @@ harness's redactor once more on its way out (``RedactedWriter``, issue 13):
   first a ``snapshot`` (without past entries), then the batches of the run, up to
   the commit that settles the input.
 
+A settings edit during the run that cannot be used (malformed) prints one line
+on ``err``; the settings from before stay in force.
+
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
 """
@@ -139,6 +142,19 @@ class _EventPrinter:
             self._writable = False
 
 
+def settings_warning(error: Exception) -> str:
+    """The line for a settings edit made during the run that cannot be used (issue 12)."""
+    return f"pidurable: {error}; the settings from before stay in force\n"
+
+
+def _line(err: TextSink, text: str) -> None:
+    try:
+        err.write(text)
+        err.flush()
+    except OSError:  # a closed stderr: the run goes on
+        pass
+
+
 async def _settle(
     app: AgentApp, prompt: str | None, request_id: str | None
 ) -> SubmissionRecord | None:
@@ -192,6 +208,7 @@ async def _run(
     mode: HeadlessMode,
     request_id: str | None,
 ) -> int:
+    unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
@@ -203,6 +220,7 @@ async def _run(
         # events are queued: drain them, then stop.
         await stream.stop(drain=True)
         await printing
+        unwatch()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
         err.flush()
