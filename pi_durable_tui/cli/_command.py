@@ -167,7 +167,9 @@ def _locate(args: argparse.Namespace) -> None:
 def _startup_failed(error: Exception, message: str | None) -> int:
     if message is None:
         raise error
-    sys.stderr.write(f"pidurable: {message}\n")
+    from pi_durable_tui.app import output_redactor
+
+    sys.stderr.write(f"pidurable: {output_redactor().text(message)}\n")
     return EXIT_USAGE
 
 
@@ -284,6 +286,9 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         app = await AgentApp.open(_app_options(args, session))
         screen.log_path = app.store.parent / "pidurable.log"
         return await start_screen(app, reopened=reopened, prompt=args.prompt)
+
+        screen.redact = app.harness.redactor.text
+        return await start_screen(app, reopened=reopened)
 
     def failed(error: BaseException) -> None:
         failures.append(error)
