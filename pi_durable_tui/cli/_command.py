@@ -285,10 +285,8 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
         app = await AgentApp.open(_app_options(args, session))
         screen.log_path = app.store.parent / "pidurable.log"
-        return await start_screen(app, reopened=reopened, prompt=args.prompt)
-
         screen.redact = app.harness.redactor.text
-        return await start_screen(app, reopened=reopened)
+        return await start_screen(app, reopened=reopened, prompt=args.prompt)
 
     def failed(error: BaseException) -> None:
         failures.append(error)
