@@ -34,6 +34,7 @@ from pi_durable_tui.app._view import (
     Notice,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
     ViewChange,
 )
@@ -249,6 +250,10 @@ class OpeningSession:
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
         """Write the transcript once the session is open."""
         return await (await self._controlled()).export(fmt, path)
+
+    def skills(self) -> list[SkillInfo]:
+        """The skills; none until the session is open."""
+        return [] if self._controller is None else self._controller.skills()
 
     def complete_path(self, prefix: str) -> list[str]:
         """Completions for ``@``; none until the session is open."""

@@ -20,6 +20,7 @@ from pi_durable_tui.app._view import (
     Notice,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
     ViewChange,
 )
@@ -149,6 +150,10 @@ class Controller(Protocol):
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
         """Write the transcript; returns the path written."""
+        ...
+
+    def skills(self) -> list[SkillInfo]:
+        """The skills the system prompt lists; unusable skill files become notices."""
         ...
 
     def complete_path(self, prefix: str) -> list[str]:

@@ -215,6 +215,17 @@ class ModelChoice:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillInfo:
+    """A skill the system prompt lists (``/skills``)."""
+
+    name: str
+    description: str
+    path: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ViewChange:
     """What one update changed, so the screen patches only that."""
 

@@ -22,6 +22,7 @@ from pi_durable_tui.app import (
     Notice,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
     ViewChange,
 )
@@ -145,6 +146,7 @@ class RecordingController:
         session_list: What ``sessions`` returns.
         paths: What ``complete_path`` filters by prefix.
         prompts: What ``history`` returns.
+        skill_list: What ``skills`` returns.
         fail: Names of actions that raise ``RuntimeError``.
     """
 
@@ -159,6 +161,7 @@ class RecordingController:
     session_list: list[SessionInfo] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    skill_list: list[SkillInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
 
     def _record(self, name: str, *args: Any) -> None:
@@ -240,6 +243,10 @@ class RecordingController:
         """Record the export; return where it would be written."""
         self._record("export", fmt, path)
         return path or f"transcript.{fmt}"
+
+    def skills(self) -> list[SkillInfo]:
+        """Return ``skill_list``."""
+        return list(self.skill_list)
 
     def complete_path(self, prefix: str) -> list[str]:
         """Return the ``paths`` that start with ``prefix``."""

@@ -16,7 +16,8 @@ harness's redactor once more on its way out (``RedactedWriter``, issue 13):
   the commit that settles the input.
 
 A settings edit during the run that cannot be used (malformed) prints one line
-on ``err``; the settings from before stay in force.
+on ``err``; the settings from before stay in force. So does each skill file that
+cannot be used (issue 16), before the run.
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
@@ -31,6 +32,7 @@ from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
+from pi_durable_tui.app.files import discover_skills
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -209,6 +211,9 @@ async def _run(
     request_id: str | None,
 ) -> int:
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
+    if app.remote is None:
+        for problem in discover_skills(app.cwd).problems:
+            _line(err, f"pidurable: {problem}\n")
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))

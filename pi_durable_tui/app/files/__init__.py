@@ -14,7 +14,10 @@ Its private modules, lowest first (each imports only the ones before it):
   finding them;
 - ``_context_files``: ``AGENTS.md`` / ``CLAUDE.md`` from the filesystem root down
   to the working directory;
-- ``_project_files``: the working directory's files for ``@`` completion.
+- ``_project_files``: the working directory's files for ``@`` completion;
+- ``_front_matter``: Markdown files with YAML front matter, and where skills and
+  custom commands live;
+- ``_skills``: the skills listed in the system prompt (issue 16).
 
 REMINDER: the screen reads sessions and the theme before its first paint, through
 this part's face: its modules import the standard library and ``app._view``
@@ -31,6 +34,7 @@ from pi_durable_tui.app.files._context_files import (
     discover_context_files,
     global_context_file,
 )
+from pi_durable_tui.app.files._front_matter import FrontMatterError
 from pi_durable_tui.app.files._home import home
 from pi_durable_tui.app.files._project_files import SKIPPED_DIRS, ProjectFiles
 from pi_durable_tui.app.files._sessions import (
@@ -62,6 +66,7 @@ from pi_durable_tui.app.files._settings_files import (
     settings_sources,
     settings_theme,
 )
+from pi_durable_tui.app.files._skills import Skill, SkillScan, discover_skills, skills_prompt
 
 __all__ = [
     "DATABASE_ENV",
@@ -69,16 +74,20 @@ __all__ = [
     "SETTINGS_NAME",
     "SKIPPED_DIRS",
     "ContextFile",
+    "FrontMatterError",
     "NoSession",
     "ProjectFiles",
     "SessionUnavailable",
     "SettingsError",
+    "Skill",
+    "SkillScan",
     "StoredSession",
     "context_candidates",
     "context_text",
     "database_url",
     "describe_store",
     "discover_context_files",
+    "discover_skills",
     "global_context_file",
     "home",
     "list_sessions",
@@ -97,5 +106,6 @@ __all__ = [
     "sessions_dir",
     "settings_sources",
     "settings_theme",
+    "skills_prompt",
     "write_title",
 ]

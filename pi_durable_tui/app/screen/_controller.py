@@ -31,12 +31,19 @@ from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ExportFormat
-from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
+from pi_durable_tui.app._view import (
+    ConversationInfo,
+    ModelChoice,
+    NoticeLevel,
+    SessionInfo,
+    SkillInfo,
+)
 from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
     ProjectFiles,
     SettingsError,
+    discover_skills,
     session_infos,
     sessions_dir,
 )
@@ -305,6 +312,15 @@ class AgentController:
         with target.open("w", encoding="utf-8") as out:
             await export_transcript(self.app.harness.session.storage, fmt, out)
         return str(target)
+
+    def skills(self) -> list[SkillInfo]:
+        """The skills the system prompt lists (none over SSH); a bad file is a notice."""
+        if self.app.remote is not None:
+            return []
+        scan = discover_skills(self.app.cwd)
+        for problem in scan.problems:
+            self.model.add_notice("warning", problem)
+        return [SkillInfo(s.name, s.description, str(s.path), s.source) for s in scan.skills]
 
     def complete_path(self, prefix: str) -> list[str]:
         """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
