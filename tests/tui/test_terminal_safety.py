@@ -3,7 +3,8 @@
 Each test puts OSC 52 (clipboard), OSC 0 (title) and CSI 2J (clear) into one
 channel the model, a tool, a file or a path feeds (the answer, thinking, a
 ``write`` path and preview, a ``bash`` command and its output, an ``edit``
-diff, a tool error, a notice, the status line) and paints the real app. Every
+diff, a tool error, a notice, the status line, a paste and a completed path in
+the editor) and paints the real app. Every
 painted line is searched for ESC, BEL and C1 characters: none. The values are
 forced raw past the view model's own cleaning (``raw``), so what is tested is
 the TUI's funnel (``tui/_terminal_text``): a widget cannot forget it.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from textual import events
 from textual.geometry import Region
 from textual.widget import Widget
 
@@ -101,3 +103,23 @@ async def test_notices_and_the_status_line_paint_no_sequence() -> None:
 
 def test_a_notice_built_normally_is_already_clean() -> None:
     assert Notice("error", f"x{EVIL}y").text == "xy"
+
+
+async def test_a_paste_and_a_completed_path_enter_the_editor_without_sequences() -> None:
+    model = StaticScreenModel([])
+    controller = RecordingController(model)
+    controller.paths = [f"notes{EVIL}.md"]
+    app = PidurableApp(model, controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.post_message(events.Paste(f"pasted {EVIL} text "))  # as the terminal sends it
+        await pilot.pause()
+        await pilot.press("@", "n")
+        await pilot.pause()
+        menu = painted(app)
+        await pilot.press("tab")
+        await pilot.pause()
+        text = painted(app)
+
+    assert_inert(menu)
+    assert_inert(text)
+    assert app.editor.text == "pasted  text @notes.md "
