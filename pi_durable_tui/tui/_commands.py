@@ -16,10 +16,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, get_args
 
-from textual.content import Content
-
 from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel, SessionInfo
 from pi_durable_tui.tui._picker import PickerItem
+from pi_durable_tui.tui._terminal_text import Content
 
 T = TypeVar("T")
 

@@ -76,3 +76,23 @@ async def stored_entries(store: Path, conversation_id: int = 1) -> list[EntryRec
         return [stored.entry for stored in page.items]
     finally:
         await storage.close()
+
+
+async def raw_store(path: Path, *messages: dict[str, Any]) -> Path:
+    """A store whose root conversation holds ``messages`` as written, by a bare Session.
+
+    No harness means no commit filter: the store holds what an older version (or
+    any writer without redaction) would have left.
+    """
+    from pi_durable_tui.kernel import Session, Tx
+
+    session = await Session.open(await SqliteStorage.open(path))
+
+    async def write(tx: Tx) -> None:
+        root = tx.create_root_conversation()
+        for message in messages:
+            tx.append(root.id, "pi.message", model=[message])
+
+    await session.commit(write)
+    await session.close()
+    return path
