@@ -49,6 +49,7 @@ from pi_durable_tui.app._view import (
     TaskNode,
     ThinkingPart,
     ToolCard,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -199,6 +200,7 @@ __all__ = [
     "TaskNode",
     "ThinkingPart",
     "ToolCard",
+    "TrustQuestion",
     "ViewChange",
     "build_models",
     "choose_model",

@@ -137,7 +137,7 @@ def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
             "PIDURABLE_DATABASE_URL may say where sessions are stored; remove it from the "
             "project's file"
         )
-    return _merge(merged, overrides)
+    return merge_settings(merged, overrides)
 
 
 def user_database_url() -> str | None:
@@ -166,11 +166,12 @@ def settings_theme(cwd: str | os.PathLike[str]) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_settings(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``: objects merge key by key, other values replace."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_settings(merged[key], value)
         else:
             merged[key] = value
     return merged

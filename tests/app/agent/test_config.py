@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.app import SettingsError, SettingsFiles, load_settings
-from tests.app.support import write_settings
+from tests.app.support import trust_settings, write_settings
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def test_the_project_file_overrides_the_user_file_key_by_key_and_objects_merge(
         },
     )
     write_settings(project_file, {"env_allow": ["NPM_TOKEN"], "retry": {"max_retries": 1}})
+    trust_settings(project)  # env_allow widens powers: the user confirmed this content
 
     settings = load_settings(project)
 

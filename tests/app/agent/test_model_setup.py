@@ -37,14 +37,14 @@ def local_provider(base_url: str, api: str = "openai-completions", **fields: Any
 @pytest.mark.parametrize("api", list(ENDPOINTS))
 async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire_api(
     open_app: OpenApp,
-    project: Path,
+    home: Path,
     sse_server: SseServer,
     monkeypatch: pytest.MonkeyPatch,
     api: str,
 ) -> None:
     monkeypatch.setenv("LOCAL_KEY", "local-key-123")
     declaration = local_provider(f"{sse_server.url}/v1", api, api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     sse_server.sse(api, "text")
     app = await open_app(model="local/qwen3-8b")
 
@@ -76,10 +76,10 @@ async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_z
 
 
 async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the_url(
-    open_app: OpenApp, project: Path
+    open_app: OpenApp, home: Path
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"retry": {"enabled": False}, "providers": [local_provider("http://127.0.0.1:9/v1")]},
     )
     app = await open_app(model="local/qwen3-8b")
@@ -98,7 +98,7 @@ def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(
     monkeypatch.delenv("LOCAL_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     declaration = local_provider("http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     script = write_script(project, {"content": [{"type": "text", "text": "x"}]}, models=["tiny"])
 
     lines = list_models_text(project, str(script)).splitlines()
