@@ -105,10 +105,10 @@ async def test_a_catalog_model_on_a_local_base_url_is_not_charged_catalog_prices
 
 
 async def test_an_empty_completion_leaves_the_prompt_unanswered_with_one_line(
-    open_app: OpenApp, project: Path, sse_server: SseServer
+    open_app: OpenApp, home: Path, sse_server: SseServer
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"providers": [local_provider(f"{sse_server.url}/v1")]},
     )
     sse_server.sse("openai-completions", "empty")
@@ -125,10 +125,10 @@ async def test_an_empty_completion_leaves_the_prompt_unanswered_with_one_line(
 
 @pytest.mark.parametrize("recorded", ["format_error", "http_400"])
 async def test_a_failure_that_cannot_change_on_retry_is_sent_once(
-    open_app: OpenApp, project: Path, sse_server: SseServer, recorded: str
+    open_app: OpenApp, home: Path, sse_server: SseServer, recorded: str
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"providers": [local_provider(f"{sse_server.url}/v1")]},
     )
     if recorded == "http_400":
