@@ -5,7 +5,8 @@
 submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
-prints its answer. Everything printed derives from commits:
+prints its answer. Everything printed derives from commits, and passes the
+harness's redactor once more on its way out (``RedactedWriter``, issue 13):
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
 from pi_durable_tui.app.files import TrustRequest
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -106,7 +108,7 @@ class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
     def __init__(
-        self, mode: HeadlessMode, out: TextIO, err: TextIO, now: Callable[[], float]
+        self, mode: HeadlessMode, out: TextSink, err: TextSink, now: Callable[[], float]
     ) -> None:
         self._mode = mode
         self._out = out
@@ -133,7 +135,7 @@ class _EventPrinter:
                 delay = retry["at"] - self._now()
                 self._write(self._err, retry_line(generation["attempt"], delay, retry["error"]))
 
-    def _write(self, stream: TextIO, text: str) -> None:
+    def _write(self, stream: TextSink, text: str) -> None:
         if not self._writable:
             return
         try:
@@ -161,7 +163,7 @@ def untrusted_warning(request: TrustRequest, user_settings: str) -> str:
     )
 
 
-def _line(err: TextIO, text: str) -> None:
+def _line(err: TextSink, text: str) -> None:
     try:
         err.write(text)
         err.flush()
@@ -208,6 +210,20 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    redact = app.harness.redactor.text
+    return await _run(
+        app, prompt, RedactedWriter(out, redact), RedactedWriter(err, redact), mode, request_id
+    )
+
+
+async def _run(
+    app: AgentApp,
+    prompt: str | None,
+    out: TextSink,
+    err: TextSink,
+    mode: HeadlessMode,
+    request_id: str | None,
+) -> int:
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
     warned: list[TrustRequest] = []
 
@@ -235,6 +251,7 @@ async def run_headless(
         unwatch_trust()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
+        err.flush()
         return EXIT_FAILED
     if record.status == "done" and record.answer is not None:
         if mode == "text":
@@ -243,4 +260,5 @@ async def run_headless(
             out.flush()
         return EXIT_OK
     err.write(f"pidurable: {describe_failure(record)}\n")
+    err.flush()
     return EXIT_FAILED
