@@ -33,6 +33,7 @@ from pi_durable_tui.app.files import (
     TrustRequest,
     merge_settings,
     parse_settings,
+    read_settings_bytes,
     read_settings_file,
     settings_digest,
     settings_sources,
@@ -182,12 +183,9 @@ def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
     """
     user, path = settings_sources(cwd)
     project = os.path.realpath(cwd)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_settings_bytes(path)
+    if raw is None:
         return ProjectSettings(project, path, {}, None, {})
-    except OSError as error:
-        raise SettingsError(f"{path}: cannot be read: {error.strerror}") from None
     data = parse_settings(raw, path)
     for key, what in _USER_ONLY.items():
         if key in data:

@@ -84,6 +84,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
         ("user", DEEP, "the JSON nests more than 32 levels deep"),
         ("project", '{"a":' * 40 + "1" + "}" * 40, "nests more than 32 levels deep"),
         ("user", '{"retry": {"max_retries": NaN}}', "NaN is not a JSON value"),
+        ("project", '{"theme": "' + "x" * 1024 * 1024 + '"}', "is larger than 1024 KiB"),
         # A key holding an escape sequence is shown escaped (never sent to the terminal).
         ("project", {"\x1b]0;pwned\x07": 1}, "\\u001b]0;pwned\\u0007: not a setting"),
     ],
