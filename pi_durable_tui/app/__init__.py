@@ -53,6 +53,7 @@ from pi_durable_tui.app._view import (
     TaskNode,
     ThinkingPart,
     ToolCard,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -209,6 +210,7 @@ __all__ = [
     "TaskNode",
     "ThinkingPart",
     "ToolCard",
+    "TrustQuestion",
     "ViewChange",
     "build_models",
     "choose_model",
