@@ -240,11 +240,13 @@ class TrustQuestion:
             never applies to a content the user did not see.
         text: ``This project's settings (PATH) allow ...: trust them?``.
         keys: Each widening key and its value as JSON (control characters escaped).
+        heading: ``This project's settings (PATH) allow:``, above the keys.
     """
 
     id: str
     text: str
     keys: tuple[tuple[str, str], ...] = ()
+    heading: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The trust prompt: a project's settings widen powers; does the user trust them? (issue 13).
 
-A modal over the session: the question (``This project's settings (PATH) allow
-...: trust them?``), one line per widening key and its value, and the keys:
+A modal over the session: ``This project's settings (PATH) allow:``, one line
+per widening key and its value, ``Trust them?``, and the keys:
 ``y`` trusts that exact content (remembered by its sha256), ``n`` or Esc does
 not (the keys stay off; a later change of the file asks again). The agent keeps
 working behind it; until the answer, the widening keys wait.
@@ -53,6 +53,10 @@ class TrustScreen(ModalScreen[bool | None]):
         text-style: bold;
         padding: 0 0 1 0;
     }
+    #trust-ask {
+        text-style: bold;
+        padding: 1 0 0 0;
+    }
     #trust-hint {
         color: $text-muted;
         padding: 1 0 0 0;
@@ -70,9 +74,14 @@ class TrustScreen(ModalScreen[bool | None]):
     def compose(self) -> ComposeResult:
         """The question, the keys and values, the hint."""
         with Vertical(id="trust"):
-            yield Static(Content(self.question.text), id="trust-question")
-            for key, value in self.question.keys:
-                yield Static(Content(f"  {key} = {value}"), classes="trust-key")
+            question = self.question
+            if question.heading and question.keys:
+                yield Static(Content(question.heading), id="trust-question")
+                for key, value in question.keys:
+                    yield Static(Content(f"  {key} = {value}"), classes="trust-key")
+                yield Static("Trust them?", id="trust-ask")
+            else:
+                yield Static(Content(question.text), id="trust-question")
             yield Static(TRUST_HINT, id="trust-hint")
 
     def action_answer(self, trusted: bool) -> None:

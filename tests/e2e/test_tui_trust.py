@@ -50,7 +50,7 @@ def started(terminal: Terminal, prompt: str) -> None:
 
 
 def asking(screen: str) -> bool:
-    return "trust them?" in flat(screen)
+    return "Trust them?" in flat(screen)
 
 
 def changed_from(screen: str) -> ScreenTest:
@@ -114,7 +114,7 @@ def test_y_in_the_prompt_remembers_the_contents_hash_for_the_project(
     attack.script.write_text(json.dumps(script))
     started(terminal, "widen")
 
-    terminal.wait_for(contains("allow_outside_cwd = true", "trust them?"), "the prompt")
+    terminal.wait_for(contains("allow_outside_cwd = true", "Trust them?"), "the prompt")
     terminal.press("y")
     terminal.wait_for(contains("Trusted: allow_outside_cwd"), "the trust notice")
     terminal.wait_for(contains("WRITTEN"), "the answer")

@@ -32,9 +32,10 @@ __all__ = ["pidurable"]  # the real-session fixture, shared with test_real_harne
 
 QUESTION = TrustQuestion(
     "d1" * 32,
-    "This project's settings (/p/.pidurable/settings.json) allow allow_outside_cwd = true: "
-    "trust them?",
+    "This project's settings (/p/.pidurable/settings.json) allow allow_outside_cwd = true, "
+    'env_allow = ["[b]*[/b]"]: trust them?',
     (("allow_outside_cwd", "true"), ("env_allow", '["[b]*[/b]"]')),
+    "This project's settings (/p/.pidurable/settings.json) allow:",
 )
 
 
@@ -62,10 +63,11 @@ async def test_the_prompt_shows_the_keys_and_values_and_answers_with_the_key_pre
     async with app.run_test() as pilot:
         await asked(pilot, model, QUESTION)
         shown = prompt_text(app)
-        assert "This project's settings (/p/.pidurable/settings.json) allow" in " ".join(
+        assert "This project's settings (/p/.pidurable/settings.json) allow:" in " ".join(
             shown.split()
         )
         assert "allow_outside_cwd = true" in shown
+        assert "Trust them?" in shown
         assert 'env_allow = ["[b]*[/b]"]' in shown  # plain text: no markup is applied
         assert "y trust them" in shown
 

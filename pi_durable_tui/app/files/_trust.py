@@ -76,6 +76,10 @@ class TrustRequest:
         """``This project's settings allow ...: trust them?`` as the screen asks it."""
         return f"This project's settings ({self.path}) allow {self.summary()}: trust them?"
 
+    def heading(self) -> str:
+        """``This project's settings (PATH) allow:``, the line above the keys and values."""
+        return f"This project's settings ({self.path}) allow:"
+
     def summary(self) -> str:
         """The widening keys and their values, ``allow_outside_cwd = true, ...``."""
         return ", ".join(f"{key} = {value}" for key, value in self.shown_values())

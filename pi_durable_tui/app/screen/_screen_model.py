@@ -165,7 +165,9 @@ class LiveScreenModel:
         request = self._app.settings.waiting
         if request is None:
             return None
-        return TrustQuestion(request.digest, request.question(), request.shown_values())
+        return TrustQuestion(
+            request.digest, request.question(), request.shown_values(), request.heading()
+        )
 
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
