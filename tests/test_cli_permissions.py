@@ -35,7 +35,8 @@ def run(project: Path, call: dict[str, Any], *flags: str) -> int:
 
 
 def result_text(home: Path) -> str:
-    [store] = sorted(home.glob("sessions/*/*/session.sqlite"))
+    """The text and data of the one tool result of the newest session."""
+    store = max(home.glob("sessions/*/*/session.sqlite"), key=lambda p: p.stat().st_mtime_ns)
     [result] = [e for e in asyncio.run(stored_entries(store)) if e.kind == TOOL_RESULT]
     message = result.model[0]  # type: ignore[index]
     assert isinstance(message, dict)
@@ -108,6 +109,21 @@ def test_a_rule_in_the_user_settings_allows_the_command(project: Path) -> None:
     assert (project / "made.txt").exists()
 
 
+def test_a_projects_allow_rule_waits_for_trust_and_its_deny_rule_applies_at_once(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = {"permissions": {"allow": ["bash(touch made.txt)"]}}
+    write_settings(project / ".pidurable" / "settings.json", settings)
+    assert run(project, TOUCH) == 0
+    assert not (project / "made.txt").exists()  # the model could have written that file
+    assert "pidurable: refused bash(touch made.txt)" in capsys.readouterr().err
+
+    write_settings(project / ".pidurable" / "settings.json", {"permissions": {"deny": ["bash"]}})
+    assert run(project, TOUCH, "--permission-mode", "auto") == 0
+    assert not (project / "made.txt").exists()
+    assert "denied by the rule bash (project settings)" in result_text(project.parent / "home")
+
+
 def test_plan_mode_refuses_a_write_saying_so(project: Path) -> None:
     call = tool_call("write", {"path": "a.txt", "content": "x"})
     assert run(project, call, "--permission-mode", "plan") == 0
@@ -131,7 +147,7 @@ def test_a_write_of_pidurables_own_settings_is_refused_headless_even_in_auto_mod
         (
             {"permissions": {"deny": ["curl("]}},
             [],
-            "settings.json: permissions.deny.0: permission rule 'curl(' is not",
+            "settings.json: permissions.deny[0]: permission rule 'curl(' is not",
         ),
         ({"permission_mode": "yolo"}, [], "permission_mode: Input should be"),
     ],

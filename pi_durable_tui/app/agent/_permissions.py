@@ -8,8 +8,10 @@ combines it with the settings files into the harness's ``PermissionSettings``:
   else ``auto-edit``; the mode key's choice (a session document) wins over both
   while the session lives (``Harness.set_permission_mode``);
 - rules, each with its source: ``command line``, ``project settings``
-  (``.pidurable/settings.json``), ``user settings`` (``~/.pidurable/settings.json``);
-  deny wins over allow wherever it is written;
+  (``.pidurable/settings.json``: its ``deny`` at once, its ``allow`` only once the
+  user trusted the file's content, like every key that widens powers), ``user
+  settings`` (``~/.pidurable/settings.json``); deny wins over allow wherever it is
+  written;
 - protected paths: ``.pidurable`` and ``.git`` in any directory of the project
   and ``$PIDURABLE_HOME``'s own files (settings, sessions): a change there always
   needs a decision (``.git`` because a repository's config can run programs:
@@ -21,13 +23,14 @@ combines it with the settings files into the harness's ``PermissionSettings``:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pi_durable_tui.app.files import SettingsError, home, read_settings_file, settings_sources
+from pi_durable_tui.app.files import SettingsError, home
 from pi_durable_tui.harness import (
     PermissionMode,
     PermissionSettings,
@@ -43,7 +46,6 @@ HEADLESS_HINT = (
     "--allow 'bash(make test)'), or add the rule to permissions.allow in your settings"
 )
 """How the user can allow what print mode refused (the model reads it too)."""
-_SOURCES = ("user settings", "project settings")
 
 
 class PermissionRules(BaseModel):
@@ -86,23 +88,26 @@ def check_rules(choices: PermissionChoices) -> None:
                 raise SettingsError(f"{flag}: {error}") from None
 
 
-def settings_rules(cwd: str | os.PathLike[str]) -> list[RuleSpec]:
+def settings_rules(sections: Sequence[tuple[Path, str, Mapping[str, Any]]]) -> list[RuleSpec]:
     """The rules of the settings files, each with its source.
+
+    Args:
+        sections: ``(file, source, permissions section)`` of each file, the
+            project's holding only what is in force (its ``deny`` at once, its
+            ``allow`` once the user trusted it: ``_live_settings``).
 
     Raises:
         SettingsError: A rule that does not parse, naming the file and the key.
     """
     specs: list[RuleSpec] = []
-    for path, source in zip(settings_sources(cwd), _SOURCES, strict=True):
-        section: Any = read_settings_file(path).get("permissions") or {}
-        if not isinstance(section, dict):
-            continue  # the settings' own validation reports the shape
+    for path, source, section in sections:
         for effect in ("deny", "allow"):
-            for index, rule in enumerate(section.get(effect) or []):
+            listed = section.get(effect) or []
+            for index, rule in enumerate(listed if isinstance(listed, list) else []):
                 try:
                     parse_rule(rule, effect, source)
                 except RuleError as error:
-                    raise SettingsError(f"{path}: permissions.{effect}.{index}: {error}") from None
+                    raise SettingsError(f"{path}: permissions.{effect}[{index}]: {error}") from None
                 specs.append(RuleSpec(rule=rule, effect=effect, source=source))
     return specs
 
