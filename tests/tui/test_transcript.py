@@ -254,7 +254,7 @@ async def test_clicking_a_subagent_card_opens_its_conversation(
         await pilot.pause(0.1)
         view = app.transcript.view("e95/c9")
         assert isinstance(view, BlockView)
-        assert "Subagent 12 is working. /agents switches to it." in text_of(view.content)
+        assert "The subagent is working. /agents switches to it." in text_of(view.content)
         await pilot.click(view)
         await settle(pilot)
         assert controller.called("switch_conversation") == [(12,)]
