@@ -14,6 +14,9 @@ prints its answer. Everything printed derives from commits:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
   the commit that settles the input.
 
+A settings edit during the run that cannot be used (malformed) prints one line
+on ``err``; the settings from before stay in force.
+
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
 """
@@ -137,6 +140,19 @@ class _EventPrinter:
             self._writable = False
 
 
+def settings_warning(error: Exception) -> str:
+    """The line for a settings edit made during the run that cannot be used (issue 12)."""
+    return f"pidurable: {error}; the settings from before stay in force\n"
+
+
+def _line(err: TextIO, text: str) -> None:
+    try:
+        err.write(text)
+        err.flush()
+    except OSError:  # a closed stderr: the run goes on
+        pass
+
+
 async def _settle(
     app: AgentApp, prompt: str | None, request_id: str | None
 ) -> SubmissionRecord | None:
@@ -176,6 +192,7 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
@@ -187,6 +204,7 @@ async def run_headless(
         # events are queued: drain them, then stop.
         await stream.stop(drain=True)
         await printing
+        unwatch()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
         return EXIT_FAILED
