@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
 
@@ -253,16 +253,26 @@ class PidurableApp(KeyActions, GuardedApp):
 
     # -- notices and controller calls ---------------------------------------------------
 
-    def notice(self, level: NoticeLevel, text: str) -> None:
+    def notice(self, level: NoticeLevel, text: str) -> int:
         """Show a screen notice (one line, transient) next to the model's.
 
         Args:
             level: ``info``, ``warning`` or ``error``.
             text: The sentence.
+
+        Returns:
+            The notice's id (for ``drop_notice``).
         """
         ids = [notice.id for notice in self._local_notices]
-        self._local_notices.append(Notice(level, text, id=min([0, *ids]) - 1))
+        notice_id = min([0, *ids]) - 1
+        self._local_notices.append(Notice(level, text, id=notice_id))
         del self._local_notices[:-_KEPT_NOTICES]
+        self._show_notices()
+        return notice_id
+
+    def drop_notice(self, notice_id: int) -> None:
+        """Take one of the screen's own notices away before it expires."""
+        self._local_notices = [n for n in self._local_notices if n.id != notice_id]
         self._show_notices()
 
     def _show_notices(self) -> None:
@@ -335,6 +345,34 @@ class PidurableApp(KeyActions, GuardedApp):
         """
         return await self.pick(SESSIONS_TITLE, session_items(sessions))
 
+    # -- typed text always reaches the editor (issue 12) ---------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        """See every key first: any key but Ctrl+C makes the exit hint stale."""
+        if isinstance(event, events.Key) and event.key != "ctrl+c":
+            self.drop_exit_hint()
+        elif isinstance(event, events.Paste) and self._typing_goes_astray():
+            # A paste into a panel would be dropped: the editor takes it.
+            self.editor.focus()
+            self.editor.paste_text(event.text)
+            return
+        await super().on_event(event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key no widget took (a panel had the focus) goes into the editor."""
+        if event.is_printable and event.character and self._typing_goes_astray():
+            event.stop()
+            self.editor.focus()
+            self.editor.insert(event.character)
+
+    def _typing_goes_astray(self) -> bool:
+        # Only on the main screen: a picker's filter or the help take their own keys.
+        return len(self.screen_stack) == 1 and self.focused is not self.editor
+
+    def action_focus_editor(self) -> None:
+        """Give the focus back to the editor (Esc in a panel)."""
+        self.editor.focus()
+
     # -- what widgets ask for -----------------------------------------------------------
 
     @on(PromptEditor.Submitted)
@@ -346,6 +384,7 @@ class PidurableApp(KeyActions, GuardedApp):
             self.notice("error", str(error))
             return
         self.editor.clear_input()
+        self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed
             self.call(f"/{command.name}", lambda: command.run(self, arg))

@@ -43,6 +43,7 @@ from pi_durable_tui.app.screen._blocks import (
     status_line,
     visible,
 )
+from pi_durable_tui.app.screen._names import conversation_label, conversation_title
 from pi_durable_tui.app.screen._task_tree import TaskTree
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Tx
@@ -224,6 +225,8 @@ class LiveScreenModel:
         self.detach()
         session = self._app.harness.session
         storage = session.storage
+        root = conversation_id == self._app.root.id  # "main" needs no words
+        title = "" if root else await conversation_title(storage, conversation_id)
 
         async def mount(tx: Tx) -> None:
             record = await tx.conversation(conversation_id)
@@ -244,7 +247,8 @@ class LiveScreenModel:
             # subscribed while this commit holds the line, so no later commit can be
             # published before the mount (it would be lost) or applied to the old one.
             self.conversation_id = conversation_id
-            self._label = conversation_label(record.id, record.owner is not None, self._app.root.id)
+            owned = record.owner is not None
+            self._label = conversation_label(record.id, owned, self._app.root.id, title)
             entries = [stored.entry for stored in page.items]
             self._mount(entries, docs)
             self._unsubscribe = session.subscribe(self._on_commit)
@@ -524,13 +528,6 @@ def _with_result(block: Block, entry: EntryRecord) -> Block:
     """A card block filled from its ``pi.tool-result`` entry."""
     assert block.tool is not None
     return replace(block, tool=apply_result(block.tool, entry), streaming=False)
-
-
-def conversation_label(conversation_id: int, owned: bool, root_id: int) -> str:
-    """``main``, ``subagent <id>`` (owned by a task) or ``fork <id>`` (another root)."""
-    if conversation_id == root_id:
-        return "main"
-    return f"subagent {conversation_id}" if owned else f"fork {conversation_id}"
 
 
 def _queue_item(item: Mapping[str, Any]) -> QueueItem:
