@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     ConversationInfo,
     Footer,
@@ -179,6 +180,7 @@ __all__ = [
     "AgentController",
     "AppOptions",
     "AppSettings",
+    "ApprovalQuestion",
     "Block",
     "ContextFile",
     "Controller",

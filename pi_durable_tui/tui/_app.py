@@ -9,7 +9,8 @@ goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
 Project settings that widen powers and wait for the user (issue 13) show as the
-trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes;
+trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes, and the
+approval prompt (``_approval_prompt``) whenever a call waits for a decision;
 the screen asks the controller to re-read the settings files every second, so
 an edit made while the agent is idle is asked about too.
 
@@ -41,6 +42,7 @@ from pi_durable_tui.app import (
     SessionInfo,
     ViewChange,
 )
+from pi_durable_tui.tui._approval_prompt import ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
     COMMANDS,
@@ -136,6 +138,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
         self._trust_screen: TrustScreen | None = None
+        self._approval_screen: ApprovalScreen | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -162,7 +165,9 @@ class PidurableApp(KeyActions, GuardedApp):
 
     def on_mount(self) -> None:
         """Show the model's current state, subscribe to its changes, focus the editor."""
-        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True))
+        self.apply_change(
+            ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True, approval=True)
+        )
         for problem in self._startup_problems:
             self.notice("warning", problem)
         self._unsubscribe = self.model.subscribe(self._changed)
@@ -227,6 +232,31 @@ class PidurableApp(KeyActions, GuardedApp):
             self._show_notices()
         if change.trust:
             self._ask_trust()
+        if change.approval:
+            self._ask_approval()
+
+    def _ask_approval(self) -> None:
+        """Show the oldest call waiting for a decision (once); take down a decided one."""
+        question = self.model.approval
+        shown = self._approval_screen
+        if shown is not None:
+            if question is not None and shown.question.call_id == question.call_id:
+                return
+            self._approval_screen = None  # decided (here or elsewhere), or aborted
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
+            return
+        screen = ApprovalScreen(question)
+        self._approval_screen = screen
+
+        def decided(choice: str | None) -> None:
+            if self._approval_screen is screen:
+                self._approval_screen = None
+            if choice is not None:
+                self.call("decide", lambda: self.controller.decide(question.call_id, choice))
+
+        self.push_screen(screen, decided)
 
     def _ask_trust(self) -> None:
         """Show the waiting trust question (once), or take down one that was answered."""

@@ -26,6 +26,8 @@ digest; ``decline(request)`` keeps the old values and asks no more this session.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -48,6 +50,7 @@ from pi_durable_tui.app.files import (
     TrustRequest,
     read_settings_file,
     remember_trust,
+    settings_digest,
     settings_sources,
     trusted_digest,
 )
@@ -129,6 +132,47 @@ class SettingsFiles:
         self._declined.add(request.digest)
         if self._pending is not None and self._pending.digest == request.digest:
             self._pending = None
+
+    def add_project_rule(self, rule: str) -> None:
+        """Add ``rule`` to the project's ``permissions.allow`` (the user's ``p``, issue 13).
+
+        pidurable writes the file, never the model. The new content is trusted
+        only when what it replaced was (trusted, or without widening keys): a
+        rule the user allowed must not launder keys the model wrote beside it,
+        which then still wait for the user's confirmation.
+
+        Raises:
+            SettingsError: The project's file is malformed (it is left as it is).
+            OSError: The file cannot be written.
+        """
+        before = read_project_settings(self._cwd)
+        trusted_before = (
+            not before.widening
+            or before.digest in self._trusted
+            or (before.digest is not None and trusted_digest(before.project) == before.digest)
+        )
+        data = dict(before.data)
+        permissions = dict(data.get("permissions") or {})
+        allow = list(permissions.get("allow") or [])
+        if rule in allow:
+            return
+        permissions["allow"] = [*allow, rule]
+        data["permissions"] = permissions
+        raw = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+        before.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = before.path.with_name(f".{before.path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(raw)
+            os.replace(temporary, before.path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        if trusted_before:
+            digest = settings_digest(raw)
+            self._trusted.add(digest)
+            with contextlib.suppress(OSError):  # trusted for this session at least
+                remember_trust(before.project, digest)
+        self._stamp = None
+        self.current()
 
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         """Each file's modification time and size (a missing file: ``(-1, -1)``)."""

@@ -51,7 +51,7 @@ from pi_durable_tui.app.files import (
 from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
-from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
+from pi_durable_tui.harness import CHOICES, LIVE_DOC, AgentChange, DecisionRejected, Input, WhenBusy
 
 T = TypeVar("T")
 HISTORY_NAME = "history.txt"
@@ -416,6 +416,44 @@ class AgentController:
             else:
                 self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
         self.model.trust_changed()
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Commit the user's decision on a call waiting for approval (issue 13).
+
+        ``once`` runs the call; ``session`` adds its suggested rule for this session;
+        ``project`` adds it to the project's ``.pidurable/settings.json`` too
+        (written by pidurable, never by the model; the content pidurable wrote is
+        trusted only when what it replaced was); ``deny`` refuses it, with
+        ``message`` for the model. A call that no longer waits (decided elsewhere,
+        aborted) is a notice, not an error.
+        """
+        if choice not in CHOICES:
+            raise ValueError(f"unknown decision {choice!r}: use one of {', '.join(CHOICES)}")
+        waiting = self.model.approval
+        rule = waiting.suggestion if waiting is not None and waiting.call_id == call_id else None
+        try:
+            await self.app.harness.decide(
+                self.model.conversation_id,
+                call_id,
+                choice,  # checked against CHOICES above
+                message=message,
+            )
+        except DecisionRejected as error:
+            self.model.add_notice("warning", f"Not decided: {error}")
+            return
+        if choice == "project" and rule is not None:
+            try:
+                self.app.settings.add_project_rule(rule)
+            except (OSError, SettingsError) as error:
+                self.model.add_notice(
+                    "warning",
+                    f"Allowed {rule} for this session; the project's settings could not be "
+                    f"written ({error})",
+                )
+            else:
+                self.model.add_notice("info", f"Allowed always in this project: {rule}")
+        elif choice == "session" and rule is not None:
+            self.model.add_notice("info", f"Allowed for this session: {rule}")
 
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""

@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     Footer,
     Notice,
@@ -169,6 +171,11 @@ class LiveScreenModel:
         return TrustQuestion(
             request.digest, request.question(), request.shown_values(), request.heading()
         )
+
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The oldest call of the shown conversation waiting for a decision (issue 13)."""
+        return _approval(self._live_doc)
 
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
@@ -326,6 +333,7 @@ class LiveScreenModel:
         added: list[str] = []
         changed: list[str] = []
         footer = bool(entries) and self._append_entries(entries, changed, added)
+        waiting = _approval(self._live_doc)
         flags = self._apply_docs(docs) if docs else {}
         removed: list[str] = []
         status = False
@@ -343,6 +351,7 @@ class LiveScreenModel:
             footer=footer or flags.get("footer", False),
             status=status,
             notices=notices,
+            approval=_approval(self._live_doc) != waiting,
         )
         if change != ViewChange():
             self._emit(change)
@@ -546,3 +555,25 @@ def _queue_item(item: Mapping[str, Any]) -> QueueItem:
         )
     )
     return QueueItem(int(item["id"]), "steer" if mode == "steer" else "follow_up", text)
+
+
+def _approval(live: Mapping[str, Any]) -> ApprovalQuestion | None:
+    """The first slot of ``pi.live`` whose request waits for a decision (issue 13)."""
+    for slot in live.get("tools") or []:
+        approval = slot.get("approval")
+        if not isinstance(approval, dict) or "decision" in approval:
+            continue
+        request = approval.get("request")
+        if not isinstance(request, dict):
+            continue
+        suggestion = request.get("suggestion")
+        return ApprovalQuestion(
+            call_id=str(slot.get("call_id", "")),
+            tool=terminal_safe(str(request.get("tool", slot.get("name", "")))),
+            argument=terminal_safe(str(request.get("argument") or "")),
+            reason=terminal_safe(str(request.get("reason") or "")),
+            mode=str(request.get("mode") or ""),
+            protected=bool(request.get("protected")),
+            suggestion=terminal_safe(suggestion) if isinstance(suggestion, str) else None,
+        )
+    return None

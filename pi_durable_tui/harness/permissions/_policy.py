@@ -35,6 +35,7 @@ from pi_durable_tui.harness.permissions._readonly import command_reads, line_rea
 from pi_durable_tui.harness.permissions._rules import (
     Rule,
     command_rule_matches,
+    parse_rule,
     path_rule_matches,
     text_rule_matches,
     within,
@@ -206,6 +207,23 @@ def _suggestion(call: PermissionCall) -> str:
     return f"{call.tool}({argument})"
 
 
+def _working_suggestion(call: PermissionCall, policy: PermissionPolicy) -> str | None:
+    """The rule "allow always" would add, if that rule would allow this very call.
+
+    A rule covers only lines the reader follows whole (``echo x >> f`` or
+    ``a; b`` are not covered by ``bash(...)`` of themselves): offering a rule
+    that would never match would ask again at the next identical call.
+    """
+    suggestion = _suggestion(call)
+    try:
+        rule = parse_rule(suggestion, "allow", "session")
+    except ValueError:
+        return None
+    if _Matcher(call, PermissionPolicy(policy.mode, (rule,), policy.protected)).allow() is None:
+        return None
+    return suggestion
+
+
 def decide(call: PermissionCall, policy: PermissionPolicy) -> Decision:
     """Decide one call (see the module docstring for the table).
 
@@ -238,7 +256,7 @@ def decide(call: PermissionCall, policy: PermissionPolicy) -> Decision:
     allowed = matcher.allow()
     if allowed is not None:
         return Decision("allow", f"allowed by the rule {allowed.text} ({allowed.source})", allowed)
-    suggestion = _suggestion(call)
+    suggestion = _working_suggestion(call, policy)
     if mode == "auto-edit":
         if reads:
             return Decision("allow", "the command only reads")
