@@ -221,6 +221,35 @@ class ModelChoice(TerminalSafe):
 
 
 @dataclass(frozen=True, slots=True)
+class SkillInfo:
+    """A skill the system prompt lists (``/skills``)."""
+
+    name: str
+    description: str
+    path: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrustQuestion:
+    """A project's settings widen powers and wait for the user's answer (issue 13).
+
+    Attributes:
+        id: Which content it is about (its sha256): answers name it, so an answer
+            never applies to a content the user did not see.
+        text: ``This project's settings (PATH) allow ...: trust them?``.
+        keys: Each widening key and its value as JSON (control characters escaped).
+        heading: ``This project's settings (PATH) allow:``, above the keys.
+    """
+
+    id: str
+    text: str
+    keys: tuple[tuple[str, str], ...] = ()
+    heading: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ViewChange:
     """What one update changed, so the screen patches only that."""
 
@@ -237,3 +266,5 @@ class ViewChange:
     footer: bool = False
     status: bool = False
     notices: bool = False
+    trust: bool = False
+    """A trust question appeared or was answered (``ScreenModel.trust_question``)."""

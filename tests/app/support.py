@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
+from pi_durable_tui.app.files import remember_trust, settings_digest
 from pi_durable_tui.storage import EntryRecord, SqliteStorage
 
 FAUX = "faux/faux-1"
@@ -41,6 +43,12 @@ def write_settings(path: Path, data: Any) -> Path:
     else:
         path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
     return path
+
+
+def trust_settings(project: Path) -> None:
+    """Trust the project's settings file as it is now, as the user would in the app."""
+    raw = (project / ".pidurable" / "settings.json").read_bytes()
+    remember_trust(os.path.realpath(project), settings_digest(raw))
 
 
 @dataclass

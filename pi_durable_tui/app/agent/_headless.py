@@ -19,7 +19,10 @@ lines escape every control character:
   the commit that settles the input.
 
 A settings edit during the run that cannot be used (malformed) prints one line
-on ``err``; the settings from before stay in force.
+on ``err``; the settings from before stay in force. So does each skill file that
+cannot be used (issue 16), before the run. Project settings whose
+widening keys the user has not confirmed (issue 13) are not asked about: the
+keys are ignored, with one line on ``err`` per run saying how to trust them.
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
@@ -33,6 +36,7 @@ from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
+from pi_durable_tui.app.files import TrustRequest, discover_skills
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -149,6 +153,19 @@ def settings_warning(error: Exception) -> str:
     return f"pidurable: {error}; the settings from before stay in force\n"
 
 
+def untrusted_warning(request: TrustRequest, user_settings: str) -> str:
+    """The one line print mode writes when project settings widen powers unconfirmed (issue 13).
+
+    Print mode never asks and never trusts: the widening keys are ignored.
+    """
+    keys = ", ".join(request.widening)
+    return (
+        f"pidurable: ignoring {keys} in {request.path}: not confirmed by you; to use them, "
+        f"run pidurable in {request.project} once and trust them, or set them in "
+        f"{user_settings}\n"
+    )
+
+
 def _line(err: TextSink, text: str) -> None:
     try:
         err.write(text)
@@ -213,6 +230,21 @@ async def _run(
     request_id: str | None,
 ) -> int:
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
+    if app.remote is None:
+        for problem in discover_skills(app.cwd).problems:
+            _line(err, f"pidurable: {problem}\n")
+
+    warned: list[TrustRequest] = []
+
+    def untrusted(request: TrustRequest) -> None:
+        if not warned:  # one line per run, however often the file changes
+            warned.append(request)
+            _line(err, untrusted_warning(request, app.settings_home))
+
+    unwatch_trust = app.settings.on_trust_request(untrusted)
+    waiting = app.settings.pending()
+    if waiting is not None:
+        untrusted(waiting)
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
@@ -225,6 +257,7 @@ async def _run(
         await stream.stop(drain=True)
         await printing
         unwatch()
+        unwatch_trust()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
         err.flush()
