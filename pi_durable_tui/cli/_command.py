@@ -167,9 +167,10 @@ def _locate(args: argparse.Namespace) -> None:
 def _startup_failed(error: Exception, message: str | None) -> int:
     if message is None:
         raise error
-    from pi_durable_tui.app import output_redactor
+    from pi_durable_tui.app import output_redactor, terminal_safe
 
-    sys.stderr.write(f"pidurable: {output_redactor().text(message)}\n")
+    # The message may quote a settings file the model wrote: no key, no sequence.
+    sys.stderr.write(f"pidurable: {terminal_safe(output_redactor().text(message))}\n")
     return EXIT_USAGE
 
 

@@ -26,7 +26,8 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal, TextIO
 
-from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
+from pi_durable_tui.app._terminal_text import visible_controls
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.files import (
     NoSession,
     SessionUnavailable,
@@ -108,19 +109,9 @@ _CSS = (
 )
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_C1 = re.compile(r"[\x7f-\x9f]")
-"""What JSON leaves unescaped of the control characters (DEL and C1)."""
-
-
-def _visible_controls(text: str) -> str:
-    r"""``text`` with each control character but newline and tab as visible ``\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def _escaped(text: str) -> str:
     r"""``text`` as HTML text: entities for markup, ``\xNN`` for control characters."""
-    return html.escape(_visible_controls(text))
+    return html.escape(visible_controls(text))
 
 
 def _html_entry(entry: EntryRecord) -> str:
@@ -172,10 +163,9 @@ async def export_transcript(
     async for entry in entries_of(storage):
         count += 1
         if fmt == "jsonl":
-            line = json.dumps(entry.to_json(), ensure_ascii=False)
-            out.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line) + "\n")
+            out.write(json_line(entry.to_json()) + "\n")
         elif fmt == "markdown":
-            text = _visible_controls(_markdown_entry(entry))
+            text = visible_controls(_markdown_entry(entry))
             if text:
                 out.write(text + "\n")
         else:

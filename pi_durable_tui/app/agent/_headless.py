@@ -6,7 +6,10 @@ submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
 prints its answer. Everything printed derives from commits, and passes the
-harness's redactor once more on its way out (``RedactedWriter``, issue 13):
+harness's redactor once more on its way out (``RedactedWriter``, issue 13);
+printed text (the answer, every stderr line) loses its escape sequences and
+control characters, since a pipe ends in a terminal often enough, and JSON
+lines escape every control character:
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
@@ -30,13 +33,12 @@ unanswered (a provider error, a missing key, no model, an abort).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
-from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
 from pi_durable_tui.app.files import TrustRequest, discover_skills
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -143,7 +145,7 @@ class _EventPrinter:
 
     def _print(self, event: JsonObject) -> None:
         if self._mode == "json":
-            self._write(self._out, json.dumps(event, ensure_ascii=False) + "\n")
+            self._write(self._out, json_line(event) + "\n")
             return
         if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
             request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
@@ -237,9 +239,11 @@ async def run_headless(
     """
     app.settings.choose_permissions(interactive=False)  # no one to ask here (issue 13)
     redact = app.harness.redactor.text
-    return await _run(
-        app, prompt, RedactedWriter(out, redact), RedactedWriter(err, redact), mode, request_id
-    )
+    # REMINDER: text goes to a terminal sooner or later (``| cat``, ``less -R``):
+    # printed text is always made terminal-safe; JSON escapes instead.
+    printed = RedactedWriter(out, redact, terminal=mode == "text")
+    errors = RedactedWriter(err, redact, terminal=True)
+    return await _run(app, prompt, printed, errors, mode, request_id)
 
 
 async def _run(
