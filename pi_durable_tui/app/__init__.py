@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     ConversationInfo,
     Footer,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         HeadlessMode,
         ModelChoiceError,
         ModelSelection,
+        PermissionChoices,
         RedactedWriter,
         SettingsFiles,
         SubagentArgs,
@@ -137,6 +139,7 @@ _LAZY: dict[str, str] = {
     "output_redactor": "agent",
     "ModelChoiceError": "agent",
     "ModelSelection": "agent",
+    "PermissionChoices": "agent",
     "build_models": "agent",
     "choose_model": "agent",
     "list_models_text": "agent",
@@ -177,6 +180,7 @@ __all__ = [
     "AgentController",
     "AppOptions",
     "AppSettings",
+    "ApprovalQuestion",
     "Block",
     "ContextFile",
     "Controller",
@@ -195,6 +199,7 @@ __all__ = [
     "Notice",
     "NoticeLevel",
     "OpeningSession",
+    "PermissionChoices",
     "QueueItem",
     "RedactedWriter",
     "RemoteUnavailable",

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     ConversationInfo,
     Footer,
@@ -80,6 +81,11 @@ class ScreenModel(Protocol):
     @property
     def trust_question(self) -> TrustQuestion | None:
         """Project settings that widen powers and wait for the user (issue 13), if any."""
+        ...
+
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The oldest tool call of the shown conversation waiting for a decision, if any."""
         ...
 
     def block(self, key: str) -> Block | None:
@@ -180,6 +186,10 @@ class Controller(Protocol):
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Trust (or not) the project settings content ``question_id`` (``y``/``n``)."""
+        ...
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Decide a call waiting for approval: ``once``, ``session``, ``project`` or ``deny``."""
         ...
 
     async def close(self) -> None:

@@ -232,6 +232,32 @@ class SkillInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalQuestion:
+    """A tool call that waits for the user's decision (issue 13, DESIGN.md 7).
+
+    The request is committed before the screen shows it, so after a crash
+    ``--continue`` shows the same question again.
+
+    Attributes:
+        call_id: The tool call's ID (decisions name it).
+        tool: The tool's name.
+        argument: Its main argument: the full command, the path (terminal-safe).
+        reason: Why it needs a decision (``bash in auto-edit mode``, a protected path).
+        mode: The permission mode in force.
+        protected: Whether it touches pidurable's own files (asked in every mode).
+        suggestion: The rule ``a``/``p`` would add (``bash(make test)``), if any.
+    """
+
+    call_id: str
+    tool: str
+    argument: str
+    reason: str
+    mode: str
+    protected: bool = False
+    suggestion: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TrustQuestion:
     """A project's settings widen powers and wait for the user's answer (issue 13).
 
@@ -268,3 +294,5 @@ class ViewChange:
     notices: bool = False
     trust: bool = False
     """A trust question appeared or was answered (``ScreenModel.trust_question``)."""
+    approval: bool = False
+    """The calls waiting for a decision changed (``ScreenModel.approval``)."""

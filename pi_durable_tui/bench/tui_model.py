@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pi_durable_tui.app import (
+    ApprovalQuestion,
     Block,
     ConversationInfo,
     ExportFormat,
@@ -55,6 +56,7 @@ class StaticScreenModel:
         self.busy = False
         self.notices: list[Notice] = []
         self.trust_question: TrustQuestion | None = None
+        self.approval: ApprovalQuestion | None = None
         self._listeners: list[Callable[[ViewChange], None]] = []
 
     @property
@@ -111,7 +113,7 @@ class StaticScreenModel:
     def set(self, **values: Any) -> None:
         """Set ``queue``, ``tasks``, ``footer``, ``status``, ``busy`` or the notices.
 
-        The notices are ``notices`` and ``trust_question``.
+        The notices are ``notices``, ``trust_question`` and ``approval``.
         """
         for name, value in values.items():
             setattr(self, name, list(value) if name in ("queue", "tasks", "notices") else value)
@@ -123,6 +125,7 @@ class StaticScreenModel:
                 status="status" in values or "busy" in values,
                 notices="notices" in values,
                 trust="trust_question" in values,
+                approval="approval" in values,
             )
         )
 
@@ -273,6 +276,12 @@ class RecordingController:
         self._record("answer_trust", question_id, trusted)
         if self.model is not None:
             self.model.set(trust_question=None)
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Record the decision; the call no longer waits (``approval`` clears)."""
+        self._record("decide", call_id, choice, message)
+        if self.model is not None:
+            self.model.set(approval=None)
 
     async def close(self) -> None:
         """Record the close."""

@@ -13,10 +13,12 @@ lines escape every control character:
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
-  4s (attempt 2): <error>``.
+  4s (attempt 2): <error>``, and one line for each call refused because it needs
+  the user's approval (issue 13), with the flags that allow it.
 - ``json``: every event as one JSON line on ``out`` as its commit publishes it:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
-  the commit that settles the input.
+  the commit that settles the input (a refused call shows as ``permission_request``
+  then ``permission_decision`` with ``"by": "headless"``).
 
 A settings edit during the run that cannot be used (malformed) prints one line
 on ``err``; the settings from before stay in force. So does each skill file that
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
 from pi_durable_tui.app.files import TrustRequest, discover_skills
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
@@ -107,6 +110,21 @@ def retry_line(attempt: int, delay_ms: float, error: str) -> str:
     return f"pidurable: retrying in {_seconds(delay_ms)} (attempt {attempt + 1}): {error}\n"
 
 
+def refusal_line(request: JsonObject) -> str:
+    """The line print mode writes when it refused a call that needs approval (issue 13).
+
+    Args:
+        request: The committed request (``tool``, ``suggestion``, ``reason``).
+
+    Returns:
+        ``pidurable: refused bash(make test) (...): it needs approval; rerun with ...``.
+    """
+    what = request.get("suggestion") or request.get("tool")
+    return (
+        f"pidurable: refused {what} ({request.get('reason')}): it needs approval; {HEADLESS_HINT}\n"
+    )
+
+
 class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
@@ -118,6 +136,7 @@ class _EventPrinter:
         self._err = err
         self._now = now
         self._writable = True
+        self._requests: dict[str, JsonObject] = {}
 
     async def run(self, stream: EventStream) -> None:
         async for batch in stream:
@@ -128,6 +147,11 @@ class _EventPrinter:
         if self._mode == "json":
             self._write(self._out, json_line(event) + "\n")
             return
+        if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
+            request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
+            self._write(self._err, refusal_line(request))
+        elif event["type"] == "permission_request":
+            self._requests[event["tool_call_id"]] = event["request"]
         if event["type"] == "auto_retry_start":
             line = retry_line(event["attempt"], event["delay_ms"], event["error_message"])
             self._write(self._err, line)
@@ -213,6 +237,7 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    app.settings.choose_permissions(interactive=False)  # no one to ask here (issue 13)
     redact = app.harness.redactor.text
     # REMINDER: text goes to a terminal sooner or later (``| cat``, ``less -R``):
     # printed text is always made terminal-safe; JSON escapes instead.

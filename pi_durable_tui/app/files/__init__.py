@@ -133,7 +133,6 @@ __all__ = [
     "settings_sources",
     "settings_theme",
     "skills_prompt",
-
     "trusted_digest",
     "widening_values",
     "with_values",
