@@ -156,6 +156,11 @@ class Harness:
         return self._services.models
 
     @property
+    def redactor(self) -> SecretRedactor:
+        """Hides secret values in every commit; printed output uses it too (issue 13)."""
+        return self._services.redactor
+
+    @property
     def registry(self) -> Registry:
         """The registry of extensions and tasks."""
         return self._services.registry

@@ -8,6 +8,11 @@ the order they were made; a failing call becomes an error notice (its traceback
 goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
+Project settings that widen powers and wait for the user (issue 13) show as the
+trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes;
+the screen asks the controller to re-read the settings files every second, so
+an edit made while the agent is idle is asked about too.
+
 Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
 exception) closes the controller exactly once; an exception's traceback goes to
 the log file the app was given, and the terminal says where after the screen is
@@ -48,7 +53,7 @@ from pi_durable_tui.tui._commands import (
 )
 from pi_durable_tui.tui._completion import CompletionMenu
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
-from pi_durable_tui.tui._exit import GuardedApp, append_traceback
+from pi_durable_tui.tui._exit import GuardedApp
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
@@ -59,6 +64,7 @@ from pi_durable_tui.tui._render_context import RenderContext
 from pi_durable_tui.tui._task_panel import TaskPanel
 from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
 from pi_durable_tui.tui._transcript import NeedOlder, Transcript
+from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 T = TypeVar("T")
 
@@ -72,6 +78,8 @@ class ModelChanged(Message):
 
 
 _KEPT_NOTICES = 20
+SETTINGS_POLL = 1.0
+"""Seconds between two checks of the settings files while the screen runs."""
 HINTS = f"F1 help · {FOLLOW_UP_FALLBACK} follow-up · /model /agents /compact /tasks"
 """Key hints of the footer, the most needed first: a narrow footer cuts the end."""
 
@@ -128,6 +136,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self._startup_problems = [*self._catalog.problems(wanted), *([problem] if problem else [])]
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
+        self._trust_screen: TrustScreen | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -154,10 +163,13 @@ class PidurableApp(KeyActions, GuardedApp):
 
     def on_mount(self) -> None:
         """Show the model's current state, subscribe to its changes, focus the editor."""
-        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True))
+        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True))
         for problem in self._startup_problems:
             self.notice("warning", problem)
         self._unsubscribe = self.model.subscribe(self._changed)
+        # A settings edit made while the agent is idle (by the user, or a command the
+        # model started) is noticed within a second, and a trust question shown.
+        self.set_interval(SETTINGS_POLL, self.controller.refresh_settings)
         self.editor.focus()
         # Startup objects are long-lived: freezing them keeps the collector's full passes
         # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at
@@ -214,6 +226,31 @@ class PidurableApp(KeyActions, GuardedApp):
             self.editor.set_busy(model.busy)
         if change.notices:
             self._show_notices()
+        if change.trust:
+            self._ask_trust()
+
+    def _ask_trust(self) -> None:
+        """Show the waiting trust question (once), or take down one that was answered."""
+        question = self.model.trust_question
+        shown = self._trust_screen
+        if shown is not None:
+            if question is not None and shown.question.id == question.id:
+                return
+            self._trust_screen = None  # answered, or replaced by a newer content
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
+            return
+        screen = TrustScreen(question)
+        self._trust_screen = screen
+
+        def answered(trusted: bool | None) -> None:
+            if self._trust_screen is screen:
+                self._trust_screen = None
+            if trusted is not None:
+                self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
+
+        self.push_screen(screen, answered)
 
     # -- notices and controller calls ---------------------------------------------------
 
@@ -275,9 +312,9 @@ class PidurableApp(KeyActions, GuardedApp):
     def report_failure(self, what: str, error: Exception) -> None:
         """Say that an action failed, and log its traceback."""
         where = ""
-        if self.log_path is not None and append_traceback(self.log_path, error, what):
+        if self.log_traceback(error, what):
             where = f" (details in {self.log_path})"
-        message = str(error) or type(error).__name__
+        message = self.redacted(str(error) or type(error).__name__)
         if isinstance(error, CommandError):
             self.notice("error", message)
         else:

@@ -16,8 +16,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, get_args
 
-from textual.content import Content
-
 from pi_durable_tui.app import (
     Controller,
     ExportFormat,
@@ -27,6 +25,7 @@ from pi_durable_tui.app import (
     TaskNode,
 )
 from pi_durable_tui.tui._picker import PickerItem
+from pi_durable_tui.tui._terminal_text import Content
 
 T = TypeVar("T")
 
@@ -264,6 +263,32 @@ async def _theme(host: CommandHost, arg: str) -> None:
         host.switch_theme(name)
 
 
+async def _skills(host: CommandHost, arg: str) -> None:
+    skills = host.controller.skills()
+    if not skills:
+        host.notice(
+            "info",
+            "No skills: add a directory with a SKILL.md (front matter name, description) "
+            "to .pidurable/skills/ or ~/.pidurable/skills/.",
+        )
+        return
+    items = [
+        PickerItem(
+            Content.assemble(
+                (skill.name, "bold"),
+                f"  {skill.description}",
+                (f"  {skill.source}: {skill.path}", "$text-muted"),
+            ),
+            skill.name,
+            search=f"{skill.name} {skill.description}",
+        )
+        for skill in skills
+    ]
+    name = await host.pick("Skills (the model reads one when a task matches it)", items)
+    if name is not None:
+        host.set_editor_text(f"Use the {name} skill: ")
+
+
 async def _help(host: CommandHost, arg: str) -> None:
     host.open_help()
 
@@ -282,6 +307,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "", "Open another session of this directory", _resume),
     Command("export", "[jsonl|markdown|html] [path]", "Write the transcript to a file", _export),
     Command("theme", "[name]", "Pick a colour theme", _theme),
+    Command("skills", "", "List the skills the model may use", _skills),
     Command("help", "", "List every key and command", _help),
     Command("quit", "", "Exit pidurable", _quit),
 )

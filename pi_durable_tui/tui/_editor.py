@@ -17,6 +17,10 @@
   and End on an empty editor ask to jump the transcript; otherwise they move
   the cursor as usual.
 
+Everything that enters the document (typing, a paste, a completion, the
+history, a prompt put back) passes ``terminal_safe``: a pasted file or a
+completed path with an escape sequence in it paints none (issue 13).
+
 The editor never calls the controller: it posts ``Submitted`` / ``ExitRequested``.
 
 Its keys run in the editor's own queue, in the order they were typed, not as
@@ -36,7 +40,9 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingsMap
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Edit, EditResult
 
+from pi_durable_tui.app import terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
 
 FOLLOW_UP_KEY = "alt+enter"
@@ -277,6 +283,15 @@ class PromptEditor(TextArea):
     def _load(self, text: str) -> None:
         self.text = text
         self.move_cursor(self.document.end)
+
+    def edit(self, edit: Edit) -> EditResult:
+        """Apply an edit (every keystroke, paste and insert) of safe text."""
+        edit.text = terminal_safe(edit.text)
+        return super().edit(edit)
+
+    def load_text(self, text: str) -> None:
+        """Replace the document with safe text (the history, a prompt put back)."""
+        super().load_text(terminal_safe(text))
 
 
 _EDITOR_KEYS = BindingsMap(PromptEditor.BINDINGS)

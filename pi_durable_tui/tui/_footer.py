@@ -10,10 +10,10 @@ wrapped: a wrapped first line pushed the model line out of an 80-column footer.
 
 from __future__ import annotations
 
-from textual.content import Content
 from textual.widgets import Static
 
 from pi_durable_tui.app import Footer
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 CONTEXT_ALERT_PERCENT = 90.0
 
@@ -104,5 +104,5 @@ class StatusLine(Static):
 
     def show(self, status: str) -> None:
         """Show the status, or hide the line when it is empty."""
-        self.update(status)
+        self.update(plain(status))
         self.display = bool(status)

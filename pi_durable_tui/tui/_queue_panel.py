@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from textual.binding import Binding
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from pi_durable_tui.app import QueueItem
+from pi_durable_tui.tui._terminal_text import Content
 
 _MODE_LABEL = {"steer": "[steer]", "follow_up": "[follow-up]", "write": "[write]"}
 

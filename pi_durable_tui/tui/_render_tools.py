@@ -19,10 +19,10 @@ import json
 from collections.abc import Callable
 
 from rich.console import Group, RenderableType
-from rich.text import Text
 
 from pi_durable_tui.app import ToolCard
 from pi_durable_tui.tui._render_context import EXPAND_KEY, RenderContext, count_of
+from pi_durable_tui.tui._terminal_text import Text, syntax
 
 COLLAPSED_TAIL = 5
 """Output lines a collapsed bash or generic card shows (the newest)."""
@@ -111,15 +111,13 @@ def _read_body(card: ToolCard, ctx: RenderContext) -> list[RenderableType]:
 def _write_body(card: ToolCard, ctx: RenderContext) -> list[RenderableType]:
     if not card.preview:
         return []
-    from rich.syntax import Syntax  # Pygments is heavy: load it when a preview shows.
-
     lines = card.preview.splitlines()
     shown = EXPANDED_LINES if ctx.expanded else COLLAPSED_HEAD
     code = "\n".join(lines[:shown])
-    syntax = Syntax(
+    highlighted = syntax(
         code, card.language or "text", theme=ctx.syntax_theme, line_numbers=True, word_wrap=True
     )
-    return [syntax, *_more(len(lines) - shown, ctx)]
+    return [highlighted, *_more(len(lines) - shown, ctx)]
 
 
 def _edit_body(card: ToolCard, ctx: RenderContext) -> list[RenderableType]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from textual.binding import Binding
-from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from pi_durable_tui.app import TaskNode
 from pi_durable_tui.tui._block_views import OpenConversation
+from pi_durable_tui.tui._terminal_text import Content
 
 _STATUS_STYLE = {
     "pending": "$text-muted",

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
 from pi_durable_tui.app._location import Location, open_remote_env, resolve_location
-from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles
+from pi_durable_tui.app.agent._config import AppSettings
 from pi_durable_tui.app.agent._demos import (
     DEMOS,
     Demo,
@@ -45,6 +45,7 @@ from pi_durable_tui.app.agent._demos import (
     script_text,
     write_marker,
 )
+from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
@@ -63,6 +64,7 @@ from pi_durable_tui.app.files import (
     remembered_env,
     remembered_faux_script,
     resolve_session,
+    settings_sources,
 )
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
@@ -75,6 +77,7 @@ from pi_durable_tui.harness import (
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
 from pi_durable_tui.tools import coding_tools
+from pi_durable_tui.tools.search import FileSearchTools
 
 if TYPE_CHECKING:
     from pi_durable_tui.env.ssh import SshEnv
@@ -264,6 +267,7 @@ class AgentApp:
                 registry=create_registry(
                     CODING_PROMPT,
                     coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
+                    FileSearchTools,
                     SUBAGENTS,
                     *(marker.demo.extensions if marker is not None else ()),
                 ),
@@ -374,6 +378,11 @@ class AgentApp:
             f"terminal or the process at any moment (kill -9 {os.getpid()}), then run "
             f"`pidurable --continue` in {cwd}: nothing committed is lost."
         )
+
+    @property
+    def settings_home(self) -> str:
+        """The user's own settings file (where widening keys apply unconfirmed)."""
+        return str(settings_sources(self.cwd)[0])
 
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""

@@ -36,6 +36,7 @@ from pi_durable_tui.app._view import (
     ModelChoice,
     NoticeLevel,
     SessionInfo,
+    SkillInfo,
     missing_key_hint,
 )
 from pi_durable_tui.app.agent import AgentApp, export_transcript
@@ -43,6 +44,8 @@ from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
     ProjectFiles,
     SettingsError,
+    TrustRequest,
+    discover_skills,
     session_infos,
     sessions_dir,
 )
@@ -80,14 +83,28 @@ class AgentController:
         self._unwatch_settings = self._watch_settings(app)
 
     def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
-        """Show each problem of a settings edit as a notice (the old settings stay)."""
+        """Report settings problems and trust requests to the screen.
+
+        Each problem of a settings edit becomes a notice (the old settings stay);
+        each project settings content that waits for the user's trust is announced.
+        """
         loop = asyncio.get_running_loop()
 
         def failed(error: SettingsError) -> None:
             # Re-reads happen at harness decisions: show it after the current step.
             loop.call_soon(self.model.add_notice, "warning", settings_notice(error))
 
-        return app.settings.on_error(failed)
+        def asked(_request: TrustRequest) -> None:
+            loop.call_soon(self.model.trust_changed)
+
+        unwatch_errors = app.settings.on_error(failed)
+        unwatch_trust = app.settings.on_trust_request(asked)
+
+        def unwatch() -> None:
+            unwatch_errors()
+            unwatch_trust()
+
+        return unwatch
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
@@ -321,6 +338,15 @@ class AgentController:
             await export_transcript(self.app.harness.session.storage, fmt, out)
         return str(target)
 
+    def skills(self) -> list[SkillInfo]:
+        """The skills the system prompt lists (none over SSH); a bad file is a notice."""
+        if self.app.remote is not None:
+            return []
+        scan = discover_skills(self.app.cwd)
+        for problem in scan.problems:
+            self.model.add_notice("warning", problem)
+        return [SkillInfo(s.name, s.description, str(s.path), s.source) for s in scan.skills]
+
     def complete_path(self, prefix: str) -> list[str]:
         """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
 
@@ -369,6 +395,40 @@ class AgentController:
             lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("\0".join([*lines, text]) + "\0", "utf-8")
+
+    def refresh_settings(self) -> None:
+        """Re-read the settings files if they changed (a malformed edit is a notice)."""
+        with contextlib.suppress(SettingsError):  # reported by ``on_error`` (never first)
+            self.app.settings.current()
+
+    async def answer_trust(self, question_id: str, trusted: bool) -> None:
+        """Trust, or not, the project settings content the user was shown (issue 13).
+
+        An answer about a content that is no longer the one waiting (the file
+        changed again meanwhile) does nothing: the new content is asked about.
+        """
+        settings = self.app.settings
+        request = settings.waiting
+        if request is None or request.digest != question_id:
+            return
+        keys = ", ".join(request.widening)
+        if not trusted:
+            settings.decline(request)
+            self.model.add_notice(
+                "info", f"Not trusted: {keys} from {request.path} stay off in this session."
+            )
+        else:
+            try:
+                settings.trust(request)
+            except OSError as error:
+                self.model.add_notice(
+                    "warning",
+                    f"Trusted for this session only: {keys} apply, but the trust could not "
+                    f"be remembered ({error.strerror})",
+                )
+            else:
+                self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
+        self.model.trust_changed()
 
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""

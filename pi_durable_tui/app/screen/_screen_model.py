@@ -32,6 +32,7 @@ from pi_durable_tui.app._view import (
     NoticeLevel,
     QueueItem,
     TaskNode,
+    TrustQuestion,
     ViewChange,
 )
 from pi_durable_tui.app.screen._blocks import (
@@ -158,6 +159,20 @@ class LiveScreenModel:
     def notices(self) -> Sequence[Notice]:
         """The newest notices."""
         return tuple(self._notices[-4:])
+
+    @property
+    def trust_question(self) -> TrustQuestion | None:
+        """The project settings content that waits for the user's trust (issue 13)."""
+        request = self._app.settings.waiting
+        if request is None:
+            return None
+        return TrustQuestion(
+            request.digest, request.question(), request.shown_values(), request.heading()
+        )
+
+    def trust_changed(self) -> None:
+        """Announce that the trust question appeared or was answered."""
+        self._emit(ViewChange(trust=True))
 
     def block(self, key: str) -> Block | None:
         """The loaded block with this key."""

@@ -159,3 +159,27 @@ def test_an_unanswered_input_is_described_in_one_line(
 )
 def test_a_retry_wait_is_shown_in_seconds(delay_ms: float, shown: str) -> None:
     assert retry_line(1, delay_ms, "busy") == f"pidurable: retrying in {shown} (attempt 2): busy\n"
+
+
+async def test_a_bad_settings_edit_during_the_run_is_one_stderr_line_and_the_run_goes_on(
+    open_app: OpenApp, project: Path
+) -> None:
+    settings = project / ".pidurable" / "settings.json"
+    write_settings(settings, {"retry": {"max_retries": 1}})
+    bad = '{"retry": {"max_retries": "many"}}'
+    script = write_script(
+        project,
+        tool_call("write", {"path": ".pidurable/settings.json", "content": bad}),
+        tool_call("bash", {"command": "echo again"}),
+        text("Done."),
+    )
+    app = await open_app(model=FAUX, faux_script=str(script))
+
+    printed = await run(app, "go")
+
+    assert (printed.status, printed.out) == (0, "Done.\n")
+    assert printed.err == (
+        f'pidurable: {settings}: retry.max_retries: expected a whole number, got string "many"; '
+        "the settings from before stay in force\n"
+    )
+    assert app.settings.current().retry.max_retries == 1
