@@ -217,7 +217,23 @@ class ModelChoice(TerminalSafe):
     context_window: int = 0
     reasoning: bool = False
     configured: bool = True
-    """False when the provider has no API key; shown dimmed with a hint."""
+    """False when the provider has no API key; shown with the variable to set."""
+    missing_key: str | None = None
+    """The environment variable to set (``ANTHROPIC_API_KEY``) when not configured."""
+
+    @property
+    def setup_hint(self) -> str:
+        """What to do to use this model when its key is missing (issue 12)."""
+        return missing_key_hint(self.ref, self.missing_key or "its provider's API key")
+
+
+def missing_key_hint(ref: str, variable: str) -> str:
+    """One sentence: which variable a model needs, and the other way (a local server)."""
+    return (
+        f"{ref} needs {variable}: export {variable}=... and start pidurable again, or "
+        'declare a local server under "providers" in .pidurable/settings.json '
+        "(README: Models and keys)."
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,7 +82,8 @@ class ModelChanged(Message):
 _KEPT_NOTICES = 20
 SETTINGS_POLL = 1.0
 """Seconds between two checks of the settings files while the screen runs."""
-HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
+HINTS = f"F1 help · {FOLLOW_UP_FALLBACK} follow-up · /model /agents /compact /tasks"
+"""Key hints of the footer, the most needed first: a narrow footer cuts the end."""
 
 
 class PidurableApp(KeyActions, GuardedApp):
@@ -429,6 +430,10 @@ class PidurableApp(KeyActions, GuardedApp):
     @on(PromptEditor.ExitRequested)
     def _exit_requested(self) -> None:
         self.exit()
+
+    @on(PromptEditor.JumpRequested)
+    def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:
+        self.action_jump_transcript(event.direction)
 
     @on(Withdraw)
     def _withdraw(self, event: Withdraw) -> None:

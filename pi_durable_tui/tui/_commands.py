@@ -122,23 +122,27 @@ async def _model(host: CommandHost, arg: str) -> None:
     if arg:
         await host.controller.set_model(arg)
         return
+    # A model without its key can be picked: picking it says what to set, rather
+    # than a disabled line where Enter did nothing (issue 12).
     items = [
         PickerItem(
             Content.assemble(
                 (choice.ref, "bold" if choice.configured else "$text-muted"),
                 (f"  {choice.name}", "$text-muted"),
                 ("  reasoning" if choice.reasoning else "", "$secondary"),
-                ("" if choice.configured else f"  (no API key for {choice.provider})", "$warning"),
+                ("" if choice.configured else f"  (set {choice.missing_key})", "$warning"),
             ),
-            choice.ref,
+            choice,
             search=f"{choice.ref} {choice.name}",
-            disabled=not choice.configured,
         )
         for choice in host.controller.models()
     ]
-    ref = await host.pick("Model", items)
-    if ref is not None:
-        await host.controller.set_model(ref)
+    chosen = await host.pick("Model", items)
+    if chosen is None:
+        return
+    if not chosen.configured:
+        raise CommandError(chosen.setup_hint)
+    await host.controller.set_model(chosen.ref)
 
 
 async def _compact(host: CommandHost, arg: str) -> None:

@@ -13,7 +13,9 @@
   changes the text) accepts, Esc closes it. Without a completion Tab does nothing:
   it never moves the focus out of the editor (issue 12: text typed after a Tab
   went to a panel that dropped it; Alt+Down is the way into the panels).
-- Ctrl+D on an empty editor asks to exit; otherwise it deletes forward.
+- Ctrl+D on an empty editor asks to exit; otherwise it deletes forward. Home
+  and End on an empty editor ask to jump the transcript; otherwise they move
+  the cursor as usual.
 
 Everything that enters the document (typing, a paste, a completion, the
 history, a prompt put back) passes ``terminal_safe``: a pasted file or a
@@ -77,13 +79,15 @@ class PromptEditor(TextArea):
         ),
         Binding("escape", "close_completion", "", show=False),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
+        Binding("home", "jump_if_empty(-1)", "", show=False),
+        Binding("end", "jump_if_empty(1)", "", show=False),
     ]
 
     DEFAULT_CSS = """
     PromptEditor {
         height: auto;
         min-height: 3;
-        max-height: 12;
+        max-height: 25%;
         border: round $border;
         padding: 0 1;
         background: $background;
@@ -103,6 +107,13 @@ class PromptEditor(TextArea):
 
     class ExitRequested(Message):
         """Ctrl+D on an empty editor."""
+
+    class JumpRequested(Message):
+        """Home (-1) or End (1) on an empty editor: jump the transcript."""
+
+        def __init__(self, direction: int) -> None:
+            super().__init__()
+            self.direction = direction
 
     def __init__(
         self,
@@ -232,6 +243,17 @@ class PromptEditor(TextArea):
         if self._menu.chosen is None:
             raise SkipAction()
         self._menu.show_completion(None)
+
+    def action_jump_if_empty(self, direction: int) -> None:
+        """Home/End on an empty editor jump the transcript; otherwise they move the cursor."""
+        if not self.text:
+            self.post_message(self.JumpRequested(direction))
+        # REMINDER: this binding replaces TextArea's own Home/End (Textual merges
+        # bindings per key), so moving the cursor is this action's job too.
+        elif direction < 0:
+            self.action_cursor_line_start()
+        else:
+            self.action_cursor_line_end()
 
     def action_exit_if_empty(self) -> None:
         """Exit on an empty editor; otherwise delete forward as usual."""

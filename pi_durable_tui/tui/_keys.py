@@ -8,7 +8,9 @@
 - Ctrl+O expands tool output and compaction summaries; Alt+T folds thinking;
   Shift+Tab cycles the thinking level; Ctrl+T hides or shows the task tree;
   Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
-  transcript while the editor keeps the focus; F1 shows the help.
+  transcript while the editor keeps the focus (over the help they scroll the
+  help); Ctrl+Home/Ctrl+End (Home/End on an empty editor) jump to its top and
+  its end (issue 12); F1 shows the help.
 - Alt+Down (or F2) moves the focus into the queue, then the task tree, then back
   to the editor (issue 12): Tab never leaves the editor, so typed text cannot go
   to a widget that drops it. Esc in a panel returns to the editor, and a
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
@@ -67,6 +70,18 @@ KEY_BINDINGS: list[BindingType] = [
     ),
     Binding("pageup", "scroll_transcript(-1)", "Scroll the transcript up", priority=True),
     Binding("pagedown", "scroll_transcript(1)", "Scroll the transcript down", priority=True),
+    Binding(
+        "ctrl+home",
+        "jump_transcript(-1)",
+        "Jump to the top of the transcript (also Home on an empty editor)",
+        priority=True,
+    ),
+    Binding(
+        "ctrl+end",
+        "jump_transcript(1)",
+        "Jump to the end of the transcript and follow it (also End on an empty editor)",
+        priority=True,
+    ),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
 ]
 
@@ -104,6 +119,7 @@ class KeyActions:
         queue_panel: QueuePanel
         ctx: RenderContext
         focused: Any
+        screen_stack: list[Any]
 
         call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
 
@@ -182,7 +198,13 @@ class KeyActions:
             self.editor.put_text(text)
 
     def action_scroll_transcript(self, direction: int) -> None:
-        """Scroll the transcript by a page without leaving the editor."""
+        """Scroll the transcript by a page without leaving the editor.
+
+        Over another screen (the help, a picker) the key is that screen's: it
+        scrolls what is shown, not the transcript behind it.
+        """
+        if len(self.screen_stack) > 1:
+            raise SkipAction()
         if direction < 0:
             self.transcript.scroll_page_up()
         else:
@@ -197,6 +219,15 @@ class KeyActions:
                 widget.focus()
                 return
         self.editor.focus()
+
+    def action_jump_transcript(self, direction: int) -> None:
+        """Jump to the top of the transcript, or to its end (following it again)."""
+        if len(self.screen_stack) > 1:
+            raise SkipAction()
+        if direction < 0:
+            self.transcript.jump_to_start()
+        else:
+            self.transcript.follow()
 
     def action_help(self) -> None:
         """Show the help screen."""

@@ -74,11 +74,25 @@ async def test_model_picker_filters_and_sets_the_chosen_model(
     assert controller.called("set_model") == [("local/qwen",)]
 
 
-async def test_a_model_without_an_api_key_cannot_be_picked(
+async def test_picking_a_model_without_its_key_says_which_variable_to_set(
     app: PidurableApp, controller: RecordingController
 ) -> None:
-    controller.model_choices = [ModelChoice("openai/gpt-y", "GPT Y", "openai", configured=False)]
-    await run_command(app, "/model", *"gpt", "enter", "escape")
+    """Issue 12: Enter on a model without a key did nothing, the picker stayed open."""
+    controller.model_choices = [
+        ModelChoice("openai/gpt-y", "GPT Y", "openai", configured=False, missing_key="OPENAI_KEY")
+    ]
+    async with app.run_test() as pilot:
+        app.editor.text = "/model"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert "(set OPENAI_KEY)" in text_of(app.screen.query_one(OptionList).options[0].prompt)
+        await pilot.press(*"gpt", "enter")
+        await settle(pilot)
+        assert screen_name(app) != "PickerScreen"
+        assert app.focused is app.editor
+        notices = [notice.text for notice in app.notice_bar.shown_notices]
+        assert any("openai/gpt-y needs OPENAI_KEY: export OPENAI_KEY=" in n for n in notices)
+        assert any('"providers"' in n for n in notices)
     assert controller.called("set_model") == []
 
 

@@ -37,6 +37,7 @@ from pi_durable_tui.app._view import (
     NoticeLevel,
     SessionInfo,
     SkillInfo,
+    missing_key_hint,
 )
 from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
@@ -213,15 +214,24 @@ class AgentController:
                 context_window=m.context_window,
                 reasoning=m.reasoning,
                 configured=self.app.models.missing_key(m) is None,
+                missing_key=self.app.models.missing_key(m),
             )
             for m in self.app.models.list()
         ]
 
     async def set_model(self, ref: str) -> None:
-        """Use a model in the shown conversation (the thinking level is clamped to it)."""
+        """Use a model in the shown conversation (the thinking level is clamped to it).
+
+        Raises:
+            ValueError: The model's key is missing (the message names the variable
+                to set and how to declare a local server instead, issue 12).
+        """
 
         async def set_model() -> None:
             model = self.app.models.resolve(ref)
+            missing = self.app.models.missing_key(model)
+            if missing is not None:
+                raise ValueError(missing_key_hint(f"{model.provider}/{model.id}", missing))
             level = clamp_thinking_level(model, self.model.footer.thinking_level)  # type: ignore[arg-type]
             change = AgentChange(model=ModelRef(model.provider, model.id), thinking_level=level)
             await self._conversation.configure(change)
@@ -340,14 +350,17 @@ class AgentController:
     def complete_path(self, prefix: str) -> list[str]:
         """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
 
-        A bare name of two characters or more also finds files anywhere below the
+        Relative to the shown conversation's working directory, where its tools
+        resolve paths (issue 12: a demo's workspace, not the directory ``pidurable``
+        was started in). A bare name of two characters or more also finds files anywhere below the
         working directory whose path contains it (``ProjectFiles``), after the
         entries of the working directory itself.
         """
         if self.app.remote is not None:
             return []  # the files are on another host: listing them per keystroke costs trips
         directory, _, stem = prefix.rpartition("/")
-        base = Path(self.app.cwd) / directory
+        root = self.model.working_directory
+        base = Path(root) / directory
         found: list[str] = []
         with contextlib.suppress(OSError):
             for entry in sorted(os.scandir(base), key=lambda e: e.name):
@@ -362,8 +375,8 @@ class AgentController:
         if directory or len(stem) < 2:
             return found
         files = self._project_files
-        if files is None or files.root != self.app.cwd:  # another session may work elsewhere
-            files = self._project_files = ProjectFiles(self.app.cwd)
+        if files is None or files.root != root:  # another session may work elsewhere
+            files = self._project_files = ProjectFiles(root)
         listed = set(found)
         found += [path for path in files.matching(stem, COMPLETIONS) if path not in listed]
         return found[:COMPLETIONS]

@@ -472,11 +472,16 @@ class LiveScreenModel:
             cost=totals["cost"],
             context_tokens=self._context_tokens,
             context_window=window,
-            cwd=self._app.where(str(agent.get("cwd") or self._app.workspace)),
+            cwd=self._app.where(self.working_directory),
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
         )
+
+    @property
+    def working_directory(self) -> str:
+        """Where the shown conversation's tools work (a demo's workspace, a subagent's cwd)."""
+        return str(self._agent.get("cwd") or self._app.workspace)
 
     def _reindex(self) -> None:
         self._index = {block.key: i for i, block in enumerate(self._stored)}

@@ -279,6 +279,17 @@ async def test_complete_path_of_a_bare_name_also_finds_files_deeper_below(
     assert rig.controller.complete_path("m") == ["model_card.md"]  # one letter: no search
 
 
+async def test_complete_path_is_relative_to_the_demo_workspace_not_the_start_directory(
+    open_screen: ScreenFactory,
+) -> None:
+    """Issue 12: ``@`` in ``--demo`` listed the directory pidurable was started in."""
+    rig = await open_screen(demo="coding", demo_pace=0)
+    (rig.workdir / "started_here.txt").write_text("x")
+    assert rig.model.working_directory != str(rig.workdir)
+    assert rig.controller.complete_path("calc") == ["calc.py", "test_calc.py"]
+    assert rig.controller.complete_path("start") == []
+
+
 async def test_history_keeps_each_prompt_once_oldest_first(open_screen: ScreenFactory) -> None:
     rig = await open_screen(say("1"), say("2"), say("3"))
     for prompt in ("first", "second", "first"):
@@ -350,3 +361,17 @@ async def test_new_session_in_a_demo_keeps_its_scripted_model_tools_and_workspac
     await rig.ask("Plan a weekend in Vienna for two.")
     assert rig.texts("assistant")  # the scripted model answered in the new session
     assert rig.texts("user")[0] == "Plan a weekend in Vienna for two."
+
+
+async def test_choosing_a_model_without_its_key_names_the_variable_and_keeps_the_model(
+    open_screen: ScreenFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: ``/model`` without a key said nothing; now it says what to set."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    rig = await open_screen()
+    choice = next(c for c in rig.controller.models() if c.provider == "anthropic")
+    assert not choice.configured
+    assert choice.missing_key == "ANTHROPIC_API_KEY"
+    with pytest.raises(ValueError, match="needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY="):
+        await within(rig.controller.set_model(choice.ref))
+    assert rig.model.footer.model == "faux/faux-1"
