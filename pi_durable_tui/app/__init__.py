@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._view import (
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -174,6 +175,7 @@ __all__ = [
     "AppOptions",
     "AppSettings",
     "Block",
+    "CommandInfo",
     "ContextFile",
     "Controller",
     "ConversationInfo",

@@ -226,6 +226,17 @@ class SkillInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A custom slash command (a Markdown file), for completion and help."""
+
+    name: str
+    argument_hint: str
+    description: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ViewChange:
     """What one update changed, so the screen patches only that."""
 

@@ -33,6 +33,7 @@ from textual.binding import Binding, BindingsMap
 from textual.message import Message
 from textual.widgets import TextArea
 
+from pi_durable_tui.app import CommandInfo
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
 
 FOLLOW_UP_KEY = "alt+enter"
@@ -51,6 +52,7 @@ class PromptEditor(TextArea):
         menu: The completion list shown above the editor.
         complete_path: Paths for ``@`` completion.
         history: Earlier prompts, oldest first.
+        custom_commands: The custom slash commands, for ``/`` completion.
         id: The widget id.
     """
 
@@ -100,6 +102,7 @@ class PromptEditor(TextArea):
         complete_path: Callable[[str], list[str]],
         history: Callable[[], Sequence[str]],
         *,
+        custom_commands: Callable[[], Sequence[CommandInfo]] = tuple,
         id: str | None = None,
     ) -> None:
         super().__init__(
@@ -112,6 +115,7 @@ class PromptEditor(TextArea):
         )
         self._menu = menu
         self._complete_path = complete_path
+        self._custom_commands = custom_commands
         self._history = history
         self._history_items: list[str] = []
         self._history_index: int | None = None
@@ -242,7 +246,8 @@ class PromptEditor(TextArea):
             return
         row, column = self.cursor_location
         line = self.document.get_line(row)
-        self._menu.show_completion(completion_at(line, row, column, self._complete_path))
+        completion = completion_at(line, row, column, self._complete_path, self._custom_commands)
+        self._menu.show_completion(completion)
 
     def _load(self, text: str) -> None:
         self.text = text
