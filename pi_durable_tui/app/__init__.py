@@ -43,6 +43,7 @@ from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -182,6 +183,7 @@ __all__ = [
     "AppSettings",
     "ApprovalQuestion",
     "Block",
+    "CommandInfo",
     "ContextFile",
     "Controller",
     "ConversationInfo",

@@ -29,6 +29,7 @@ from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -268,6 +269,14 @@ class OpeningSession:
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
         """Write the transcript once the session is open."""
         return await (await self._controlled()).export(fmt, path)
+
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom commands; none until the session is open."""
+        return [] if self._controller is None else self._controller.custom_commands()
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Run a custom command once the session is open."""
+        await (await self._controlled()).run_custom_command(name, arguments)
 
     def skills(self) -> list[SkillInfo]:
         """The skills; none until the session is open."""

@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -162,6 +163,19 @@ class Controller(Protocol):
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
         """Write the transcript; returns the path written."""
+        ...
+
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom slash commands (Markdown files), sorted by name."""
+        ...
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Send the custom command ``name`` filled with ``arguments``, as ``submit`` sends.
+
+        Raises:
+            LookupError: Its file is gone.
+            ValueError: Its file cannot be used (the message names it).
+        """
         ...
 
     def skills(self) -> list[SkillInfo]:

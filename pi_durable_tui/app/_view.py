@@ -248,6 +248,17 @@ class SkillInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A custom slash command (a Markdown file), for completion and help."""
+
+    name: str
+    argument_hint: str
+    description: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ApprovalQuestion:
     """A tool call that waits for the user's decision (issue 13, DESIGN.md 7).
 

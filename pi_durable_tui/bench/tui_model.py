@@ -16,6 +16,7 @@ from typing import Any
 from pi_durable_tui.app import (
     ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     ExportFormat,
     Footer,
@@ -156,6 +157,7 @@ class RecordingController:
         paths: What ``complete_path`` filters by prefix.
         prompts: What ``history`` returns.
         skill_list: What ``skills`` returns.
+        command_list: What ``custom_commands`` returns.
         fail: Names of actions that raise ``RuntimeError``.
         settings_refreshes: How often the screen asked to re-read the settings.
     """
@@ -172,6 +174,7 @@ class RecordingController:
     paths: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     skill_list: list[SkillInfo] = field(default_factory=list)
+    command_list: list[CommandInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
     settings_refreshes: int = 0
 
@@ -254,6 +257,14 @@ class RecordingController:
         """Record the export; return where it would be written."""
         self._record("export", fmt, path)
         return path or f"transcript.{fmt}"
+
+    def custom_commands(self) -> list[CommandInfo]:
+        """Return ``command_list``."""
+        return list(self.command_list)
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Record a custom command."""
+        self._record("run_custom_command", name, arguments)
 
     def skills(self) -> list[SkillInfo]:
         """Return ``skill_list``."""

@@ -45,9 +45,9 @@ from pi_durable_tui.app import (
 from pi_durable_tui.tui._approval_prompt import ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
-    COMMANDS,
     SESSIONS_TITLE,
     CommandError,
+    all_commands,
     as_message,
     fork_from_picker,
     parse_command,
@@ -148,7 +148,11 @@ class PidurableApp(KeyActions, GuardedApp):
         self.status_line = StatusLine(id="status")
         self.completion_menu = CompletionMenu(id="completion")
         self.editor = PromptEditor(
-            self.completion_menu, controller.complete_path, controller.history, id="editor"
+            self.completion_menu,
+            controller.complete_path,
+            controller.history,
+            custom_commands=controller.custom_commands,
+            id="editor",
         )
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
@@ -410,7 +414,7 @@ class PidurableApp(KeyActions, GuardedApp):
     def _submitted(self, event: PromptEditor.Submitted) -> None:
         text, follow_up = event.text, event.follow_up
         try:
-            parsed = parse_command(text)
+            parsed = parse_command(text, self.controller.custom_commands())
         except CommandError as error:
             self.notice("error", str(error))
             return
@@ -486,7 +490,8 @@ class PidurableApp(KeyActions, GuardedApp):
     def open_help(self) -> None:
         """Show the help screen (generated from the bindings and the command table)."""
         bindings = (type(self).BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS)
-        self.push_screen(HelpScreen(key_rows(bindings), COMMANDS))
+        commands = all_commands(self.controller.custom_commands())
+        self.push_screen(HelpScreen(key_rows(bindings), commands))
 
     def exit_app(self) -> None:
         """Leave the app."""

@@ -5,7 +5,9 @@ that runs it against a ``CommandHost`` (the app, seen through the narrow protoco
 below so this module never imports it). A command is ``/`` followed by a lower
 case word at the start of the editor; ``/usr/bin ...`` (a path) and ``//text``
 are sent as messages (``//`` sends one slash), an unknown ``/word`` is an error
-so a typo never reaches the model (durable-behavior.md 5.2, issue 8).
+so a typo never reaches the model (durable-behavior.md 5.2, issue 8). Custom
+commands (Markdown files, issue 16) join the table at each use (``all_commands``):
+they complete, show in help and run like the built-in ones, which win a name clash.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar, get_args
 
 from pi_durable_tui.app import (
+    CommandInfo,
     Controller,
     ExportFormat,
     NoticeLevel,
@@ -312,14 +315,30 @@ COMMANDS: tuple[Command, ...] = (
     Command("quit", "", "Exit pidurable", _quit),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
-_COMMAND_LINE = re.compile(r"/([a-z][a-z-]*)(?:\s+(.*))?", re.DOTALL)
+_COMMAND_LINE = re.compile(r"/([A-Za-z0-9][A-Za-z0-9_.:-]*)(?:\s+(.*))?", re.DOTALL)
+_BUILT_IN_SHAPE = re.compile(r"[a-z][a-z-]*")
 
 
-def parse_command(text: str) -> tuple[Command, str] | None:
+def custom_command(info: CommandInfo) -> Command:
+    """The table row of a custom command: running it sends its file's text (issue 16)."""
+
+    async def run(host: CommandHost, arg: str) -> None:
+        await host.controller.run_custom_command(info.name, arg)
+
+    return Command(info.name, info.argument_hint, f"{info.description} ({info.source})", run)
+
+
+def all_commands(custom: Sequence[CommandInfo] = ()) -> list[Command]:
+    """The built-in commands, then the custom ones whose names they do not take."""
+    return [*COMMANDS, *(custom_command(c) for c in custom if c.name not in _BY_NAME)]
+
+
+def parse_command(text: str, custom: Sequence[CommandInfo] = ()) -> tuple[Command, str] | None:
     """Return the command a submitted text names, with its argument text.
 
     Args:
         text: What the user submitted.
+        custom: The custom commands (a built-in command of the same name wins).
 
     Returns:
         ``(command, argument)``, or ``None`` when the text is a message.
@@ -331,10 +350,15 @@ def parse_command(text: str) -> tuple[Command, str] | None:
     match = _COMMAND_LINE.fullmatch(stripped)
     if match is None:
         return None
-    command = _BY_NAME.get(match.group(1))
+    name = match.group(1)
+    command = _BY_NAME.get(name) or next(
+        (custom_command(c) for c in custom if c.name == name), None
+    )
     if command is None:
+        if not _BUILT_IN_SHAPE.fullmatch(name):
+            return None  # ``/1.5x`` or ``/Users`` was never a command: it is a message
         raise CommandError(
-            f"Unknown command /{match.group(1)} (F1 lists the commands; start with // to "
+            f"Unknown command /{name} (F1 lists the commands; start with // to "
             "send a message that begins with /)."
         )
     return command, (match.group(2) or "").strip()
@@ -346,6 +370,6 @@ def as_message(text: str) -> str:
     return stripped[1:] if stripped.startswith("//") else text
 
 
-def matching_commands(prefix: str) -> list[Command]:
+def matching_commands(prefix: str, custom: Sequence[CommandInfo] = ()) -> list[Command]:
     """Return the commands whose name starts with ``prefix`` (without the slash)."""
-    return [command for command in COMMANDS if command.name.startswith(prefix)]
+    return [command for command in all_commands(custom) if command.name.startswith(prefix)]

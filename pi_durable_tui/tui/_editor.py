@@ -42,7 +42,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult
 
-from pi_durable_tui.app import terminal_safe
+from pi_durable_tui.app import CommandInfo, terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
 
 FOLLOW_UP_KEY = "alt+enter"
@@ -61,6 +61,7 @@ class PromptEditor(TextArea):
         menu: The completion list shown above the editor.
         complete_path: Paths for ``@`` completion.
         history: Earlier prompts, oldest first.
+        custom_commands: The custom slash commands, for ``/`` completion.
         id: The widget id.
     """
 
@@ -121,6 +122,7 @@ class PromptEditor(TextArea):
         complete_path: Callable[[str], list[str]],
         history: Callable[[], Sequence[str]],
         *,
+        custom_commands: Callable[[], Sequence[CommandInfo]] = tuple,
         id: str | None = None,
     ) -> None:
         super().__init__(
@@ -133,6 +135,7 @@ class PromptEditor(TextArea):
         )
         self._menu = menu
         self._complete_path = complete_path
+        self._custom_commands = custom_commands
         self._history = history
         self._history_items: list[str] = []
         self._history_index: int | None = None
@@ -278,7 +281,8 @@ class PromptEditor(TextArea):
             return
         row, column = self.cursor_location
         line = self.document.get_line(row)
-        self._menu.show_completion(completion_at(line, row, column, self._complete_path))
+        completion = completion_at(line, row, column, self._complete_path, self._custom_commands)
+        self._menu.show_completion(completion)
 
     def _load(self, text: str) -> None:
         self.text = text

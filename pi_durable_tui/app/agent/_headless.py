@@ -21,8 +21,12 @@ lines escape every control character:
   then ``permission_decision`` with ``"by": "headless"``).
 
 A settings edit during the run that cannot be used (malformed) prints one line
-on ``err``; the settings from before stay in force. So does each skill file that
-cannot be used (issue 16), before the run. Project settings whose
+on ``err``; the settings from before stay in force. So does each skill or command
+file that cannot be used (issue 16), before the run. A prompt naming a custom
+command (``/review calc.py``) sends that command's text, as typing it does
+(``expand_command_line``), with its notes on ``err``; a command whose file cannot
+be used ends the run with one line and status 1 instead of sending the raw text.
+Project settings whose
 widening keys the user has not confirmed (issue 13) are not asked about: the
 keys are ignored, with one line on ``err`` per run saying how to trust them.
 
@@ -39,7 +43,13 @@ from typing import Literal, TextIO
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
-from pi_durable_tui.app.files import TrustRequest, discover_skills
+from pi_durable_tui.app.files import (
+    FrontMatterError,
+    TrustRequest,
+    discover_commands,
+    discover_skills,
+    expand_command_line,
+)
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -246,6 +256,27 @@ async def run_headless(
     return await _run(app, prompt, printed, errors, mode, request_id)
 
 
+def _expanded(app: AgentApp, prompt: str | None, err: TextSink) -> str | None:
+    """The prompt to send: a custom command's text for ``/name ...`` (issue 16).
+
+    Unusable skill and command files are reported first, one line each.
+
+    Raises:
+        FrontMatterError: The prompt names a command whose file cannot be used.
+    """
+    problems = list(discover_commands(app.cwd).problems)
+    if app.remote is None:
+        problems += discover_skills(app.cwd).problems
+    for problem in problems:
+        _line(err, f"pidurable: {problem}\n")
+    expansion = None if prompt is None else expand_command_line(prompt, app.cwd)
+    if expansion is None:
+        return prompt
+    for note in expansion.notes:
+        _line(err, f"pidurable: {note}\n")
+    return expansion.text
+
+
 async def _run(
     app: AgentApp,
     prompt: str | None,
@@ -254,11 +285,12 @@ async def _run(
     mode: HeadlessMode,
     request_id: str | None,
 ) -> int:
+    try:
+        prompt = _expanded(app, prompt, err)
+    except FrontMatterError as error:
+        _line(err, f"pidurable: not sent: {error}\n")
+        return EXIT_FAILED
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
-    if app.remote is None:
-        for problem in discover_skills(app.cwd).problems:
-            _line(err, f"pidurable: {problem}\n")
-
     warned: list[TrustRequest] = []
 
     def untrusted(request: TrustRequest) -> None:

@@ -19,7 +19,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_project_files``: the working directory's files for ``@`` completion;
 - ``_front_matter``: Markdown files with YAML front matter, and where skills and
   custom commands live;
-- ``_skills``: the skills listed in the system prompt (issue 16).
+- ``_skills``: the skills listed in the system prompt (issue 16);
+- ``_commands``: custom slash commands and their expansion (issue 16).
 
 REMINDER: the screen reads sessions and the theme before its first paint, through
 this part's face: its modules import the standard library and ``app._view``
@@ -28,6 +29,15 @@ only, never a layer below the app (``tests/tui/test_opening.py`` checks it);
 or list a database's sessions.
 """
 
+from pi_durable_tui.app.files._commands import (
+    CommandScan,
+    CustomCommand,
+    Expansion,
+    UnknownCommand,
+    discover_commands,
+    expand_command,
+    expand_command_line,
+)
 from pi_durable_tui.app.files._context_files import MAX_BYTES as MAX_CONTEXT_BYTES
 from pi_durable_tui.app.files._context_files import (
     ContextFile,
@@ -93,7 +103,10 @@ __all__ = [
     "SKIPPED_DIRS",
     "TRUST_NAME",
     "WIDENING_KEYS",
+    "CommandScan",
     "ContextFile",
+    "CustomCommand",
+    "Expansion",
     "FrontMatterError",
     "NoSession",
     "ProjectFiles",
@@ -103,12 +116,16 @@ __all__ = [
     "SkillScan",
     "StoredSession",
     "TrustRequest",
+    "UnknownCommand",
     "context_candidates",
     "context_text",
     "database_url",
     "describe_store",
+    "discover_commands",
     "discover_context_files",
     "discover_skills",
+    "expand_command",
+    "expand_command_line",
     "global_context_file",
     "home",
     "list_sessions",

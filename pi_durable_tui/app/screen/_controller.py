@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ExportFormat
 from pi_durable_tui.app._view import (
+    CommandInfo,
     ConversationInfo,
     ModelChoice,
     NoticeLevel,
@@ -42,10 +43,14 @@ from pi_durable_tui.app._view import (
 from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
+    Expansion,
     ProjectFiles,
     SettingsError,
     TrustRequest,
+    discover_commands,
     discover_skills,
+    expand_command,
+    expand_command_line,
     session_infos,
     sessions_dir,
 )
@@ -337,6 +342,30 @@ class AgentController:
         with target.open("w", encoding="utf-8") as out:
             await export_transcript(self.app.harness.session.storage, fmt, out)
         return str(target)
+
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom slash commands of the project and the user (``files._commands``)."""
+        return [
+            CommandInfo(c.name, c.argument_hint, c.description, c.source)
+            for c in discover_commands(self.app.cwd).commands
+        ]
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Send a custom command's text (read now) as a typed message; notes become notices."""
+        await self._send(expand_command(name, arguments, self.app.cwd))
+
+    async def submit_line(self, text: str) -> None:
+        """Submit a line given on the command line: a custom command runs, else a message."""
+        expansion = expand_command_line(text, self.app.cwd)
+        if expansion is None:
+            await self.submit(text)
+        else:
+            await self._send(expansion)
+
+    async def _send(self, expansion: Expansion) -> None:
+        for note in expansion.notes:
+            self.model.add_notice("info", note)
+        await self.submit(expansion.text)
 
     def skills(self) -> list[SkillInfo]:
         """The skills the system prompt lists (none over SSH); a bad file is a notice."""
