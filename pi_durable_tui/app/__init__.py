@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         resolve_location,
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
-    from pi_durable_tui.app._startup_errors import describe_startup_error
+    from pi_durable_tui.app._startup_errors import describe_run_failure, describe_startup_error
     from pi_durable_tui.app.agent import (
         CODING_PROMPT,
         DEMOS,
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from pi_durable_tui.app.files import (
         ContextFile,
         NoSession,
+        SessionPathError,
         SessionUnavailable,
         SettingsError,
         StoredSession,
@@ -136,6 +137,7 @@ _LAZY: dict[str, str] = {
     "LiveScreenModel": "screen",
     "start_screen": "screen",
     "NoSession": "files",
+    "SessionPathError": "files",
     "SessionUnavailable": "files",
     "StoredSession": "files",
     "list_sessions": "files",
@@ -143,6 +145,7 @@ _LAZY: dict[str, str] = {
     "new_session_path": "files",
     "newest_session": "files",
     "sessions_dir": "files",
+    "describe_run_failure": "_startup_errors",
     "describe_startup_error": "_startup_errors",
     "SUBAGENTS": "agent",
     "SubagentArgs": "agent",
@@ -191,6 +194,7 @@ __all__ = [
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
+    "SessionPathError",
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
@@ -202,6 +206,7 @@ __all__ = [
     "ViewChange",
     "build_models",
     "choose_model",
+    "describe_run_failure",
     "describe_startup_error",
     "discover_context_files",
     "export_main",
