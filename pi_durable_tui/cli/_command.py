@@ -167,7 +167,10 @@ def _locate(args: argparse.Namespace) -> None:
 def _startup_failed(error: Exception, message: str | None) -> int:
     if message is None:
         raise error
-    sys.stderr.write(f"pidurable: {message}\n")
+    from pi_durable_tui.app import output_redactor, terminal_safe
+
+    # The message may quote a settings file the model wrote: no key, no sequence.
+    sys.stderr.write(f"pidurable: {terminal_safe(output_redactor().text(message))}\n")
     return EXIT_USAGE
 
 
@@ -179,8 +182,14 @@ def _import_session_layers() -> None:
 
 
 def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, PermissionChoices
 
+    permissions = PermissionChoices(
+        mode=args.permission_mode,
+        allow=tuple(args.allow),
+        deny=tuple(args.deny),
+        interactive=args.prompt is None,
+    )
     return AppOptions(
         cwd=os.getcwd(),
         session=session,
@@ -190,6 +199,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         faux_script=args.faux_script,
         demo=args.demo,
         env=args.env,
+        permissions=permissions,
     )
 
 
@@ -289,6 +299,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
         app = await AgentApp.open(_app_options(args, session))
         screen.log_path = app.store.parent / "pidurable.log"
+        screen.redact = app.harness.redactor.text
         return await start_screen(app, reopened=reopened, prompt=args.prompt)
 
     def failed(error: BaseException) -> None:
