@@ -67,7 +67,7 @@ if TYPE_CHECKING:
         resolve_location,
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
-    from pi_durable_tui.app._startup_errors import describe_startup_error
+    from pi_durable_tui.app._startup_errors import describe_run_failure, describe_startup_error
     from pi_durable_tui.app.agent import (
         CODING_PROMPT,
         DEMOS,
@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     from pi_durable_tui.app.files import (
         ContextFile,
         NoSession,
+        SessionPathError,
         SessionUnavailable,
         SettingsError,
         StoredSession,
@@ -149,6 +150,7 @@ _LAZY: dict[str, str] = {
     "LiveScreenModel": "screen",
     "start_screen": "screen",
     "NoSession": "files",
+    "SessionPathError": "files",
     "SessionUnavailable": "files",
     "StoredSession": "files",
     "list_sessions": "files",
@@ -156,6 +158,7 @@ _LAZY: dict[str, str] = {
     "new_session_path": "files",
     "newest_session": "files",
     "sessions_dir": "files",
+    "describe_run_failure": "_startup_errors",
     "describe_startup_error": "_startup_errors",
     "SUBAGENTS": "agent",
     "SubagentArgs": "agent",
@@ -208,6 +211,7 @@ __all__ = [
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
+    "SessionPathError",
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
@@ -221,6 +225,7 @@ __all__ = [
     "ViewChange",
     "build_models",
     "choose_model",
+    "describe_run_failure",
     "describe_startup_error",
     "discover_context_files",
     "export_main",

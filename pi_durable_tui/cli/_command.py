@@ -237,7 +237,13 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
         mode=args.mode,
         request_id=args.request_id,
     )
-    status = await signals.guarded(work, app.close)
+    try:
+        status = await signals.guarded(work, app.close)
+    except Exception as error:  # a commit failed: a full disk, another client's lock...
+        from pi_durable_tui.app import describe_run_failure
+
+        line = describe_run_failure(error, app.store, app.session_id, _continue_hint(args))
+        return _startup_failed(error, line)
     if status is None:
         return signals.stopped(signals.received, _continue_hint(args))
     return status

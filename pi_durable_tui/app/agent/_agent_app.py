@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
-import shutil
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
@@ -55,6 +56,7 @@ from pi_durable_tui.app.files import (
     SessionUnavailable,
     database_url,
     describe_store,
+    discard_new_session,
     home,
     new_session_path,
     newest_session,
@@ -233,9 +235,7 @@ class AgentApp:
                 workspace = marker.workspace
                 model_option = model_option or "faux/faux-1"
             faux_script = options.faux_script
-            if faux_script is not None:
-                remember_faux_script(store, faux_script)
-            elif provider is None:
+            if faux_script is None and provider is None:
                 faux_script = remembered_faux_script(store)
             models = build_models(
                 app_settings,
@@ -247,18 +247,29 @@ class AgentApp:
             if location.remote and marker is None:
                 remote = await open_remote_env(location, tuple(app_settings.env_allow))
                 workspace = remote.cwd
-                remember_env(store, location.key)
             try:
                 storage = await open_store(store)
             except BaseException:
                 if remote is not None:
                     await remote.close()
                 raise
+            # REMINDER: written once the store opened, so a refused start (a bad
+            # script, a damaged store, a full disk) leaves nothing beside the store.
+            try:
+                if options.faux_script is not None:
+                    remember_faux_script(store, options.faux_script)
+                if remote is not None:
+                    remember_env(store, location.key)
+            except BaseException:
+                await storage.close()
+                if remote is not None:
+                    await remote.close()
+                raise
         except BaseException as error:
             if not options.session and not options.continue_session:
                 # A session that never started leaves no empty directory behind.
-                shutil.rmtree(store.parent, ignore_errors=True)
-            if isinstance(error, StorageError):
+                discard_new_session(store)
+            if _store_failure(error):
                 raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         reports: list[Report] = []
@@ -288,7 +299,7 @@ class AgentApp:
             await storage.close()
             if remote is not None:
                 await remote.close()
-            if isinstance(error, StorageError):
+            if _store_failure(error):
                 raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
@@ -395,6 +406,19 @@ class AgentApp:
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""
         return self.settings.current()
+
+
+def _store_failure(error: BaseException) -> TypeGuard[Exception]:
+    """Whether opening failed at the store or its disk (not a bug, nor a bad option)."""
+    if isinstance(error, (StorageError, sqlite3.Error)):
+        return True
+    # A file of the session (its directory, faux-script.txt) that cannot be written;
+    # a write cut by a full disk may fail at its close, naming no file.
+    return isinstance(error, OSError) and (error.filename is not None or error.errno in _DISK)
+
+
+_DISK = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+"""The errors of a disk that refuses writes (full, read-only, no permission, failing)."""
 
 
 def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:
