@@ -399,6 +399,17 @@ class Models:
             text = f"{type(error).__name__}: {error}"
             return error_stream(model.provider, model.id, model.api, text)
 
+    def provider_keys(self) -> tuple[str, ...]:
+        """Return the keys the resolver holds now, one per provider that has one.
+
+        The harness hides these values wherever they would be committed or
+        printed (issue 13), whatever the name of the variable they came from.
+        """
+        if self._keys is None:
+            return ()
+        found = (self._keys(name) for name in sorted(self._provider_info))
+        return tuple(key for key in found if key)
+
     def missing_key(self, model: Model) -> str | None:
         """Return the variable to set when a model needs a key that is missing.
 

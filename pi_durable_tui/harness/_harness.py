@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from pi_durable_tui.ai import Models
+from pi_durable_tui.env import SecretRedactor
 from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
@@ -78,6 +79,7 @@ class Harness:
         clock: Clock | None = None,
         on_report: Callable[[Report], None] | None = None,
         conversation_created: ConversationCreated | None = None,
+        redactor: SecretRedactor | None = None,
     ) -> Harness:
         """Open a harness over an open store (R21-R23).
 
@@ -93,6 +95,9 @@ class Harness:
             on_report: Receives problems that are reported rather than raised.
             conversation_created: Runs in every commit that creates a conversation,
                 after the built-in documents (R25).
+            redactor: Hides secret values in every commit (issue 13); by default
+                the values of this process's secret-looking environment variables
+                and the keys of the configured providers, read now.
 
         Returns:
             The open harness; nothing runs until ``resume()`` or a progress call.
@@ -105,6 +110,8 @@ class Harness:
             await storage.close()
             raise RegistryIncomplete(missing)
         creation = CreationHook(conversation_created)
+        if redactor is None:
+            redactor = SecretRedactor.from_environ(extra=models.provider_keys())
         holder: list[Harness] = []
         tasks = KernelTasks(
             registry, lambda: holder[0]._services, lambda cid: holder[0].conversation(cid)
@@ -113,7 +120,7 @@ class Harness:
             storage,
             registry=tasks.kernel_registry,
             clock=clock,
-            hooks=HarnessHooks(creation),
+            hooks=HarnessHooks(creation, redactor),
             on_report=on_report,
         )
         services = HarnessServices(
@@ -124,6 +131,7 @@ class Harness:
             env_factory=env,
             tasks=tasks,
             on_report=on_report,
+            redactor=redactor,
         )
         harness = cls(services, creation, tasks)
         holder.append(harness)
@@ -146,6 +154,11 @@ class Harness:
     def models(self) -> Models:
         """The models requests use."""
         return self._services.models
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        """Hides secret values in every commit; printed output uses it too (issue 13)."""
+        return self._services.redactor
 
     @property
     def registry(self) -> Registry:

@@ -48,7 +48,7 @@ from pi_durable_tui.tui._commands import (
 )
 from pi_durable_tui.tui._completion import CompletionMenu
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
-from pi_durable_tui.tui._exit import GuardedApp, append_traceback
+from pi_durable_tui.tui._exit import GuardedApp
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
@@ -264,9 +264,9 @@ class PidurableApp(KeyActions, GuardedApp):
     def report_failure(self, what: str, error: Exception) -> None:
         """Say that an action failed, and log its traceback."""
         where = ""
-        if self.log_path is not None and append_traceback(self.log_path, error, what):
+        if self.log_traceback(error, what):
             where = f" (details in {self.log_path})"
-        message = str(error) or type(error).__name__
+        message = self.redacted(str(error) or type(error).__name__)
         if isinstance(error, CommandError):
             self.notice("error", message)
         else:

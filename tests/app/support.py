@@ -34,9 +34,12 @@ def write_script(directory: Path, *responses: dict[str, Any], **top: Any) -> Pat
 
 
 def write_settings(path: Path, data: Any) -> Path:
-    """Write a settings file (``data`` as JSON, or raw text), creating its directory."""
+    """Write a settings file (``data`` as JSON, raw text or bytes), creating its directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
     return path
 
 

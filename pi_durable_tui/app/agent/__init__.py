@@ -15,6 +15,7 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_prompt_sections``: the coding system prompt, as harness sections (R77);
 - ``_subagent``, ``_demos``, ``_uncancelled``: the subagent tool, the offline
   demos, and steps that run to their end when cancelled;
+- ``_printed``: printed output redacted like committed output (issue 13);
 - ``_agent_app``: ``AgentApp``, the product opened on one session;
 - ``_headless``: print and JSON modes (R59, R87, R125);
 - ``_export``: ``pidurable export``, a session's transcript as a file.
@@ -35,6 +36,7 @@ from pi_durable_tui.app.agent._model_setup import (
     choose_model,
     list_models_text,
 )
+from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -49,6 +51,7 @@ __all__ = [
     "HeadlessMode",
     "ModelChoiceError",
     "ModelSelection",
+    "RedactedWriter",
     "SettingsFiles",
     "SubagentArgs",
     "build_models",
@@ -57,5 +60,6 @@ __all__ = [
     "export_transcript",
     "list_models_text",
     "load_settings",
+    "output_redactor",
     "run_headless",
 ]

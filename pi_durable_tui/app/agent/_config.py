@@ -3,7 +3,8 @@
 The user file sets defaults; the project file (in the working directory) overrides
 them key by key (objects merge, other values replace: ``_settings_files`` reads and
 merges them). The result is validated with pydantic: an error names the file and
-the key (``settings.json: retry.max_retries: Input should be a valid integer``),
+the key and what was expected (``settings.json: retry.max_retries: expected a whole
+number, got string "3"``: strict, nothing is coerced; issue 12),
 and the app reports it instead of starting
 with a setting silently ignored. ``SettingsFiles.current()`` re-reads the files
 when their modification times or sizes change, so edits apply at the next
@@ -12,7 +13,9 @@ decision (R34) without reading the disk at every one.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +31,7 @@ from pi_durable_tui.app.files import (
     settings_sources,
 )
 from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
+from pi_durable_tui.storage.json_ops import describe_json, printable
 
 
 class AppSettings(BaseModel):
@@ -73,13 +77,50 @@ class AppSettings(BaseModel):
 
 
 def _validate(data: dict[str, Any], sources: list[Path]) -> AppSettings:
+    # REMINDER: strict, so that "false" is not a boolean and "3" not a number
+    # (issue 12); JSON has the types, a settings file must use them.
     try:
-        return AppSettings.model_validate(data)
+        return AppSettings.model_validate(data, strict=True)
     except ValidationError as error:
         item = error.errors()[0]
-        key = ".".join(str(part) for part in item["loc"])
         where = _source_of(item["loc"], sources)
-        raise SettingsError(f"{where}: {key}: {item['msg']}") from None
+        raise SettingsError(f"{where}: {json_path(item['loc'])}: {_problem(item)}") from None
+
+
+_EXPECTED = {
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+}
+"""What each pydantic type error expected, in JSON's words."""
+
+
+def _problem(item: Any) -> str:
+    kind = item["type"]
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {describe_json(item['input'])}"
+    if kind == "extra_forbidden":
+        return "not a setting (check its spelling, and the README's list of settings)"
+    if kind == "missing":
+        return "required, and missing"
+    return f"{item['msg']}, got {describe_json(item['input'])}"
+
+
+def json_path(loc: tuple[Any, ...]) -> str:
+    """``("providers", 0, "api")`` -> ``providers[0].api``, control characters escaped."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            name = json.dumps(str(part), ensure_ascii=False)[1:-1]
+            path += f".{printable(name)}" if path else printable(name)
+    return path or "top level"
 
 
 def _source_of(loc: tuple[Any, ...], sources: list[Path]) -> str:
@@ -125,8 +166,18 @@ class SettingsFiles:
         self._cwd = cwd
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._value: AppSettings | None = None
+        self._listeners: list[Callable[[SettingsError], None]] = []
         self.error: SettingsError | None = None
         """The newest problem met while re-reading (the last good value is kept)."""
+
+    def on_error(self, listener: Callable[[SettingsError], None]) -> Callable[[], None]:
+        """Call ``listener`` once for each new problem met while re-reading.
+
+        The screen shows it as a notice, print mode as a line on stderr; the
+        last good settings stay in force meanwhile. Returns the unsubscribe.
+        """
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
 
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
@@ -154,7 +205,11 @@ class SettingsFiles:
             except SettingsError as error:
                 if self._value is None:
                     raise
+                fresh = self.error is None or str(self.error) != str(error)
                 self.error = error
+                if fresh:
+                    for listener in list(self._listeners):
+                        listener(error)
             self._stamp = stamp
         return self._value
 

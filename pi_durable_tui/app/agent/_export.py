@@ -5,7 +5,8 @@ The transcript is every visible entry of the main conversation, oldest first
 hold one stored entry per line, exactly as committed; Markdown and HTML render
 user and assistant text, thinking, tool calls with their arguments and tool
 results with their output. HTML is one self-contained file (inline CSS, every
-text escaped).
+text escaped). Everything written passes ``output_redactor`` (issue 13): a store
+written before redaction covered every commit still exports no key.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal, TextIO
 
+from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
 from pi_durable_tui.app.files import (
     NoSession,
     SessionUnavailable,
@@ -128,8 +130,22 @@ def _html_entry(entry: EntryRecord) -> str:
     return f"<div class='{css}'><h3>{html.escape(title)}</h3>{''.join(body)}</div>"
 
 
-async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) -> int:
-    """Write the main conversation's transcript; returns the number of entries written."""
+async def export_transcript(
+    storage: Storage,
+    fmt: ExportFormat,
+    into: TextIO,
+    *,
+    redact: Callable[[str], str] | None = None,
+) -> int:
+    """Write the main conversation's transcript; returns the number of entries written.
+
+    Args:
+        storage: The session's store.
+        fmt: ``jsonl``, ``markdown`` or ``html``.
+        into: Where the transcript goes.
+        redact: Redacts what is written (``output_redactor().text`` by default).
+    """
+    out = RedactedWriter(into, redact if redact is not None else output_redactor().text)
     count = 0
     if fmt == "html":
         out.write("<!doctype html><meta charset='utf-8'><title>pidurable</title>")
@@ -144,6 +160,7 @@ async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) ->
                 out.write(text + "\n")
         else:
             out.write(_html_entry(entry) + "\n")
+    out.flush()
     return count
 
 

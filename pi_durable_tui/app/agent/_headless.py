@@ -5,7 +5,8 @@
 submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
-prints its answer. Everything printed derives from commits:
+prints its answer. Everything printed derives from commits, and passes the
+harness's redactor once more on its way out (``RedactedWriter``, issue 13):
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
@@ -13,6 +14,9 @@ prints its answer. Everything printed derives from commits:
 - ``json``: every event as one JSON line on ``out`` as its commit publishes it:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
   the commit that settles the input.
+
+A settings edit during the run that cannot be used (malformed) prints one line
+on ``err``; the settings from before stay in force.
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -100,7 +105,7 @@ class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
     def __init__(
-        self, mode: HeadlessMode, out: TextIO, err: TextIO, now: Callable[[], float]
+        self, mode: HeadlessMode, out: TextSink, err: TextSink, now: Callable[[], float]
     ) -> None:
         self._mode = mode
         self._out = out
@@ -127,7 +132,7 @@ class _EventPrinter:
                 delay = retry["at"] - self._now()
                 self._write(self._err, retry_line(generation["attempt"], delay, retry["error"]))
 
-    def _write(self, stream: TextIO, text: str) -> None:
+    def _write(self, stream: TextSink, text: str) -> None:
         if not self._writable:
             return
         try:
@@ -135,6 +140,19 @@ class _EventPrinter:
             stream.flush()
         except OSError:  # a closed pipe (`| head`): the run goes on, unprinted
             self._writable = False
+
+
+def settings_warning(error: Exception) -> str:
+    """The line for a settings edit made during the run that cannot be used (issue 12)."""
+    return f"pidurable: {error}; the settings from before stay in force\n"
+
+
+def _line(err: TextSink, text: str) -> None:
+    try:
+        err.write(text)
+        err.flush()
+    except OSError:  # a closed stderr: the run goes on
+        pass
 
 
 async def _settle(
@@ -176,6 +194,21 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    redact = app.harness.redactor.text
+    return await _run(
+        app, prompt, RedactedWriter(out, redact), RedactedWriter(err, redact), mode, request_id
+    )
+
+
+async def _run(
+    app: AgentApp,
+    prompt: str | None,
+    out: TextSink,
+    err: TextSink,
+    mode: HeadlessMode,
+    request_id: str | None,
+) -> int:
+    unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
@@ -187,8 +220,10 @@ async def run_headless(
         # events are queued: drain them, then stop.
         await stream.stop(drain=True)
         await printing
+        unwatch()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
+        err.flush()
         return EXIT_FAILED
     if record.status == "done" and record.answer is not None:
         if mode == "text":
@@ -197,4 +232,5 @@ async def run_headless(
             out.flush()
         return EXIT_OK
     err.write(f"pidurable: {describe_failure(record)}\n")
+    err.flush()
     return EXIT_FAILED

@@ -36,6 +36,7 @@ from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
     ProjectFiles,
+    SettingsError,
     session_infos,
     sessions_dir,
 )
@@ -70,6 +71,17 @@ class AgentController:
         self._closed = False
         self._waiters: set[asyncio.Future[None]] = set()
         self._project_files: ProjectFiles | None = None
+        self._unwatch_settings = self._watch_settings(app)
+
+    def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
+        """Show each problem of a settings edit as a notice (the old settings stay)."""
+        loop = asyncio.get_running_loop()
+
+        def failed(error: SettingsError) -> None:
+            # Re-reads happen at harness decisions: show it after the current step.
+            loop.call_soon(self.model.add_notice, "warning", settings_notice(error))
+
+        return app.settings.on_error(failed)
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
@@ -278,6 +290,8 @@ class AgentController:
         report = await recovery_report(opened) if path is not None else []
         await self.model.close()
         old, self.app = self.app, opened
+        self._unwatch_settings()
+        self._unwatch_settings = self._watch_settings(opened)
         await old.close()
         self.model.rebind(opened)
         await self.model.attach(opened.root.id)
@@ -347,6 +361,11 @@ class AgentController:
             waiter.cancel()
         await self.model.close()
         await self.app.close()
+
+
+def settings_notice(error: SettingsError) -> str:
+    """The notice for a settings edit that cannot be used (issue 12)."""
+    return f"{error}; the settings from before stay in force until it is fixed"
 
 
 def _written_outcome(status: str, reason: str | None) -> dict[str, Any]:

@@ -7,8 +7,6 @@ built-in registry takes ``TOOL_TASK``.
 Its private modules, lowest first (each imports only the ones before it):
 
 - ``_throttle``: the adaptive throttle of a running tool's progress commits (R103);
-- ``_redaction``: secret values of the process never reach a committed entry
-  (issue 7);
 - ``_output``: the bounded buffer a running tool's output streams into (R102,
   R103, R105);
 - ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and

@@ -16,16 +16,16 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
 - the abort handler (R101) commits an ``aborted`` result from the slot's durable
   output, after the ``on_abort`` chain.
 
-Every result entry is redacted before it is committed (``SecretRedactor``): the
-values of this process's secret-looking environment variables never reach the
-transcript (issue 7).
+Every result entry is redacted as it is committed, like everything a commit
+stores (the session's filter, ``HarnessHooks.filter_json``, issue 13): the values
+of this process's secret-looking environment variables never reach the
+transcript.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +55,6 @@ from pi_durable_tui.harness.state import (
     slot_of_task,
     tool_result_message,
 )
-from pi_durable_tui.harness.tool._redaction import SecretRedactor
 from pi_durable_tui.harness.tool._tool_api import ToolCallApi
 from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
@@ -128,12 +127,7 @@ def _text_item(text: str) -> list[JsonObject]:
 async def _commit_result(
     runtime: HarnessRuntime, call: _Call, result: _Result, outcome: str, message: str = ""
 ) -> None:
-    """Append the result entry, mark the slot done, count usage, end the task (R106).
-
-    Everything the entry holds about the call is redacted first: no secret value
-    of this process reaches a committed entry (issue 7).
-    """
-    result = _redacted(result, SecretRedactor.from_environ())
+    """Append the result entry, mark the slot done, count usage, end the task (R106)."""
     now = runtime.now()
     stored = tool_result_message(
         call_id=call.call_id,
@@ -169,24 +163,6 @@ async def _commit_result(
         return Completed(value)
 
     await runtime.commit(finish)
-
-
-def _redacted(result: _Result, redact: SecretRedactor) -> _Result:
-    """The result with its text, details and diagnostics passed through ``redact``."""
-    if not redact:
-        return result
-    content = [
-        {**item, "text": redact.text(item["text"])}
-        if item.get("type") == "text" and isinstance(item.get("text"), str)
-        else item
-        for item in result.content
-    ]
-    diagnostics = [
-        Diagnostic(d.severity, redact.text(d.message), d.code) for d in result.diagnostics
-    ]
-    return dataclasses.replace(
-        result, content=content, diagnostics=diagnostics, details=redact.json(result.details)
-    )
 
 
 async def _error_result(
