@@ -12,7 +12,7 @@ import pytest
 
 from pi_durable_tui.bench import large_message
 
-SIZES = ["--sizes", "0.01,0.03"]
+SIZES = ["--sizes", "0.01,0.03", "--repeat", "1"]
 
 
 def test_a_small_run_reports_every_workload_correct_and_the_growth_ratios(
