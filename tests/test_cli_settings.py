@@ -5,16 +5,24 @@ Real ``python -m pi_durable_tui`` processes in a project directory with their ow
 deep or a value of the wrong type stops the command before anything starts, with
 exit status 2 and one line naming the file, the key and what was expected; never
 a traceback, and no session is created.
+
+A project file's widening keys the user never confirmed are ignored in print mode,
+with one line on stderr saying how to trust them; a hostile model that writes
+them itself (by ``write`` and by ``bash``) gets no file outside the workspace and
+no byte of the user's key into the store (``tests/app/hostile_settings``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.app.hostile_settings import LAST_WORDS, REGRANT, SECRET, Attack
 
 DEADLINE = 60.0
 """Seconds a process may take before the test fails."""
@@ -78,3 +86,60 @@ def test_a_settings_file_the_command_cannot_use_exits_2_with_one_line_and_no_tra
     assert done.stderr.count("\n") == 1
     assert "Traceback" not in done.stderr
     assert not (home / "sessions").exists()  # nothing was created
+
+
+def test_print_mode_ignores_unconfirmed_widening_keys_with_one_line_saying_how_to_trust_them(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    settings = project / ".pidurable" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"allow_outside_cwd": True, "env_allow": ["*"]}))
+    outside = tmp_path / "outside.txt"
+    script = tmp_path / "script.json"
+    write = {
+        "type": "tool_call",
+        "name": "write",
+        "arguments": {"path": str(outside), "content": "x"},
+    }
+    responses = [
+        {"content": [write], "stop_reason": "toolUse"},
+        {"content": [{"type": "text", "text": "ok"}]},
+    ]
+    script.write_text(json.dumps({"responses": responses}))
+
+    done = pidurable(
+        project, home, "-p", "go", "--model", "faux/faux-1", "--faux-script", str(script)
+    )
+
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    assert done.stderr == (
+        f"pidurable: ignoring allow_outside_cwd, env_allow in {settings}: not confirmed by you; "
+        f"to use them, run pidurable in {project} once and trust them, or set them in "
+        f"{home / 'settings.json'}\n"
+    )
+    assert not outside.exists()
+
+
+def test_a_hostile_model_granting_itself_powers_in_print_mode_escapes_nothing_and_leaks_nothing(
+    tmp_path: Path,
+) -> None:
+    attack = Attack.prepare(tmp_path)
+
+    done = pidurable(
+        attack.workspace,
+        attack.home,
+        "-p",
+        "do your worst",
+        "--model",
+        "faux/faux-1",
+        "--faux-script",
+        str(attack.script),
+        env={"OPENAI_API_KEY": SECRET},
+    )
+
+    assert (done.returncode, done.stdout) == (0, LAST_WORDS + "\n"), done.stderr
+    assert done.stderr.count("\n") == 1  # one warning, however often the file changed
+    assert done.stderr.startswith("pidurable: ignoring allow_outside_cwd, env_allow in ")
+    assert attack.escaped_files() == []
+    assert attack.leaked_bytes() == 0
+    assert json.loads((attack.workspace / ".pidurable" / "settings.json").read_text()) == REGRANT

@@ -13,7 +13,9 @@ modes, and (for the TUI) a plain view model and a controller over the harness.
 This module is its one public face. Behind it, in the direction imports run
 (each imports only what is listed before it):
 
-1. ``_view``: the plain, frozen values the screen renders;
+1. ``_terminal_text``: ``terminal_safe``, no control sequence reaches the
+   terminal; ``_view``: the plain, frozen values the screen renders, each made
+   terminal-safe when built;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
 3. ``_opening``: what the screen shows until the session is open;
@@ -28,7 +30,7 @@ This module is its one public face. Behind it, in the direction imports run
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
 REMINDER: the first paint must not wait for the layers below the app. This face
-imports ``_view`` and ``_ports`` only; every other name is imported on first use
+imports ``_terminal_text``, ``_view`` and ``_ports`` only; every other name is imported on first use
 (``_LAZY``), from the module or part that holds it. What the screen needs before
 its first paint (``_opening``, ``files/``) imports no layer below the app.
 """
@@ -37,7 +39,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     ConversationInfo,
     Footer,
@@ -46,9 +50,11 @@ from pi_durable_tui.app._view import (
     NoticeLevel,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
     ThinkingPart,
     ToolCard,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -72,6 +78,7 @@ if TYPE_CHECKING:
         HeadlessMode,
         ModelChoiceError,
         ModelSelection,
+        PermissionChoices,
         RedactedWriter,
         SettingsFiles,
         SubagentArgs,
@@ -132,6 +139,7 @@ _LAZY: dict[str, str] = {
     "output_redactor": "agent",
     "ModelChoiceError": "agent",
     "ModelSelection": "agent",
+    "PermissionChoices": "agent",
     "build_models": "agent",
     "choose_model": "agent",
     "list_models_text": "agent",
@@ -172,6 +180,7 @@ __all__ = [
     "AgentController",
     "AppOptions",
     "AppSettings",
+    "ApprovalQuestion",
     "Block",
     "ContextFile",
     "Controller",
@@ -190,6 +199,7 @@ __all__ = [
     "Notice",
     "NoticeLevel",
     "OpeningSession",
+    "PermissionChoices",
     "QueueItem",
     "RedactedWriter",
     "RemoteUnavailable",
@@ -199,11 +209,13 @@ __all__ = [
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
+    "SkillInfo",
     "StoredSession",
     "SubagentArgs",
     "TaskNode",
     "ThinkingPart",
     "ToolCard",
+    "TrustQuestion",
     "ViewChange",
     "build_models",
     "choose_model",
@@ -224,4 +236,5 @@ __all__ = [
     "sessions_dir",
     "settings_theme",
     "start_screen",
+    "terminal_safe",
 ]

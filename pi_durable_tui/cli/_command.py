@@ -181,8 +181,14 @@ def _import_session_layers() -> None:
 
 
 def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, PermissionChoices
 
+    permissions = PermissionChoices(
+        mode=args.permission_mode,
+        allow=tuple(args.allow),
+        deny=tuple(args.deny),
+        interactive=args.prompt is None,
+    )
     return AppOptions(
         cwd=os.getcwd(),
         session=session,
@@ -192,6 +198,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         faux_script=args.faux_script,
         demo=args.demo,
         env=args.env,
+        permissions=permissions,
     )
 
 

@@ -39,7 +39,7 @@ async def check_inside(env: ExecutionEnv, absolute: str, allow: AllowOutside, ve
     outside), falling back to the parent directory for a file that does not exist.
 
     Raises:
-        OutsideWorkspace: With a message naming the path, the workspace and the setting.
+        OutsideWorkspace: With a message naming the path and the workspace.
     """
     if allow() if callable(allow) else allow:
         return
@@ -49,7 +49,7 @@ async def check_inside(env: ExecutionEnv, absolute: str, allow: AllowOutside, ve
         return
     raise OutsideWorkspace(
         f"Refusing to {verb} {absolute}: it is outside the working directory {root}. "
-        'Set "allow_outside_cwd": true in .pidurable/settings.json to allow it.'
+        "Only the user can allow changes outside it; ask them if it is needed."
     )
 
 

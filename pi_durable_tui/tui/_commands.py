@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, get_args
 
-from textual.content import Content
-
-from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel, SessionInfo
+from pi_durable_tui.app import (
+    Controller,
+    ExportFormat,
+    NoticeLevel,
+    ScreenModel,
+    SessionInfo,
+    TaskNode,
+)
 from pi_durable_tui.tui._picker import PickerItem
+from pi_durable_tui.tui._terminal_text import Content
 
 T = TypeVar("T")
 
@@ -37,8 +43,8 @@ class CommandHost(Protocol):
         """The view model (the fork picker lists its user blocks)."""
         ...
 
-    def notice(self, level: NoticeLevel, text: str) -> None:
-        """Show a one-line notice."""
+    def notice(self, level: NoticeLevel, text: str) -> int:
+        """Show a one-line notice; returns its id."""
         ...
 
     def set_editor_text(self, text: str) -> None:
@@ -158,8 +164,36 @@ async def _agents(host: CommandHost, arg: str) -> None:
         await host.controller.switch_conversation(conversation_id)
 
 
+def _task_rows(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int, TaskNode]]:
+    for node in nodes:
+        yield depth, node
+        yield from _task_rows(node.children, depth + 1)
+
+
 async def _tasks(host: CommandHost, arg: str) -> None:
-    host.toggle_tasks()
+    # The one place the screen shows task ids and kinds (issue 12): everywhere else
+    # tasks and conversations go by their labels.
+    items = [
+        PickerItem(
+            Content.assemble(
+                ("  " * depth + node.label, "bold"),
+                f"  {node.status}",
+                (f"  {node.kind} · task {node.task_id}", "$text-muted"),
+                (
+                    ""
+                    if node.subagent_conversation_id is None
+                    else f" · conversation {node.subagent_conversation_id} (enter opens)",
+                    "$text-muted",
+                ),
+            ),
+            node.subagent_conversation_id,
+            search=f"{node.label} {node.kind} {node.task_id}",
+        )
+        for depth, node in _task_rows(host.model.tasks)
+    ]
+    conversation_id = await host.pick("Live tasks (ctrl+t shows or hides the tree)", items)
+    if conversation_id is not None:
+        await host.controller.switch_conversation(conversation_id)
 
 
 async def _fork(host: CommandHost, arg: str) -> None:
@@ -225,6 +259,32 @@ async def _theme(host: CommandHost, arg: str) -> None:
         host.switch_theme(name)
 
 
+async def _skills(host: CommandHost, arg: str) -> None:
+    skills = host.controller.skills()
+    if not skills:
+        host.notice(
+            "info",
+            "No skills: add a directory with a SKILL.md (front matter name, description) "
+            "to .pidurable/skills/ or ~/.pidurable/skills/.",
+        )
+        return
+    items = [
+        PickerItem(
+            Content.assemble(
+                (skill.name, "bold"),
+                f"  {skill.description}",
+                (f"  {skill.source}: {skill.path}", "$text-muted"),
+            ),
+            skill.name,
+            search=f"{skill.name} {skill.description}",
+        )
+        for skill in skills
+    ]
+    name = await host.pick("Skills (the model reads one when a task matches it)", items)
+    if name is not None:
+        host.set_editor_text(f"Use the {name} skill: ")
+
+
 async def _help(host: CommandHost, arg: str) -> None:
     host.open_help()
 
@@ -237,12 +297,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "[provider/model]", "Pick the model of the shown conversation", _model),
     Command("compact", "[instructions]", "Summarize earlier context now", _compact),
     Command("agents", "", "Switch to the main or a subagent conversation", _agents),
-    Command("tasks", "", "Show or hide the task tree", _tasks),
+    Command("tasks", "", "List the live tasks with their ids and kinds", _tasks),
     Command("fork", "", "Fork the conversation from an earlier message", _fork),
     Command("new", "", "Start a new session in this directory", _new),
     Command("resume", "", "Open another session of this directory", _resume),
     Command("export", "[jsonl|markdown|html] [path]", "Write the transcript to a file", _export),
     Command("theme", "[name]", "Pick a colour theme", _theme),
+    Command("skills", "", "List the skills the model may use", _skills),
     Command("help", "", "List every key and command", _help),
     Command("quit", "", "Exit pidurable", _quit),
 )

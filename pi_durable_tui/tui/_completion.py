@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from pi_durable_tui.tui._commands import matching_commands
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 _AT_TOKEN = re.compile(r"(?:^|(?<=\s))@(\S*)$")
 _SLASH_TOKEN = re.compile(r"/([a-z-]*)")
@@ -112,7 +112,7 @@ class CompletionMenu(OptionList, can_focus=False):
         if completion is None:
             self.display = False
             return
-        self.set_options(Option(candidate.label) for candidate in completion.candidates)
+        self.set_options(Option(plain(candidate.label)) for candidate in completion.candidates)
         self.highlighted = 0
         self.display = True
 

@@ -10,8 +10,14 @@
 - Up on the first line and Down on the last walk the prompt history
   (``Controller.history``), keeping the draft to come back to.
 - While the completion menu is open, Up/Down move in it, Tab (or Enter, when it
-  changes the text) accepts, Esc closes it.
+  changes the text) accepts, Esc closes it. Without a completion Tab does nothing:
+  it never moves the focus out of the editor (issue 12: text typed after a Tab
+  went to a panel that dropped it; Alt+Down is the way into the panels).
 - Ctrl+D on an empty editor asks to exit; otherwise it deletes forward.
+
+Everything that enters the document (typing, a paste, a completion, the
+history, a prompt put back) passes ``terminal_safe``: a pasted file or a
+completed path with an escape sequence in it paints none (issue 13).
 
 The editor never calls the controller: it posts ``Submitted`` / ``ExitRequested``.
 
@@ -32,7 +38,9 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingsMap
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Edit, EditResult
 
+from pi_durable_tui.app import terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
 
 FOLLOW_UP_KEY = "alt+enter"
@@ -64,7 +72,9 @@ class PromptEditor(TextArea):
         Binding("shift+enter,ctrl+j", "newline", "Insert a newline"),
         Binding("up", "history(-1)", "Previous prompt (on the first line)"),
         Binding("down", "history(1)", "Next prompt (on the last line)"),
-        Binding("tab", "accept_completion", "Accept the / or @ completion"),
+        Binding(
+            "tab", "accept_completion", "Accept the / or @ completion (Tab stays in the editor)"
+        ),
         Binding("escape", "close_completion", "", show=False),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
     ]
@@ -141,6 +151,10 @@ class PromptEditor(TextArea):
         self.move_cursor(self.document.end)
         self.focus()
 
+    def paste_text(self, text: str) -> None:
+        """Insert pasted text at the cursor (a paste that reached another widget, too)."""
+        self.insert(text)
+
     def clear_input(self) -> None:
         """Empty the editor and leave history browsing."""
         self.text = ""
@@ -208,7 +222,7 @@ class PromptEditor(TextArea):
         """Replace the token under the cursor with the highlighted candidate."""
         chosen, completion = self._menu.chosen, self._menu.completion
         if chosen is None or completion is None:
-            raise SkipAction()
+            return  # REMINDER: not SkipAction: Tab going on would move the focus away.
         self.replace(
             chosen.replacement, (completion.row, completion.start), (completion.row, completion.end)
         )
@@ -247,6 +261,15 @@ class PromptEditor(TextArea):
     def _load(self, text: str) -> None:
         self.text = text
         self.move_cursor(self.document.end)
+
+    def edit(self, edit: Edit) -> EditResult:
+        """Apply an edit (every keystroke, paste and insert) of safe text."""
+        edit.text = terminal_safe(edit.text)
+        return super().edit(edit)
+
+    def load_text(self, text: str) -> None:
+        """Replace the document with safe text (the history, a prompt put back)."""
+        super().load_text(terminal_safe(text))
 
 
 _EDITOR_KEYS = BindingsMap(PromptEditor.BINDINGS)

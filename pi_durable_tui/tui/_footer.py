@@ -9,10 +9,10 @@ red above 90%), then the working directory. Line 2: the conversation label
 
 from __future__ import annotations
 
-from textual.content import Content
 from textual.widgets import Static
 
 from pi_durable_tui.app import Footer
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 CONTEXT_ALERT_PERCENT = 90.0
 
@@ -101,5 +101,5 @@ class StatusLine(Static):
 
     def show(self, status: str) -> None:
         """Show the status, or hide the line when it is empty."""
-        self.update(status)
+        self.update(plain(status))
         self.display = bool(status)

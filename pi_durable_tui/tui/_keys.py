@@ -9,6 +9,11 @@
   Shift+Tab cycles the thinking level; Ctrl+T hides or shows the task tree;
   Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
   transcript while the editor keeps the focus; F1 shows the help.
+- Alt+Down (or F2) moves the focus into the queue, then the task tree, then back
+  to the editor (issue 12): Tab never leaves the editor, so typed text cannot go
+  to a widget that drops it. Esc in a panel returns to the editor, and a
+  printable key or a paste in any other widget goes to the editor
+  (``PidurableApp.on_key``).
 
 ``KeyActions`` is a mixin of ``PidurableApp``: the names it declares are the
 app's attributes. Textual collects ``BINDINGS`` only from widget classes, so the
@@ -28,9 +33,13 @@ from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 if TYPE_CHECKING:
     from pi_durable_tui.app import Controller, NoticeLevel, ScreenModel
     from pi_durable_tui.tui._editor import PromptEditor
+    from pi_durable_tui.tui._queue_panel import QueuePanel
     from pi_durable_tui.tui._render_context import RenderContext
     from pi_durable_tui.tui._task_panel import TaskPanel
     from pi_durable_tui.tui._transcript import Transcript
+
+PANEL_KEY = "alt+down"
+"""The documented way into the queue and the task tree (Tab stays in the editor)."""
 
 KEY_BINDINGS: list[BindingType] = [
     Binding(
@@ -49,6 +58,13 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("shift+tab", "cycle_thinking", "Cycle the thinking level", priority=True),
     Binding("ctrl+t", "toggle_tasks", "Show or hide the task tree (also /tasks)", priority=True),
     Binding("alt+up", "pull_queued", "Take the newest queued message back", priority=True),
+    Binding(
+        f"{PANEL_KEY},f2",
+        "focus_panels",
+        "Move into the queue (delete withdraws an item), then the task tree (enter opens "
+        "a subagent), then back to the editor; Esc returns to the editor",
+        priority=True,
+    ),
     Binding("pageup", "scroll_transcript(-1)", "Scroll the transcript up", priority=True),
     Binding("pagedown", "scroll_transcript(1)", "Scroll the transcript down", priority=True),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
@@ -85,13 +101,17 @@ class KeyActions:
         editor: PromptEditor
         transcript: Transcript
         task_panel: TaskPanel
+        queue_panel: QueuePanel
         ctx: RenderContext
+        focused: Any
 
         call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
 
-        def notice(self, level: NoticeLevel, text: str) -> None: ...
+        def notice(self, level: NoticeLevel, text: str) -> int: ...
 
         def open_help(self) -> None: ...
+
+        def drop_notice(self, notice_id: int) -> None: ...
 
         async def fork_picker(self) -> None: ...
 
@@ -101,6 +121,7 @@ class KeyActions:
         """Set up the double-press detectors (called by the app's constructor)."""
         self._escape = DoublePress(clock)
         self._ctrl_c = DoublePress(clock)
+        self._exit_hint: int | None = None
 
     def action_abort(self) -> None:
         """Abort foreground work, or on a second Esc over an idle, empty editor, fork."""
@@ -122,7 +143,14 @@ class KeyActions:
         if self.editor.text:
             self.editor.clear_input()
         else:
-            self.notice("info", "Press Ctrl+C again to exit.")
+            self.drop_exit_hint()
+            self._exit_hint = self.notice("info", "Press Ctrl+C again to exit.")
+
+    def drop_exit_hint(self) -> None:
+        """Take the "Press Ctrl+C again" notice away: something else happened (issue 12)."""
+        if self._exit_hint is not None:
+            self.drop_notice(self._exit_hint)
+            self._exit_hint = None
 
     def action_toggle_expanded(self) -> None:
         """Expand or collapse tool output and compaction summaries."""
@@ -159,6 +187,16 @@ class KeyActions:
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
+
+    def action_focus_panels(self) -> None:
+        """Move the focus: editor -> queue -> task tree -> editor (each only when shown)."""
+        order = [self.editor, self.queue_panel, self.task_panel]
+        current = order.index(self.focused) if self.focused in order else 0
+        for widget in order[current + 1 :]:
+            if widget.display:
+                widget.focus()
+                return
+        self.editor.focus()
 
     def action_help(self) -> None:
         """Show the help screen."""

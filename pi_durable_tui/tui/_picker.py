@@ -16,10 +16,11 @@ from typing import Generic, TypeVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ class PickerScreen(ModalScreen[T | None]):
     def compose(self) -> ComposeResult:
         """The heading, the filter line and the list."""
         with Vertical(id="picker"):
-            yield Static(self._title, id="picker-title")
+            yield Static(plain(self._title), id="picker-title")
             yield Input(placeholder="type to filter, enter to pick, esc to close")
             yield OptionList(id="picker-list")
 
@@ -109,7 +110,9 @@ class PickerScreen(ModalScreen[T | None]):
         words = text.lower().split()
         self._shown = [item for item in self._items if item.matches(words)]
         options = self.query_one(OptionList)
-        options.set_options(Option(item.label, disabled=item.disabled) for item in self._shown)
+        options.set_options(
+            Option(plain(item.label), disabled=item.disabled) for item in self._shown
+        )
         first = next((i for i, item in enumerate(self._shown) if not item.disabled), None)
         options.highlighted = first
 

@@ -96,6 +96,10 @@ class Terminal:
 
     def _command(self, arguments: Sequence[str]) -> str:
         python = [sys.executable, "-m", "pi_durable_tui", "--faux-script", str(self.script)]
+        if "--permission-mode" not in arguments:
+            # The terminal tests' scripted commands run unasked, unless a test that is
+            # about approvals names its mode (issue 13).
+            python += ["--permission-mode", "auto"]
         # REMINDER: exec, so the pane's PID is the app's (the one kill() signals). The
         # app may write bytecode, as an installed one has it: each start then loads
         # its modules instead of compiling them again (0.7 s of a 2 s start here).

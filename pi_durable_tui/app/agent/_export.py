@@ -1,12 +1,17 @@
-"""``pidurable export``: a session's transcript as JSON lines, Markdown or HTML.
+r"""``pidurable export``: a session's transcript as JSON lines, Markdown or HTML.
 
 The transcript is every visible entry of the main conversation, oldest first
 (compaction summaries and resets included, so nothing is hidden). JSON lines
 hold one stored entry per line, exactly as committed; Markdown and HTML render
 user and assistant text, thinking, tool calls with their arguments and tool
 results with their output. HTML is one self-contained file (inline CSS, every
-text escaped). Everything written passes ``output_redactor`` (issue 13): a store
-written before redaction covered every commit still exports no key.
+text escaped: ``<``, ``>``, ``&`` and quotes as entities, and every control
+character, the ESC of an escape sequence included, as visible ``\xNN`` text, so
+neither a browser nor a terminal that shows the file obeys them, issue 13).
+Markdown shows control characters the same way, and JSON lines escape the ones
+JSON leaves raw (DEL and C1), so no format written to a terminal controls it.
+Everything written passes ``output_redactor`` (issue 13): a store written
+before redaction covered every commit still exports no key.
 """
 
 from __future__ import annotations
@@ -103,6 +108,21 @@ _CSS = (
 )
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_C1 = re.compile(r"[\x7f-\x9f]")
+"""What JSON leaves unescaped of the control characters (DEL and C1)."""
+
+
+def _visible_controls(text: str) -> str:
+    r"""``text`` with each control character but newline and tab as visible ``\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _escaped(text: str) -> str:
+    r"""``text`` as HTML text: entities for markup, ``\xNN`` for control characters."""
+    return html.escape(_visible_controls(text))
+
+
 def _html_entry(entry: EntryRecord) -> str:
     message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
     role = str(message.get("role", ""))
@@ -118,16 +138,15 @@ def _html_entry(entry: EntryRecord) -> str:
     for block in _blocks(message):
         kind = block.get("type")
         if kind == "text":
-            body.append(f"<pre>{html.escape(block.get('text', ''))}</pre>")
+            body.append(f"<pre>{_escaped(block.get('text', ''))}</pre>")
         elif kind == "thinking":
-            body.append(f"<p class='thinking'>{html.escape(block.get('thinking', ''))}</p>")
+            body.append(f"<p class='thinking'>{_escaped(block.get('thinking', ''))}</p>")
         elif kind == "tool_call":
             arguments = json.dumps(block.get("arguments", {}), indent=2, ensure_ascii=False)
             body.append(
-                f"<p><b>{html.escape(str(block.get('name')))}</b></p>"
-                f"<pre>{html.escape(arguments)}</pre>"
+                f"<p><b>{_escaped(str(block.get('name')))}</b></p><pre>{_escaped(arguments)}</pre>"
             )
-    return f"<div class='{css}'><h3>{html.escape(title)}</h3>{''.join(body)}</div>"
+    return f"<div class='{css}'><h3>{_escaped(title)}</h3>{''.join(body)}</div>"
 
 
 async def export_transcript(
@@ -153,9 +172,10 @@ async def export_transcript(
     async for entry in entries_of(storage):
         count += 1
         if fmt == "jsonl":
-            out.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+            line = json.dumps(entry.to_json(), ensure_ascii=False)
+            out.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line) + "\n")
         elif fmt == "markdown":
-            text = _markdown_entry(entry)
+            text = _visible_controls(_markdown_entry(entry))
             if text:
                 out.write(text + "\n")
         else:

@@ -10,13 +10,18 @@ harness's redactor once more on its way out (``RedactedWriter``, issue 13):
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
-  4s (attempt 2): <error>``.
+  4s (attempt 2): <error>``, and one line for each call refused because it needs
+  the user's approval (issue 13), with the flags that allow it.
 - ``json``: every event as one JSON line on ``out`` as its commit publishes it:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
-  the commit that settles the input.
+  the commit that settles the input (a refused call shows as ``permission_request``
+  then ``permission_decision`` with ``"by": "headless"``).
 
 A settings edit during the run that cannot be used (malformed) prints one line
-on ``err``; the settings from before stay in force.
+on ``err``; the settings from before stay in force. So does each skill file that
+cannot be used (issue 16), before the run. Project settings whose
+widening keys the user has not confirmed (issue 13) are not asked about: the
+keys are ignored, with one line on ``err`` per run saying how to trust them.
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
 unanswered (a provider error, a missing key, no model, an abort).
@@ -30,7 +35,9 @@ from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
+from pi_durable_tui.app.files import TrustRequest, discover_skills
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -101,6 +108,21 @@ def retry_line(attempt: int, delay_ms: float, error: str) -> str:
     return f"pidurable: retrying in {_seconds(delay_ms)} (attempt {attempt + 1}): {error}\n"
 
 
+def refusal_line(request: JsonObject) -> str:
+    """The line print mode writes when it refused a call that needs approval (issue 13).
+
+    Args:
+        request: The committed request (``tool``, ``suggestion``, ``reason``).
+
+    Returns:
+        ``pidurable: refused bash(make test) (...): it needs approval; rerun with ...``.
+    """
+    what = request.get("suggestion") or request.get("tool")
+    return (
+        f"pidurable: refused {what} ({request.get('reason')}): it needs approval; {HEADLESS_HINT}\n"
+    )
+
+
 class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
@@ -112,6 +134,7 @@ class _EventPrinter:
         self._err = err
         self._now = now
         self._writable = True
+        self._requests: dict[str, JsonObject] = {}
 
     async def run(self, stream: EventStream) -> None:
         async for batch in stream:
@@ -122,6 +145,11 @@ class _EventPrinter:
         if self._mode == "json":
             self._write(self._out, json.dumps(event, ensure_ascii=False) + "\n")
             return
+        if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
+            request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
+            self._write(self._err, refusal_line(request))
+        elif event["type"] == "permission_request":
+            self._requests[event["tool_call_id"]] = event["request"]
         if event["type"] == "auto_retry_start":
             line = retry_line(event["attempt"], event["delay_ms"], event["error_message"])
             self._write(self._err, line)
@@ -145,6 +173,19 @@ class _EventPrinter:
 def settings_warning(error: Exception) -> str:
     """The line for a settings edit made during the run that cannot be used (issue 12)."""
     return f"pidurable: {error}; the settings from before stay in force\n"
+
+
+def untrusted_warning(request: TrustRequest, user_settings: str) -> str:
+    """The one line print mode writes when project settings widen powers unconfirmed (issue 13).
+
+    Print mode never asks and never trusts: the widening keys are ignored.
+    """
+    keys = ", ".join(request.widening)
+    return (
+        f"pidurable: ignoring {keys} in {request.path}: not confirmed by you; to use them, "
+        f"run pidurable in {request.project} once and trust them, or set them in "
+        f"{user_settings}\n"
+    )
 
 
 def _line(err: TextSink, text: str) -> None:
@@ -194,6 +235,7 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    app.settings.choose_permissions(interactive=False)  # no one to ask here (issue 13)
     redact = app.harness.redactor.text
     return await _run(
         app, prompt, RedactedWriter(out, redact), RedactedWriter(err, redact), mode, request_id
@@ -209,6 +251,21 @@ async def _run(
     request_id: str | None,
 ) -> int:
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
+    if app.remote is None:
+        for problem in discover_skills(app.cwd).problems:
+            _line(err, f"pidurable: {problem}\n")
+
+    warned: list[TrustRequest] = []
+
+    def untrusted(request: TrustRequest) -> None:
+        if not warned:  # one line per run, however often the file changes
+            warned.append(request)
+            _line(err, untrusted_warning(request, app.settings_home))
+
+    unwatch_trust = app.settings.on_trust_request(untrusted)
+    waiting = app.settings.pending()
+    if waiting is not None:
+        untrusted(waiting)
     stream = await watch_events(app.harness, app.root.id, tail=0)
     printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
     printing = asyncio.ensure_future(printer.run(stream))
@@ -221,6 +278,7 @@ async def _run(
         await stream.stop(drain=True)
         await printing
         unwatch()
+        unwatch_trust()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
         err.flush()

@@ -9,7 +9,8 @@ the harness.
 
 Reading refuses, with one line naming the file and what to do, what ``json``
 would otherwise turn into a traceback: bytes that are not UTF-8 (the byte
-offset), JSON nested deeper than ``MAX_DEPTH`` (a 100,000-deep array would hit
+offset), a file larger than ``MAX_BYTES`` (read no further), JSON nested
+deeper than ``MAX_DEPTH`` (a 100,000-deep array would hit
 Python's recursion limit), and NaN/Infinity, which are not JSON (issue 12).
 
 ``"database"`` (a PostgreSQL URL that sessions live in, ``_sessions``) is read
@@ -33,6 +34,8 @@ SETTINGS_NAME = "settings.json"
 """The name of both settings files."""
 DATABASE_KEY = "database"
 """The user-only setting naming the PostgreSQL database of the sessions."""
+MAX_BYTES = 1024 * 1024
+"""The largest settings file read (a real one is a few hundred bytes)."""
 MAX_DEPTH = 32
 """How deeply a settings file's JSON may nest (the deepest real setting nests 5)."""
 
@@ -53,13 +56,29 @@ def read_settings_file(path: Path) -> dict[str, Any]:
         SettingsError: It cannot be read, is not UTF-8 JSON, nests deeper than
             ``MAX_DEPTH``, or is not an object.
     """
+    raw = read_settings_bytes(path)
+    return {} if raw is None else parse_settings(raw, path)
+
+
+def read_settings_bytes(path: Path) -> bytes | None:
+    """The bytes of a settings file; ``None`` when it does not exist.
+
+    Raises:
+        SettingsError: It cannot be read, or is larger than ``MAX_BYTES``.
+    """
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):  # no such file (a parent is a file)
+        return None
     except OSError as error:
         raise SettingsError(f"{path}: cannot be read: {error.strerror}") from None
-    return parse_settings(raw, path)
+    if len(raw) > MAX_BYTES:
+        raise SettingsError(
+            f"{path}: is larger than {MAX_BYTES // 1024} KiB; settings are a few keys: "
+            "fix or remove it"
+        )
+    return raw
 
 
 def parse_settings(raw: bytes, path: Path) -> dict[str, Any]:
@@ -137,7 +156,7 @@ def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
             "PIDURABLE_DATABASE_URL may say where sessions are stored; remove it from the "
             "project's file"
         )
-    return _merge(merged, overrides)
+    return merge_settings(merged, overrides)
 
 
 def user_database_url() -> str | None:
@@ -166,11 +185,12 @@ def settings_theme(cwd: str | os.PathLike[str]) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_settings(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``: objects merge key by key, other values replace."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_settings(merged[key], value)
         else:
             merged[key] = value
     return merged

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import Block, ThinkingPart, ToolCard, ToolStatus
 from pi_durable_tui.storage import EntryRecord
 
@@ -296,7 +297,15 @@ def live_blocks(
 
 
 def status_line(live: Mapping[str, Any], now_ms: float) -> str:
-    """The status line from ``pi.live`` (reference 5.3: the first match wins)."""
+    """The status line from ``pi.live`` (reference 5.3: the first match wins).
+
+    It quotes a provider's error and a tool's name, so it is made terminal-safe
+    like every view value (issue 13).
+    """
+    return terminal_safe(_status(live, now_ms))
+
+
+def _status(live: Mapping[str, Any], now_ms: float) -> str:
     generation = _obj(live.get("generation"))
     retry = generation.get("retry") if isinstance(generation, dict) else None
     if isinstance(retry, dict):

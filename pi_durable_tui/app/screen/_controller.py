@@ -31,19 +31,27 @@ from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ExportFormat
-from pi_durable_tui.app._view import ConversationInfo, ModelChoice, NoticeLevel, SessionInfo
+from pi_durable_tui.app._view import (
+    ConversationInfo,
+    ModelChoice,
+    NoticeLevel,
+    SessionInfo,
+    SkillInfo,
+)
 from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
     ProjectFiles,
     SettingsError,
+    TrustRequest,
+    discover_skills,
     session_infos,
     sessions_dir,
 )
+from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
-from pi_durable_tui.app.screen._screen_model import LiveScreenModel, conversation_label
-from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
-from pi_durable_tui.storage import EntryRecord
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.harness import CHOICES, LIVE_DOC, AgentChange, DecisionRejected, Input, WhenBusy
 
 T = TypeVar("T")
 HISTORY_NAME = "history.txt"
@@ -74,14 +82,28 @@ class AgentController:
         self._unwatch_settings = self._watch_settings(app)
 
     def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
-        """Show each problem of a settings edit as a notice (the old settings stay)."""
+        """Report settings problems and trust requests to the screen.
+
+        Each problem of a settings edit becomes a notice (the old settings stay);
+        each project settings content that waits for the user's trust is announced.
+        """
         loop = asyncio.get_running_loop()
 
         def failed(error: SettingsError) -> None:
             # Re-reads happen at harness decisions: show it after the current step.
             loop.call_soon(self.model.add_notice, "warning", settings_notice(error))
 
-        return app.settings.on_error(failed)
+        def asked(_request: TrustRequest) -> None:
+            loop.call_soon(self.model.trust_changed)
+
+        unwatch_errors = app.settings.on_error(failed)
+        unwatch_trust = app.settings.on_trust_request(asked)
+
+        def unwatch() -> None:
+            unwatch_errors()
+            unwatch_trust()
+
+        return unwatch
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
@@ -216,7 +238,7 @@ class AgentController:
             for record in page.items:
                 first = await storage.scan_entries(record.id, order="asc", limit=5)
                 title = next(
-                    (_entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
+                    (entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
                 )
                 label = conversation_label(record.id, record.owner is not None, self.app.root.id)
                 live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
@@ -250,7 +272,7 @@ class AgentController:
             stored = await storage.entry(entry_id, self.model.conversation_id)
             if stored is None:
                 raise ValueError(f"Entry {entry_id} is not in this conversation")
-            text = _entry_text(stored.entry)
+            text = entry_text(stored.entry)
             before = await storage.scan_entries(
                 self.model.conversation_id, max_entry_id=entry_id - 1, order="desc", limit=1
             )
@@ -306,6 +328,15 @@ class AgentController:
             await export_transcript(self.app.harness.session.storage, fmt, out)
         return str(target)
 
+    def skills(self) -> list[SkillInfo]:
+        """The skills the system prompt lists (none over SSH); a bad file is a notice."""
+        if self.app.remote is not None:
+            return []
+        scan = discover_skills(self.app.cwd)
+        for problem in scan.problems:
+            self.model.add_notice("warning", problem)
+        return [SkillInfo(s.name, s.description, str(s.path), s.source) for s in scan.skills]
+
     def complete_path(self, prefix: str) -> list[str]:
         """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
 
@@ -351,6 +382,78 @@ class AgentController:
             lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("\0".join([*lines, text]) + "\0", "utf-8")
+
+    def refresh_settings(self) -> None:
+        """Re-read the settings files if they changed (a malformed edit is a notice)."""
+        with contextlib.suppress(SettingsError):  # reported by ``on_error`` (never first)
+            self.app.settings.current()
+
+    async def answer_trust(self, question_id: str, trusted: bool) -> None:
+        """Trust, or not, the project settings content the user was shown (issue 13).
+
+        An answer about a content that is no longer the one waiting (the file
+        changed again meanwhile) does nothing: the new content is asked about.
+        """
+        settings = self.app.settings
+        request = settings.waiting
+        if request is None or request.digest != question_id:
+            return
+        keys = ", ".join(request.widening)
+        if not trusted:
+            settings.decline(request)
+            self.model.add_notice(
+                "info", f"Not trusted: {keys} from {request.path} stay off in this session."
+            )
+        else:
+            try:
+                settings.trust(request)
+            except OSError as error:
+                self.model.add_notice(
+                    "warning",
+                    f"Trusted for this session only: {keys} apply, but the trust could not "
+                    f"be remembered ({error.strerror})",
+                )
+            else:
+                self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
+        self.model.trust_changed()
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Commit the user's decision on a call waiting for approval (issue 13).
+
+        ``once`` runs the call; ``session`` adds its suggested rule for this session;
+        ``project`` adds it to the project's ``.pidurable/settings.json`` too
+        (written by pidurable, never by the model; the content pidurable wrote is
+        trusted only when what it replaced was); ``deny`` refuses it, with
+        ``message`` for the model. A call that no longer waits (decided elsewhere,
+        aborted) is a notice, not an error.
+        """
+        if choice not in CHOICES:
+            raise ValueError(f"unknown decision {choice!r}: use one of {', '.join(CHOICES)}")
+        waiting = self.model.approval
+        rule = waiting.suggestion if waiting is not None and waiting.call_id == call_id else None
+        try:
+            await self.app.harness.decide(
+                self.model.conversation_id,
+                call_id,
+                choice,  # checked against CHOICES above
+                message=message,
+            )
+        except DecisionRejected as error:
+            self.model.add_notice("warning", f"Not decided: {error}")
+            return
+        if choice == "project" and rule is not None:
+            try:
+                self.app.settings.add_project_rule(rule)
+            except (OSError, SettingsError) as error:
+                self.model.add_notice(
+                    "warning",
+                    f"Allowed {rule} for this session; the project's settings could not be "
+                    f"written ({error})",
+                )
+            else:
+                self.model.add_notice("info", f"Allowed always in this project: {rule}")
+        elif choice == "session" and rule is not None:
+            self.model.add_notice("info", f"Allowed for this session: {rule}")
 
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""
@@ -403,16 +506,6 @@ def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
     error = outcome.get("error")
     error = error if isinstance(error, dict) else {}
     return "error", f"Compaction {status}: {error.get('message', 'no reason given')}"
-
-
-def _entry_text(entry: EntryRecord) -> str:
-    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    )
 
 
 def _model_of(ref: str) -> ModelRef | None:

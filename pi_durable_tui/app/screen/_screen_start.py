@@ -53,6 +53,7 @@ async def start_screen(
             model.add_notice("info", app.demo_banner())
         elif not model.footer.model:
             model.add_notice("warning", NO_MODEL)
+        controller.skills()  # listed once at start, so an unusable skill file is a notice now
         if prompt:
             await controller.submit(prompt)
     except BaseException:

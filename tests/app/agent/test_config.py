@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.app import SettingsError, SettingsFiles, load_settings
-from tests.app.support import write_settings
+from tests.app.support import trust_settings, write_settings
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def test_the_project_file_overrides_the_user_file_key_by_key_and_objects_merge(
         },
     )
     write_settings(project_file, {"env_allow": ["NPM_TOKEN"], "retry": {"max_retries": 1}})
+    trust_settings(project)  # env_allow widens powers: the user confirmed this content
 
     settings = load_settings(project)
 
@@ -83,6 +84,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
         ("user", DEEP, "the JSON nests more than 32 levels deep"),
         ("project", '{"a":' * 40 + "1" + "}" * 40, "nests more than 32 levels deep"),
         ("user", '{"retry": {"max_retries": NaN}}', "NaN is not a JSON value"),
+        ("project", '{"theme": "' + "x" * 1024 * 1024 + '"}', "is larger than 1024 KiB"),
         # A key holding an escape sequence is shown escaped (never sent to the terminal).
         ("project", {"\x1b]0;pwned\x07": 1}, "\\u001b]0;pwned\\u0007: not a setting"),
     ],

@@ -43,14 +43,14 @@ def local_provider(base_url: str, api: str = "openai-completions", **fields: Any
 @pytest.mark.parametrize("api", list(ENDPOINTS))
 async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire_api(
     open_app: OpenApp,
-    project: Path,
+    home: Path,
     sse_server: SseServer,
     monkeypatch: pytest.MonkeyPatch,
     api: str,
 ) -> None:
     monkeypatch.setenv("LOCAL_KEY", "local-key-123")
     declaration = local_provider(f"{sse_server.url}/v1", api, api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     sse_server.sse(api, "text")
     app = await open_app(model="local/qwen3-8b")
 
@@ -105,10 +105,10 @@ async def test_a_catalog_model_on_a_local_base_url_is_not_charged_catalog_prices
 
 
 async def test_an_empty_completion_leaves_the_prompt_unanswered_with_one_line(
-    open_app: OpenApp, project: Path, sse_server: SseServer
+    open_app: OpenApp, home: Path, sse_server: SseServer
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"providers": [local_provider(f"{sse_server.url}/v1")]},
     )
     sse_server.sse("openai-completions", "empty")
@@ -125,10 +125,10 @@ async def test_an_empty_completion_leaves_the_prompt_unanswered_with_one_line(
 
 @pytest.mark.parametrize("recorded", ["format_error", "http_400"])
 async def test_a_failure_that_cannot_change_on_retry_is_sent_once(
-    open_app: OpenApp, project: Path, sse_server: SseServer, recorded: str
+    open_app: OpenApp, home: Path, sse_server: SseServer, recorded: str
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"providers": [local_provider(f"{sse_server.url}/v1")]},
     )
     if recorded == "http_400":
@@ -146,10 +146,10 @@ async def test_a_failure_that_cannot_change_on_retry_is_sent_once(
 
 
 async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the_url(
-    open_app: OpenApp, project: Path
+    open_app: OpenApp, home: Path
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"retry": {"enabled": False}, "providers": [local_provider("http://127.0.0.1:9/v1")]},
     )
     app = await open_app(model="local/qwen3-8b")
@@ -168,7 +168,7 @@ def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(
     monkeypatch.delenv("LOCAL_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     declaration = local_provider("http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     script = write_script(project, {"content": [{"type": "text", "text": "x"}]}, models=["tiny"])
 
     lines = list_models_text(project, str(script)).splitlines()

@@ -14,9 +14,8 @@ import pytest
 
 from pi_durable_tui.app import RedactedWriter, output_redactor
 from pi_durable_tui.env import SecretRedactor
-from pi_durable_tui.kernel import Session, Tx
-from pi_durable_tui.storage import SqliteStorage
 from tests.app.agent.test_export import export
+from tests.app.support import raw_store
 
 KEY = "sk-ant-api03-Q2w9E8r7T6y5U4i3"
 
@@ -43,25 +42,18 @@ def test_the_output_redactor_knows_secret_variables_of_this_process(
 
 @pytest.fixture
 async def unredacted_store(tmp_path: Path) -> Path:
-    """A store whose entries hold the key: written by a bare Session, with no filter."""
-    path = tmp_path / "old.sqlite"
-    session = await Session.open(await SqliteStorage.open(path))
-
-    async def write(tx: Tx) -> None:
-        root = tx.create_root_conversation()
-        tx.append(root.id, "pi.message", model=[{"role": "user", "content": f"key {KEY}"}])
-        assistant = {
-            "role": "assistant",
-            "content": [
-                {"type": "thinking", "thinking": f"so {KEY}"},
-                {"type": "text", "text": f"it is {KEY}"},
-                {"type": "tool_call", "id": "c", "name": "bash", "arguments": {"c": KEY}},
-            ],
-        }
-        tx.append(root.id, "pi.message", model=[assistant])
-
-    await session.commit(write)
-    await session.close()
+    """A store whose entries hold the key: written with no commit filter."""
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": f"so {KEY}"},
+            {"type": "text", "text": f"it is {KEY}"},
+            {"type": "tool_call", "id": "c", "name": "bash", "arguments": {"c": KEY}},
+        ],
+    }
+    path = await raw_store(
+        tmp_path / "old.sqlite", {"role": "user", "content": f"key {KEY}"}, assistant
+    )
     assert KEY.encode() in path.read_bytes()
     return path
 

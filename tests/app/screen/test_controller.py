@@ -110,7 +110,7 @@ async def test_fork_from_a_user_message_shows_the_history_before_it_and_returns_
     fork = rig.model.conversation_id
     assert fork != rig.app.root.id
     assert [(b.kind, b.text) for b in rig.model.blocks] == [("user", "first"), ("assistant", "one")]
-    assert rig.model.footer.conversation_label == f"fork {fork}"
+    assert rig.model.footer.conversation_label == "fork of first"  # issue 12: no ids
     await rig.ask("second, differently")
     assert rig.texts("assistant") == ["one", "other two"]
     first = rig.blocks("user")[0]
@@ -200,7 +200,7 @@ async def test_conversations_lists_main_first_then_subagents_newest_first_with_t
     await within(rig.controller.switch_conversation(child))
     assert rig.model.conversation_id == child
     assert rig.texts("assistant") == ["Child A."]
-    assert rig.model.footer.conversation_label == f"subagent {child}"
+    assert rig.model.footer.conversation_label == "subagent: [a] first job"
     assert any(change.transcript_reset for change in rig.changes[before:])
     assert [c.shown for c in await within(rig.controller.conversations())] == [False, False, True]
 
@@ -332,3 +332,21 @@ async def test_close_closes_the_session_once(open_screen: ScreenFactory) -> None
     await within(rig.controller.close())
     with pytest.raises(HarnessClosed):
         await rig.app.harness.wait_for_idle()
+
+
+async def test_new_session_in_a_demo_keeps_its_scripted_model_tools_and_workspace(
+    open_screen: ScreenFactory,
+) -> None:
+    """Issue 12: ``/new`` works in every session, the demo's faux one included."""
+    rig = await open_screen(demo="planner", demo_pace=0)
+    await rig.idle()
+    first, workspace = rig.app, rig.model.footer.cwd
+    await within(rig.controller.new_session())
+    assert rig.app is not first
+    assert rig.app.demo is not None
+    assert rig.app.demo.name == "planner"
+    assert rig.model.footer.model == "faux/faux-1"
+    assert rig.model.footer.cwd == workspace
+    await rig.ask("Plan a weekend in Vienna for two.")
+    assert rig.texts("assistant")  # the scripted model answered in the new session
+    assert rig.texts("user")[0] == "Plan a weekend in Vienna for two."
