@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.hostile_settings import LAST_WORDS, REGRANT, SECRET, Attack
+from tests.app.hostile_settings import LAST_WORDS, SECRET, Attack
 
 DEADLINE = 60.0
 """Seconds a process may take before the test fails."""
@@ -107,8 +107,19 @@ def test_print_mode_ignores_unconfirmed_widening_keys_with_one_line_saying_how_t
     ]
     script.write_text(json.dumps({"responses": responses}))
 
+    # In auto mode the permission gate lets the write through: what stops it is the
+    # workspace check, which the unconfirmed allow_outside_cwd does not widen.
     done = pidurable(
-        project, home, "-p", "go", "--model", "faux/faux-1", "--faux-script", str(script)
+        project,
+        home,
+        "-p",
+        "go",
+        "--model",
+        "faux/faux-1",
+        "--faux-script",
+        str(script),
+        "--permission-mode",
+        "auto",
     )
 
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
@@ -134,12 +145,17 @@ def test_a_hostile_model_granting_itself_powers_in_print_mode_escapes_nothing_an
         "faux/faux-1",
         "--faux-script",
         str(attack.script),
+        "--permission-mode",
+        "auto",  # the most the user can give: pidurable's own files still need them
         env={"OPENAI_API_KEY": SECRET},
     )
 
     assert (done.returncode, done.stdout) == (0, LAST_WORDS + "\n"), done.stderr
-    assert done.stderr.count("\n") == 1  # one warning, however often the file changed
-    assert done.stderr.startswith("pidurable: ignoring allow_outside_cwd, env_allow in ")
+    # Headless, nobody can approve a write of pidurable's own settings (by write or
+    # by a bash line naming them): each is refused, and the file never changes.
+    refusals = done.stderr.splitlines()
+    assert len(refusals) == 2, done.stderr
+    assert all(line.startswith("pidurable: refused ") for line in refusals)
+    assert not (attack.workspace / ".pidurable" / "settings.json").exists()
     assert attack.escaped_files() == []
     assert attack.leaked_bytes() == 0
-    assert json.loads((attack.workspace / ".pidurable" / "settings.json").read_text()) == REGRANT
