@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
 
 PARTS: dict[str, dict[str, int]] = {
     "harness": {
+        "permissions": 0,
         "_errors": 1,
         "_settings": 1,
         "_submission_types": 1,
@@ -71,6 +72,7 @@ PARTS: dict[str, dict[str, int]] = {
         "": 10,  # the face
     },
     "app": {
+        "_terminal_text": 0,
         "_view": 1,
         "_ports": 2,
         "files": 2,
@@ -289,3 +291,59 @@ def test_imports_between_the_parts_of_a_layer_run_one_way(layer: str) -> None:
                 f"{target or 'the face'} (level {levels[target]})"
             )
     assert problems == [], f"imports against the parts of {layer}:\n" + "\n".join(problems)
+
+
+TEXT_BUILDERS = {"rich.text", "rich.markdown", "rich.syntax", "textual.content"}
+"""The modules whose classes build the text a widget paints (issue 13)."""
+TEXT_FUNNEL = "pi_durable_tui.tui._terminal_text"
+"""The one TUI module that may use them: it makes every string terminal-safe."""
+LABEL_TAKERS = {"Static", "Label", "Option", "update", "show"}
+"""Widget calls that read a string argument as markup to paint."""
+
+
+def _tui_trees() -> Iterator[tuple[str, ast.Module]]:
+    for name, path in modules().items():
+        if part_of(name) == "tui" and name != TEXT_FUNNEL:
+            yield name, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_tui_modules_build_text_only_through_the_terminal_safe_funnel() -> None:
+    problems = []
+    for name, tree in _tui_trees():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in TEXT_BUILDERS:
+                problems.append(f"{name} (line {node.lineno}) imports {node.module}")
+            elif isinstance(node, ast.ImportFrom) and node.module in {"rich", "textual"}:
+                wrong = {a.name for a in node.names} & {"text", "markdown", "syntax", "content"}
+                if wrong:
+                    problems.append(f"{name} (line {node.lineno}) imports {sorted(wrong)}")
+            elif isinstance(node, ast.Import):
+                problems.extend(
+                    f"{name} (line {node.lineno}) imports {alias.name}"
+                    for alias in node.names
+                    if alias.name in TEXT_BUILDERS
+                )
+    assert problems == [], (
+        "build Text, Content, Markdown and Syntax with pi_durable_tui.tui._terminal_text, "
+        "which makes every string terminal-safe:\n" + "\n".join(problems)
+    )
+
+
+def test_tui_modules_pass_no_formatted_string_to_a_widget_as_its_content() -> None:
+    problems = []
+    for name, tree in _tui_trees():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            first = node.args[0]
+            formatted = isinstance(first, ast.JoinedStr) or (
+                isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add)
+            )
+            if called in LABEL_TAKERS and formatted:
+                problems.append(f"{name} (line {node.lineno}): {called}({ast.unparse(first)})")
+    assert problems == [], (
+        "wrap a built string in plain(...) or Text(...) from tui._terminal_text:\n"
+        + "\n".join(problems)
+    )

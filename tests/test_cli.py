@@ -328,12 +328,12 @@ def test_a_stop_signal_during_the_heavy_imports_ends_the_command_right_after_the
         (
             {".pidurable/settings.json": '{"retry": {"max_retries": "x"}}'},
             ["-p", "x"],
-            "settings.json: retry.max_retries: Input should be a valid integer",
+            'settings.json: retry.max_retries: expected a whole number, got string "x"',
         ),
         (
             {".pidurable/settings.json": "{"},
             ["--list-models"],
-            "settings.json: line 1: Expecting property name",
+            "settings.json: line 1 column 2: Expecting property name",
         ),
         ({}, ["-p", "x", "--model", "openai/nope"], "Unknown model openai/nope. Models of openai:"),
         ({}, ["-c", "-p"], "No session exists for"),

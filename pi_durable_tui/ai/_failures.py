@@ -12,8 +12,23 @@ import re
 
 from pi_durable_tui.ai._types import AssistantMessage
 
-RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
-"""4xx statuses worth retrying; every 5xx (529 included) is retryable too."""
+RETRYABLE_STATUSES = frozenset({408, 429})
+"""4xx statuses worth retrying (a timeout, a rate limit); every 5xx (529 included) is
+retryable too. Any other 4xx says the request itself is wrong: sending it again
+cannot change the answer."""
+
+_PERMANENT = re.compile(
+    "|".join(
+        [
+            # A local server that cannot parse what the model produced (llama.cpp's
+            # grammar-constrained output, tool-call parsers): at temperature 0 the
+            # same request produces the same output, so a retry fails the same way.
+            r"does not match the expected format",
+            r"failed to parse (?:the )?(?:input|output|model output|tool call)",
+        ]
+    ),
+    re.IGNORECASE,
+)
 
 _OVERFLOW = re.compile(
     "|".join(
@@ -48,7 +63,7 @@ _TRANSIENT = re.compile(
             r"overloaded",
             r"rate[ _-]?limit",
             r"too many requests",
-            r"\b(?:408|409|429|5\d\d)\b",
+            r"\b(?:408|429|5\d\d)\b",
             r"service unavailable",
             r"bad gateway",
             r"gateway timeout",
@@ -108,13 +123,17 @@ def is_retryable_error(message: AssistantMessage) -> bool:
 
     Returns:
         False unless the stop reason is ``error``, and always False for a context
-        overflow. Otherwise the provider's own ``retryable`` verdict when it
-        gave one; then the status (408, 409, 425, 429 and 5xx yes, other 4xx no);
-        then the text (overloaded, rate limit, dropped connection, timeout...).
+        overflow or a failure that cannot change on retry (a server that cannot
+        parse the model's output, whatever status it gave). Otherwise the
+        provider's own ``retryable`` verdict when it gave one; then the status
+        (408, 429 and 5xx yes, every other 4xx no); then the text (overloaded,
+        rate limit, dropped connection, timeout...).
     """
     if message.stop_reason != "error":
         return False
     if is_context_overflow(message, 0):
+        return False
+    if _PERMANENT.search(message.error_message or ""):
         return False
     if message.retryable is not None:
         return message.retryable

@@ -15,10 +15,10 @@ Which api and URL serve ``provider/id``, in order:
    URL, the declared prices (zero unless given);
 2. a packaged catalog row, possibly overridden field by field by a user row;
 3. ``use_base_url(ref, url)`` (``--base-url``): a known model keeps its api and
-   prices and moves to ``url``; an unknown id gets zero cost and the api of its
-   provider when the provider is known (a proxy for Anthropic speaks
-   ``anthropic-messages``), else ``openai-completions`` (the protocol every
-   local server speaks).
+   moves to ``url``, with its catalog prices only when ``url`` is not local; an
+   unknown id gets zero cost and ``anthropic-messages`` when its provider
+   speaks it (a proxy for Anthropic), else ``openai-completions`` (the protocol
+   every local server speaks, also for ``openai/<unknown id>``).
 
 Keys are looked up by provider name at request time (``KeyResolver``), never
 stored in a ``Model`` or ``StreamOptions``.
@@ -27,9 +27,11 @@ stored in a ``Model`` or ``StreamOptions``.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
@@ -56,6 +58,33 @@ BASE_URL_API = "openai-completions"
 speaks it."""
 
 _MODEL_FIELDS = frozenset(Model.model_fields)
+
+
+def is_local_url(url: str) -> bool:
+    """Tell whether a base URL names a server on this machine or its local network.
+
+    Local means a loopback, private or link-local address, ``localhost`` (and
+    ``*.localhost``), a ``*.local`` or ``*.internal`` name, or a single-label
+    host name (``http://gpu-box:8080``): servers the user runs, not a vendor.
+
+    Args:
+        url: An http(s) URL.
+
+    Returns:
+        True for a local server.
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return (
+            host == "localhost"
+            or host.endswith((".localhost", ".local", ".internal"))
+            or "." not in host
+        )
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class Models:
@@ -103,10 +132,15 @@ class Models:
                 self.register_provider(provider)
         for model in self._catalog.models:
             self.add(model.model_copy(deep=True))
+        self._catalog_prices = {(m.provider, m.id) for m in self._catalog.models}
+        """Models whose prices are the vendor's (the catalog's), not declared by the user."""
         for declaration in declarations:
             self._declare(declaration)
         for index, row in enumerate(user_models):
-            self.add(row if isinstance(row, Model) else self._user_model(index, row))
+            model = row if isinstance(row, Model) else self._user_model(index, row)
+            if isinstance(row, Model) or "cost" in row:
+                self._catalog_prices.discard((model.provider, model.id))
+            self.add(model)
 
     def _declare(self, declaration: ProviderDeclaration) -> None:
         name = declaration.name
@@ -173,11 +207,14 @@ class Models:
     def use_base_url(self, ref: ModelRef | str, base_url: str) -> Model:
         """Serve a model from a server at ``base_url`` (``--base-url``), and return it.
 
-        A known model keeps its api, limits and prices and moves to ``base_url``
-        (a proxy or a compatible server standing in for it). An unknown id
-        becomes a model at ``base_url`` with zero cost and no context window
-        (unknown), speaking its provider's api when the provider is known and
-        ``openai-completions`` otherwise.
+        A known model keeps its api and limits and moves to ``base_url`` (a proxy
+        or a compatible server standing in for it); on a local server
+        (``is_local_url``) a catalog row's prices are dropped (cost 0), while
+        prices a settings row declares are kept. An unknown id becomes a model at
+        ``base_url`` with zero cost and no context window (unknown), speaking
+        ``anthropic-messages`` for an Anthropic-style provider and
+        ``openai-completions`` otherwise (``openai/<unknown id>`` included: a
+        compatible server speaks Chat Completions, not Responses).
 
         Args:
             ref: The model, as a ``ModelRef`` or ``provider/id`` text.
@@ -198,16 +235,25 @@ class Models:
                 "write it like http://localhost:8080/v1"
             )
         known = self._models.get((ref.provider, ref.model_id))
+        url = base_url.rstrip("/")
         if known is not None:
-            model = known.model_copy(update={"base_url": base_url.rstrip("/")})
+            update: dict[str, Any] = {"base_url": url}
+            if (ref.provider, ref.model_id) in self._catalog_prices and is_local_url(url):
+                # REMINDER: a local server is not the vendor: its tokens cost
+                # nothing unless a settings row declares prices for this model.
+                update["cost"] = ModelCost()
+            model = known.model_copy(update=update)
         else:
             info = self._provider_info.get(ref.provider)
+            api = info.api if info is not None else BASE_URL_API
             model = Model(
                 id=ref.model_id,
                 name=ref.model_id,
-                api=info.api if info is not None else BASE_URL_API,
+                # Only OpenAI itself serves the Responses API under an unknown id;
+                # every compatible server speaks Chat Completions.
+                api=BASE_URL_API if api == "openai-responses" else api,
                 provider=ref.provider,
-                base_url=base_url.rstrip("/"),
+                base_url=url,
                 cost=ModelCost(),
             )
         self.add(model)
@@ -352,6 +398,17 @@ class Models:
         except Exception as error:  # a provider must not raise; contain it anyway
             text = f"{type(error).__name__}: {error}"
             return error_stream(model.provider, model.id, model.api, text)
+
+    def provider_keys(self) -> tuple[str, ...]:
+        """Return the keys the resolver holds now, one per provider that has one.
+
+        The harness hides these values wherever they would be committed or
+        printed (issue 13), whatever the name of the variable they came from.
+        """
+        if self._keys is None:
+            return ()
+        found = (self._keys(name) for name in sorted(self._provider_info))
+        return tuple(key for key in found if key)
 
     def missing_key(self, model: Model) -> str | None:
         """Return the variable to set when a model needs a key that is missing.

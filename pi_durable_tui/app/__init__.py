@@ -13,7 +13,9 @@ modes, and (for the TUI) a plain view model and a controller over the harness.
 This module is its one public face. Behind it, in the direction imports run
 (each imports only what is listed before it):
 
-1. ``_view``: the plain, frozen values the screen renders;
+1. ``_terminal_text``: ``terminal_safe``, no control sequence reaches the
+   terminal; ``_view``: the plain, frozen values the screen renders, each made
+   terminal-safe when built;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
 3. ``_opening``: what the screen shows until the session is open;
@@ -28,7 +30,7 @@ This module is its one public face. Behind it, in the direction imports run
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
 REMINDER: the first paint must not wait for the layers below the app. This face
-imports ``_view`` and ``_ports`` only; every other name is imported on first use
+imports ``_terminal_text``, ``_view`` and ``_ports`` only; every other name is imported on first use
 (``_LAZY``), from the module or part that holds it. What the screen needs before
 its first paint (``_opening``, ``files/``) imports no layer below the app.
 """
@@ -37,8 +39,11 @@ import importlib
 from typing import TYPE_CHECKING
 
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -46,9 +51,11 @@ from pi_durable_tui.app._view import (
     NoticeLevel,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
     ThinkingPart,
     ToolCard,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -72,6 +79,8 @@ if TYPE_CHECKING:
         HeadlessMode,
         ModelChoiceError,
         ModelSelection,
+        PermissionChoices,
+        RedactedWriter,
         SettingsFiles,
         SubagentArgs,
         build_models,
@@ -80,6 +89,7 @@ if TYPE_CHECKING:
         export_transcript,
         list_models_text,
         load_settings,
+        output_redactor,
         run_headless,
     )
     from pi_durable_tui.app.files import (
@@ -126,8 +136,11 @@ _LAZY: dict[str, str] = {
     "export_transcript": "agent",
     "HeadlessMode": "agent",
     "run_headless": "agent",
+    "RedactedWriter": "agent",
+    "output_redactor": "agent",
     "ModelChoiceError": "agent",
     "ModelSelection": "agent",
+    "PermissionChoices": "agent",
     "build_models": "agent",
     "choose_model": "agent",
     "list_models_text": "agent",
@@ -168,7 +181,9 @@ __all__ = [
     "AgentController",
     "AppOptions",
     "AppSettings",
+    "ApprovalQuestion",
     "Block",
+    "CommandInfo",
     "ContextFile",
     "Controller",
     "ConversationInfo",
@@ -186,7 +201,9 @@ __all__ = [
     "Notice",
     "NoticeLevel",
     "OpeningSession",
+    "PermissionChoices",
     "QueueItem",
+    "RedactedWriter",
     "RemoteUnavailable",
     "ScreenModel",
     "SessionInfo",
@@ -194,11 +211,13 @@ __all__ = [
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
+    "SkillInfo",
     "StoredSession",
     "SubagentArgs",
     "TaskNode",
     "ThinkingPart",
     "ToolCard",
+    "TrustQuestion",
     "ViewChange",
     "build_models",
     "choose_model",
@@ -211,6 +230,7 @@ __all__ = [
     "load_settings",
     "new_session_path",
     "newest_session",
+    "output_redactor",
     "recovery_report",
     "resolve_location",
     "run_headless",
@@ -218,4 +238,5 @@ __all__ = [
     "sessions_dir",
     "settings_theme",
     "start_screen",
+    "terminal_safe",
 ]

@@ -13,14 +13,18 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
     Notice,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -73,6 +77,16 @@ class ScreenModel(Protocol):
     @property
     def notices(self) -> Sequence[Notice]:
         """The newest notices (at most 4 shown)."""
+        ...
+
+    @property
+    def trust_question(self) -> TrustQuestion | None:
+        """Project settings that widen powers and wait for the user (issue 13), if any."""
+        ...
+
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The oldest tool call of the shown conversation waiting for a decision, if any."""
         ...
 
     def block(self, key: str) -> Block | None:
@@ -151,12 +165,45 @@ class Controller(Protocol):
         """Write the transcript; returns the path written."""
         ...
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom slash commands (Markdown files), sorted by name."""
+        ...
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Send the custom command ``name`` filled with ``arguments``, as ``submit`` sends.
+
+        Raises:
+            LookupError: Its file is gone.
+            ValueError: Its file cannot be used (the message names it).
+        """
+        ...
+
+    def skills(self) -> list[SkillInfo]:
+        """The skills the system prompt lists; unusable skill files become notices."""
+        ...
+
     def complete_path(self, prefix: str) -> list[str]:
         """Paths under the working directory for ``@`` completion (at most 50)."""
         ...
 
     def history(self) -> Sequence[str]:
         """Earlier prompts of this directory, oldest first (editor Up/Down)."""
+        ...
+
+    def refresh_settings(self) -> None:
+        """Re-read the settings files if they changed (the screen calls it every second).
+
+        A change whose widening keys need the user's confirmation then shows as
+        ``ScreenModel.trust_question``.
+        """
+        ...
+
+    async def answer_trust(self, question_id: str, trusted: bool) -> None:
+        """Trust (or not) the project settings content ``question_id`` (``y``/``n``)."""
+        ...
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Decide a call waiting for approval: ``once``, ``session``, ``project`` or ``deny``."""
         ...
 
     async def close(self) -> None:

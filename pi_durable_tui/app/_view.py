@@ -5,12 +5,18 @@ so anything on screen survives ``kill -9``. The TUI renders these values and nev
 reads a Harness or a Storage (DESIGN.md section 1, layer 5 -> 6). Values are frozen
 dataclasses; a change produces new values and a ``ViewChange`` saying what moved, so
 the screen updates only what changed (one block, the footer, the queue, ...).
+
+Every value is ``TerminalSafe``: its strings lose escape sequences and control
+characters when it is built (``_terminal_text``, issue 13), so text from the
+model, a tool, a file or a path reaches the screen inert.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pi_durable_tui.app._terminal_text import TerminalSafe
 
 BlockKind = Literal[
     "user",  # a user message (pi.user)
@@ -36,7 +42,7 @@ ToolStatus = Literal[
 
 
 @dataclass(frozen=True, slots=True)
-class ThinkingPart:
+class ThinkingPart(TerminalSafe):
     """One thinking block of an assistant message (dimmed, collapsible)."""
 
     text: str
@@ -44,7 +50,7 @@ class ThinkingPart:
 
 
 @dataclass(frozen=True, slots=True)
-class Block:
+class Block(TerminalSafe):
     """One unit of the transcript, keyed stably so the screen can patch it in place.
 
     ``key`` is unique in a transcript and never reused for another block:
@@ -72,7 +78,7 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCard:
+class ToolCard(TerminalSafe):
     """What a tool card shows. Which fields matter depends on ``name``.
 
     - ``read``: ``path`` and ``line_range`` (``"12-80"``); collapsed by default.
@@ -110,7 +116,7 @@ class ToolCard:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueItem:
+class QueueItem(TerminalSafe):
     """A pending steer or follow-up in the inbox (removable), or a queued write."""
 
     submission_id: int
@@ -119,7 +125,7 @@ class QueueItem:
 
 
 @dataclass(frozen=True, slots=True)
-class TaskNode:
+class TaskNode(TerminalSafe):
     """One live durable task in the task tree, nested by owner (R126)."""
 
     task_id: int
@@ -139,7 +145,7 @@ class TaskNode:
 
 
 @dataclass(frozen=True, slots=True)
-class Footer:
+class Footer(TerminalSafe):
     """The footer: spend, context use, where and with what the agent works."""
 
     tokens_in: int = 0
@@ -170,7 +176,7 @@ NoticeLevel = Literal["info", "warning", "error"]
 
 
 @dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(TerminalSafe):
     """A one-line transient message."""
 
     level: NoticeLevel
@@ -179,7 +185,7 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
-class ConversationInfo:
+class ConversationInfo(TerminalSafe):
     """A conversation the user can switch to (``/agents``)."""
 
     conversation_id: int
@@ -191,7 +197,7 @@ class ConversationInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class SessionInfo:
+class SessionInfo(TerminalSafe):
     """A stored session of this directory (``--resume`` picker)."""
 
     path: str
@@ -201,7 +207,7 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ModelChoice:
+class ModelChoice(TerminalSafe):
     """A model the ``/model`` picker offers."""
 
     ref: str
@@ -211,7 +217,89 @@ class ModelChoice:
     context_window: int = 0
     reasoning: bool = False
     configured: bool = True
-    """False when the provider has no API key; shown dimmed with a hint."""
+    """False when the provider has no API key; shown with the variable to set."""
+    missing_key: str | None = None
+    """The environment variable to set (``ANTHROPIC_API_KEY``) when not configured."""
+
+    @property
+    def setup_hint(self) -> str:
+        """What to do to use this model when its key is missing (issue 12)."""
+        return missing_key_hint(self.ref, self.missing_key or "its provider's API key")
+
+
+def missing_key_hint(ref: str, variable: str) -> str:
+    """One sentence: which variable a model needs, and the other way (a local server)."""
+    return (
+        f"{ref} needs {variable}: export {variable}=... and start pidurable again, or "
+        'declare a local server under "providers" in .pidurable/settings.json '
+        "(README: Models and keys)."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SkillInfo:
+    """A skill the system prompt lists (``/skills``)."""
+
+    name: str
+    description: str
+    path: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A custom slash command (a Markdown file), for completion and help."""
+
+    name: str
+    argument_hint: str
+    description: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalQuestion:
+    """A tool call that waits for the user's decision (issue 13, DESIGN.md 7).
+
+    The request is committed before the screen shows it, so after a crash
+    ``--continue`` shows the same question again.
+
+    Attributes:
+        call_id: The tool call's ID (decisions name it).
+        tool: The tool's name.
+        argument: Its main argument: the full command, the path (terminal-safe).
+        reason: Why it needs a decision (``bash in auto-edit mode``, a protected path).
+        mode: The permission mode in force.
+        protected: Whether it touches pidurable's own files (asked in every mode).
+        suggestion: The rule ``a``/``p`` would add (``bash(make test)``), if any.
+    """
+
+    call_id: str
+    tool: str
+    argument: str
+    reason: str
+    mode: str
+    protected: bool = False
+    suggestion: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrustQuestion:
+    """A project's settings widen powers and wait for the user's answer (issue 13).
+
+    Attributes:
+        id: Which content it is about (its sha256): answers name it, so an answer
+            never applies to a content the user did not see.
+        text: ``This project's settings (PATH) allow ...: trust them?``.
+        keys: Each widening key and its value as JSON (control characters escaped).
+        heading: ``This project's settings (PATH) allow:``, above the keys.
+    """
+
+    id: str
+    text: str
+    keys: tuple[tuple[str, str], ...] = ()
+    heading: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,3 +319,7 @@ class ViewChange:
     footer: bool = False
     status: bool = False
     notices: bool = False
+    trust: bool = False
+    """A trust question appeared or was answered (``ScreenModel.trust_question``)."""
+    approval: bool = False
+    """The calls waiting for a decision changed (``ScreenModel.approval``)."""

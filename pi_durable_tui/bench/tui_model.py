@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pi_durable_tui.app import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     ExportFormat,
     Footer,
@@ -22,7 +24,9 @@ from pi_durable_tui.app import (
     Notice,
     QueueItem,
     SessionInfo,
+    SkillInfo,
     TaskNode,
+    TrustQuestion,
     ViewChange,
 )
 
@@ -52,6 +56,8 @@ class StaticScreenModel:
         self.status = ""
         self.busy = False
         self.notices: list[Notice] = []
+        self.trust_question: TrustQuestion | None = None
+        self.approval: ApprovalQuestion | None = None
         self._listeners: list[Callable[[ViewChange], None]] = []
 
     @property
@@ -106,7 +112,10 @@ class StaticScreenModel:
         self.push(ViewChange(blocks_removed=(key,)))
 
     def set(self, **values: Any) -> None:
-        """Set ``queue``, ``tasks``, ``footer``, ``status``, ``busy`` or ``notices``."""
+        """Set ``queue``, ``tasks``, ``footer``, ``status``, ``busy`` or the notices.
+
+        The notices are ``notices``, ``trust_question`` and ``approval``.
+        """
         for name, value in values.items():
             setattr(self, name, list(value) if name in ("queue", "tasks", "notices") else value)
         self.push(
@@ -116,6 +125,8 @@ class StaticScreenModel:
                 footer="footer" in values,
                 status="status" in values or "busy" in values,
                 notices="notices" in values,
+                trust="trust_question" in values,
+                approval="approval" in values,
             )
         )
 
@@ -145,7 +156,10 @@ class RecordingController:
         session_list: What ``sessions`` returns.
         paths: What ``complete_path`` filters by prefix.
         prompts: What ``history`` returns.
+        skill_list: What ``skills`` returns.
+        command_list: What ``custom_commands`` returns.
         fail: Names of actions that raise ``RuntimeError``.
+        settings_refreshes: How often the screen asked to re-read the settings.
     """
 
     model: StaticScreenModel | None = None
@@ -159,7 +173,10 @@ class RecordingController:
     session_list: list[SessionInfo] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    skill_list: list[SkillInfo] = field(default_factory=list)
+    command_list: list[CommandInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
+    settings_refreshes: int = 0
 
     def _record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -241,6 +258,18 @@ class RecordingController:
         self._record("export", fmt, path)
         return path or f"transcript.{fmt}"
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """Return ``command_list``."""
+        return list(self.command_list)
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Record a custom command."""
+        self._record("run_custom_command", name, arguments)
+
+    def skills(self) -> list[SkillInfo]:
+        """Return ``skill_list``."""
+        return list(self.skill_list)
+
     def complete_path(self, prefix: str) -> list[str]:
         """Return the ``paths`` that start with ``prefix``."""
         return [path for path in self.paths if path.startswith(prefix)][:50]
@@ -248,6 +277,22 @@ class RecordingController:
     def history(self) -> Sequence[str]:
         """Return ``prompts``."""
         return list(self.prompts)
+
+    def refresh_settings(self) -> None:
+        """Count the re-read (no record: the screen calls it every second)."""
+        self.settings_refreshes += 1
+
+    async def answer_trust(self, question_id: str, trusted: bool) -> None:
+        """Record the answer; the question is answered (``trust_question`` clears)."""
+        self._record("answer_trust", question_id, trusted)
+        if self.model is not None:
+            self.model.set(trust_question=None)
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Record the decision; the call no longer waits (``approval`` clears)."""
+        self._record("decide", call_id, choice, message)
+        if self.model is not None:
+            self.model.set(approval=None)
 
     async def close(self) -> None:
         """Record the close."""

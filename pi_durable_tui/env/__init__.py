@@ -7,7 +7,9 @@ own process group, tags output ``stdout``/``stderr``, kills the whole group on
 timeout, abort or cancellation, spills large output to a file
 (``SpillPolicy``) and skips output a tail-retaining tool cannot keep
 (``OutputWindow``, ``SkippedOutput``). Children never inherit variables that look
-like secrets (``is_secret_name``, ``scrub_environment``) unless allow-listed.
+like secrets (``is_secret_name``, ``scrub_environment``) unless allow-listed;
+``SecretRedactor`` is the one redactor of their values, wherever text is
+committed, written or printed.
 ``FileMutationQueue`` serializes ``edit``/``write`` of one file (R121); the
 conformance suite for any environment is ``pi_durable_tui.env.conformance``
 (R122).
@@ -21,6 +23,7 @@ from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCod
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
+from pi_durable_tui.env._redaction import REDACTED, SecretRedactor
 from pi_durable_tui.env._secrets import (
     SECRET_NAME_PATTERNS,
     SECRET_NAMES,
@@ -44,6 +47,7 @@ from pi_durable_tui.env._types import (
 __all__ = [
     "FILE_ERROR_CODES",
     "MAX_TIMEOUT_SECONDS",
+    "REDACTED",
     "SECRET_NAMES",
     "SECRET_NAME_PATTERNS",
     "SPILL_PREFIX",
@@ -62,6 +66,7 @@ __all__ = [
     "OutputCallback",
     "OutputStream",
     "OutputWindow",
+    "SecretRedactor",
     "SkippedOutput",
     "SpillPolicy",
     "TextErrors",

@@ -9,9 +9,10 @@ either stream. Writes are whole chunks (up to the 1 MiB pipe reads), so a
 gigabyte of output costs a thousand ``write`` calls.
 
 The file never holds a secret of this process: every value of a secret-looking
-environment variable (``secrets``) is written as ``[redacted]``. A value cut by a
-chunk boundary is found because the last ``len(longest) - 1`` bytes of each write
-are held back until the next one (or the close).
+environment variable (``secrets``) is written as ``[redacted]`` by the one
+``SecretRedactor`` (``ByteStreamRedaction`` keeps a stream's held-back bytes). A
+value cut by a chunk boundary is found because the last ``len(longest) - 1``
+bytes of each write are held back until the next one (or the close).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import tempfile
 from collections.abc import Sequence
 
 from pi_durable_tui.env._errors import FileError
+from pi_durable_tui.env._redaction import SecretRedactor
 from pi_durable_tui.env._types import SpillPolicy
 
-REDACTED = b"[redacted]"
 SPILL_PREFIX = "pi-output-"
 """The name prefix of the temp files holding a command's complete output (R120)."""
 
@@ -60,34 +61,26 @@ class SpillTrigger:
         self._held = []
 
 
-class SecretRedactor:
-    """Writes every occurrence of the given values as ``[redacted]`` in a stream of chunks.
+class ByteStreamRedaction:
+    """The state of one byte stream passing through a ``SecretRedactor``: what is held back.
 
-    A value cut by a chunk boundary is still found: the last ``len(longest) - 1``
-    bytes of each chunk are held back until the next one (or the final call).
+    A value cut by a chunk boundary is still found: the redactor holds back the
+    last ``len(longest) - 1`` bytes of each chunk until the next one (or the end).
     """
 
     def __init__(self, secrets: Sequence[bytes] = ()) -> None:
-        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
-        self._carry = b""
-        self._carry_size = len(self._secrets[0]) - 1 if self._secrets else 0
+        self._redactor = SecretRedactor(s.decode("utf-8", "surrogateescape") for s in secrets)
+        self._held = b""
 
     @property
     def holding(self) -> bool:
         """Whether bytes are held back for the next chunk."""
-        return bool(self._carry)
+        return bool(self._held)
 
     def redact(self, data: bytes, *, final: bool = False) -> bytes:
-        """The next chunk to write; ``final`` releases what was held back."""
-        if not self._secrets:
-            return data
-        data = self._carry + data
-        for secret in self._secrets:
-            data = data.replace(secret, REDACTED)
-        # REMINDER: hold back what could be the start of a secret the next chunk ends.
-        keep = 0 if final else min(self._carry_size, len(data))
-        data, self._carry = data[: len(data) - keep], data[len(data) - keep :]
-        return data
+        """The next bytes to write; ``final`` releases what was held back."""
+        out, self._held = self._redactor.chunk(self._held + data, final=final)
+        return out
 
 
 class SpillFile:
@@ -97,7 +90,7 @@ class SpillFile:
         self, policy: SpillPolicy, directory: str | None = None, secrets: Sequence[bytes] = ()
     ) -> None:
         self._trigger = SpillTrigger(policy)
-        self._redactor = SecretRedactor(secrets)
+        self._redactor = ByteStreamRedaction(secrets)
         self._directory = directory
         self._fd: int | None = None
         self.path: str | None = None

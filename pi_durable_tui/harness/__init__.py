@@ -17,11 +17,13 @@ Usage::
     await harness.close()
 
 This module is its one public face: every name below is imported from here.
-Behind it the harness has eight parts (sub-packages of private modules, each
+Behind it the harness has nine parts (sub-packages of private modules, each
 with a face of its own that the other parts import) and a few private modules
 of its own. They stack in levels; each imports only levels listed before it, so
 imports run one way:
 
+0. ``permissions/``: the permission engine (modes, rules, protected paths, the
+   read-only command reader; pure, it imports nothing else of the harness);
 1. ``_errors``, ``_settings``, ``_submission_types``: the error tree, run policy,
    and what a host submits; ``context/``: the model's context, the system prompt
    and the request (pure, it imports nothing else of the harness);
@@ -80,6 +82,7 @@ from pi_durable_tui.harness.extensions import (
     SectionInput,
     SectionWrapper,
     Tool,
+    ToolAccess,
     ToolApi,
     ToolBlock,
     ToolCallInfo,
@@ -98,12 +101,27 @@ from pi_durable_tui.harness.extensions import (
     wrap_section,
     wrap_tool,
 )
+from pi_durable_tui.harness.permissions import (
+    MODES,
+    Decision,
+    PermissionCall,
+    PermissionMode,
+    PermissionPolicy,
+    PermissionSettings,
+    Rule,
+    RuleError,
+    RuleSpec,
+    decide,
+    is_read_only_command,
+    parse_rule,
+)
 from pi_durable_tui.harness.state import (
     AGENT_DOC,
     ASSISTANT,
     COMPACTION,
     INBOX_DOC,
     LIVE_DOC,
+    PERMISSIONS_DOC,
     PROVIDER_DOC,
     RESET,
     SYSTEM,
@@ -118,7 +136,14 @@ from pi_durable_tui.harness.state import (
     configure,
     text_of,
 )
-from pi_durable_tui.harness.tool import OutputChange, ProgressThrottle, ToolOutputBuffer
+from pi_durable_tui.harness.tool import (
+    CHOICES,
+    Choice,
+    DecisionRejected,
+    OutputChange,
+    ProgressThrottle,
+    ToolOutputBuffer,
+)
 from pi_durable_tui.harness.views import (
     EventStream,
     UnknownConversation,
@@ -130,9 +155,12 @@ from pi_durable_tui.harness.views import (
 __all__ = [
     "AGENT_DOC",
     "ASSISTANT",
+    "CHOICES",
     "COMPACTION",
     "INBOX_DOC",
     "LIVE_DOC",
+    "MODES",
+    "PERMISSIONS_DOC",
     "PROVIDER_DOC",
     "RESET",
     "SYSTEM",
@@ -143,11 +171,14 @@ __all__ = [
     "AgentChange",
     "BoundConversation",
     "BoundedText",
+    "Choice",
     "CompactionSettings",
     "ContextView",
     "Continue",
     "Conversation",
     "ConversationBusy",
+    "Decision",
+    "DecisionRejected",
     "Diagnostic",
     "EntryDraft",
     "EntryMessage",
@@ -165,6 +196,10 @@ __all__ = [
     "Input",
     "OutputChange",
     "OutputLimits",
+    "PermissionCall",
+    "PermissionMode",
+    "PermissionPolicy",
+    "PermissionSettings",
     "ProgressSettings",
     "ProgressThrottle",
     "Registry",
@@ -172,6 +207,9 @@ __all__ = [
     "RegistrySnapshot",
     "ResolvedAgent",
     "RetrySettings",
+    "Rule",
+    "RuleError",
+    "RuleSpec",
     "Section",
     "SectionInput",
     "SectionWrapper",
@@ -179,6 +217,7 @@ __all__ = [
     "Submission",
     "SubmissionRejected",
     "Tool",
+    "ToolAccess",
     "ToolApi",
     "ToolBlock",
     "ToolCallInfo",
@@ -197,11 +236,14 @@ __all__ = [
     "bound_text",
     "configure",
     "create_registry",
+    "decide",
     "define_extension",
     "define_task",
     "define_tool",
     "format_size",
     "hook",
+    "is_read_only_command",
+    "parse_rule",
     "section",
     "text_of",
     "truncation_notice",

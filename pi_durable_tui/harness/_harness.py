@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from pi_durable_tui.ai import Models
+from pi_durable_tui.env import SecretRedactor
 from pi_durable_tui.harness._errors import HarnessClosed, RegistryIncomplete
 from pi_durable_tui.harness._runtime import KernelTasks
 from pi_durable_tui.harness._services import EnvFactory, HarnessServices
@@ -39,7 +40,14 @@ from pi_durable_tui.harness.conversations import (
     withdraw,
 )
 from pi_durable_tui.harness.extensions import BUILTIN_TASKS, HarnessTask, Registry
+from pi_durable_tui.harness.permissions import PermissionMode, PermissionPolicy
 from pi_durable_tui.harness.state import USAGE_DOC, AgentChange, total_usage
+from pi_durable_tui.harness.tool import (
+    Choice,
+    commit_decision,
+    session_policy,
+    set_session_mode,
+)
 from pi_durable_tui.kernel import (
     Clock,
     CloseReason,
@@ -78,6 +86,7 @@ class Harness:
         clock: Clock | None = None,
         on_report: Callable[[Report], None] | None = None,
         conversation_created: ConversationCreated | None = None,
+        redactor: SecretRedactor | None = None,
     ) -> Harness:
         """Open a harness over an open store (R21-R23).
 
@@ -93,6 +102,9 @@ class Harness:
             on_report: Receives problems that are reported rather than raised.
             conversation_created: Runs in every commit that creates a conversation,
                 after the built-in documents (R25).
+            redactor: Hides secret values in every commit (issue 13); by default
+                the values of this process's secret-looking environment variables
+                and the keys of the configured providers, read now.
 
         Returns:
             The open harness; nothing runs until ``resume()`` or a progress call.
@@ -105,6 +117,8 @@ class Harness:
             await storage.close()
             raise RegistryIncomplete(missing)
         creation = CreationHook(conversation_created)
+        if redactor is None:
+            redactor = SecretRedactor.from_environ(extra=models.provider_keys())
         holder: list[Harness] = []
         tasks = KernelTasks(
             registry, lambda: holder[0]._services, lambda cid: holder[0].conversation(cid)
@@ -113,7 +127,7 @@ class Harness:
             storage,
             registry=tasks.kernel_registry,
             clock=clock,
-            hooks=HarnessHooks(creation),
+            hooks=HarnessHooks(creation, redactor),
             on_report=on_report,
         )
         services = HarnessServices(
@@ -124,6 +138,7 @@ class Harness:
             env_factory=env,
             tasks=tasks,
             on_report=on_report,
+            redactor=redactor,
         )
         harness = cls(services, creation, tasks)
         holder.append(harness)
@@ -146,6 +161,11 @@ class Harness:
     def models(self) -> Models:
         """The models requests use."""
         return self._services.models
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        """Hides secret values in every commit; printed output uses it too (issue 13)."""
+        return self._services.redactor
 
     @property
     def registry(self) -> Registry:
@@ -294,6 +314,44 @@ class Harness:
         self._services.check_open()
         self._services.session.resume()
         await self._services.session.wait_for_idle()
+
+    # -- permissions (issue 13) --
+
+    async def decide(
+        self,
+        conversation_id: int,
+        call_id: str,
+        choice: Choice,
+        *,
+        message: str | None = None,
+        rule: str | None = None,
+    ) -> None:
+        """Commit the user's decision on a call waiting for one; the call then goes on.
+
+        Args:
+            conversation_id: The conversation of the call.
+            call_id: The tool call's ID.
+            choice: ``once``, ``session`` (an allow rule for this session),
+                ``project`` (the same; the host writes the project's settings) or ``deny``.
+            message: With ``deny``: what the model is told besides the refusal.
+            rule: The rule ``session``/``project`` adds (default: the request's suggestion).
+
+        Raises:
+            DecisionRejected: The call is not waiting for a decision.
+        """
+        self._services.check_open()
+        await commit_decision(
+            self._services, conversation_id, call_id, choice, message=message, rule=rule
+        )
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Commit the session's permission mode (it wins over the settings' mode)."""
+        self._services.check_open()
+        await set_session_mode(self._services, mode)
+
+    async def permission_policy(self) -> PermissionPolicy:
+        """The mode and rules in force now (the settings and the session's choices)."""
+        return await session_policy(self._services)
 
     # -- reads (never start scheduling) --
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from pi_durable_tui.ai import Models
+from pi_durable_tui.env import SecretRedactor
 from pi_durable_tui.harness._errors import HarnessClosed
 from pi_durable_tui.harness._settings import Settings, SettingsSource, read_settings
 from pi_durable_tui.harness.context import RangeCache, ValidatedMessages
@@ -146,11 +147,16 @@ class HarnessServices:
     env_factory: EnvFactory | None
     tasks: TaskDefinitions
     on_report: Callable[[Report], None] | None = None
+    redactor: SecretRedactor = field(default_factory=SecretRedactor)
+    """Hides secret values: every commit (the session's filter), and the streams
+    (partials, live tool output) that must withhold a secret's possible start."""
     submissions: SubmissionWaiters = field(default_factory=SubmissionWaiters)
     contexts: RangeCache = field(default_factory=RangeCache)
     """The newest active range read per conversation (R127): later reads scan only newer entries."""
     validated: ValidatedMessages = field(default_factory=ValidatedMessages)
     """Stored messages already validated for a request (R127): later requests reuse them."""
+    approvals: dict[int, asyncio.Event] = field(default_factory=dict)
+    """Per tool task waiting for a permission decision: set when one is committed."""
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
     _entries: OrderedDict[int, StoredEntry] = field(default_factory=OrderedDict)

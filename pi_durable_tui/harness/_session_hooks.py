@@ -8,15 +8,20 @@
   an entry (context derivation later synthesizes the missing result, R74); a
   compaction's status is removed;
 - ``conversations_cancelled``: an abort reached these conversations; their queued
-  inputs are withdrawn, their queued writes stay (R48, R57, R67).
+  inputs are withdrawn, their queued writes stay (R48, R57, R67);
+- ``filter_json``: every value a commit stores passes through the harness's
+  ``SecretRedactor`` (issue 13): answer text, thinking, tool arguments, tool
+  output, errors, notices, titles and documents are redacted at the moment of
+  commit, whoever wrote them.
 """
 
 from __future__ import annotations
 
+from pi_durable_tui.env import SecretRedactor
 from pi_durable_tui.harness.conversations import CreationHook, fail_run, withdraw_inputs
 from pi_durable_tui.harness.state import LIVE_DOC, remove_compaction, slot_of_task
 from pi_durable_tui.kernel import SessionHooks, Tx
-from pi_durable_tui.storage.json_ops import JsonObject
+from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
 
 
@@ -25,10 +30,17 @@ class HarnessHooks(SessionHooks):
 
     Args:
         creation: The creation hook shared with the conveniences.
+        redactor: Hides secret values in everything committed.
     """
 
-    def __init__(self, creation: CreationHook) -> None:
+    def __init__(self, creation: CreationHook, redactor: SecretRedactor) -> None:
         self._creation = creation
+        self._redactor = redactor
+
+    def filter_json(self, value: Json) -> Json:
+        """Redact every secret value in what a commit stores (issue 13)."""
+        result: Json = self._redactor.json(value)
+        return result
 
     async def conversation_created(self, tx: Tx, record: ConversationRecord) -> None:
         """Initialize a conversation in its creating commit (R25)."""

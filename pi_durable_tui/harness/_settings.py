@@ -1,4 +1,4 @@
-"""Run policy: the harness settings and their defaults (R34), and retry delays (R86, R87).
+"""Run policy: the harness settings and their defaults (R34), and the retry decision (R86, R87).
 
 Settings are never stored. The harness takes either a ``Settings`` value or a
 zero-argument callable returning one, and reads it again at every decision, so a
@@ -13,6 +13,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from pi_durable_tui.ai import AssistantMessage, is_retryable_error, retry_after_ms
+from pi_durable_tui.harness.permissions import PermissionSettings
 
 
 class _Section(BaseModel):
@@ -63,6 +66,8 @@ class Settings(_Section):
     context_retention_ms: int = Field(default=600000, ge=0)
     extensions: list[str] | None = None
     """The host default extension selection; ``None`` means every installed one (R30)."""
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    """The permission engine's mode, rules and protected paths (issue 13; default: all run)."""
 
 
 SettingsSource = Settings | Callable[[], Settings]
@@ -72,6 +77,32 @@ SettingsSource = Settings | Callable[[], Settings]
 def read_settings(source: SettingsSource) -> Settings:
     """Return the current settings of a source (R34)."""
     return source() if callable(source) else source
+
+
+def retry_wait_ms(policy: RetrySettings, message: AssistantMessage, attempt: int) -> int | None:
+    """Decide whether a failed response is sent again, and after how long (R86, R111).
+
+    The one retry decision of the harness: generation and compaction both ask
+    it. A response is retried when it failed (stop reason ``error``), the
+    failure can change on retry (``is_retryable_error``: not a context
+    overflow, not a 4xx other than 408/429, not a server that cannot parse the
+    model's output), retries are enabled, ``attempt`` is within
+    ``max_retries`` and the provider does not ask for a longer wait than the
+    policy accepts.
+
+    Args:
+        policy: The retry settings read now (R33).
+        message: The final message of the failed attempt.
+        attempt: The attempt that failed, from 1.
+
+    Returns:
+        Milliseconds to wait before the next attempt, or ``None`` to give up.
+    """
+    if message.stop_reason != "error" or not is_retryable_error(message):
+        return None
+    if not policy.enabled or attempt > policy.max_retries:
+        return None
+    return retry_delay_ms(policy, attempt, retry_after_ms(message))
 
 
 def retry_delay_ms(policy: RetrySettings, attempt: int, retry_after_ms: int | None) -> int | None:

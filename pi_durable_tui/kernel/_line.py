@@ -239,6 +239,8 @@ class CommitLine:
         for deferred in staged.on_prepare:
             await deferred()
         await prepare_commit(self, staged)
+        # REMINDER: the last step before writes: nothing staged after it is filtered.
+        staged.filter_values(self.hooks.filter_json)
         writes = staged.storage_writes()
         documents = staged.documents
         writes.extend(documents.finish(self.storage.last_seq + 1))

@@ -24,10 +24,12 @@ callback holds (R6). Work the kernel defers to the commit's preparation waits in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from pi_durable_tui.kernel._errors import KernelError
 from pi_durable_tui.kernel.docs import DocumentStore, ForkPlanner, TxDocuments
+from pi_durable_tui.storage.json_ops import Json
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import (
     ConversationRecord,
@@ -42,6 +44,8 @@ from pi_durable_tui.storage.writes import (
     PutTask,
     Write,
 )
+
+_R = TypeVar("_R", EntryRecord, TaskRecord, SubmissionRecord)
 
 
 class LiveTasks(Protocol):
@@ -124,6 +128,25 @@ class StagedCommit:
         self.holder = None
         self.documents.close()
 
+    def filter_values(self, fn: Callable[[Json], Json]) -> None:
+        """Pass every JSON value staged through ``fn``, keeping what it returns.
+
+        Entries (messages, data, edits), tasks (input, state, memos), submissions
+        (detail, reason) and the drafts of documents: everything the commit will
+        store and publish, so the stored and the published state stay the same.
+        """
+        self.entries = [
+            _replaced(e, model=fn(e.model), data=fn(e.data), edits=fn(e.edits))
+            for e in self.entries
+        ]
+        for task_id, t in self.tasks.items():
+            self.tasks[task_id] = _replaced(
+                t, input=fn(t.input), state=fn(t.state), memos=fn(t.memos)
+            )
+        for submission_id, s in self.submissions.items():
+            self.submissions[submission_id] = _replaced(s, detail=fn(s.detail), reason=fn(s.reason))
+        self.documents.filter_values(fn)
+
     def storage_writes(self) -> list[Write]:
         """Return the table writes of this commit (documents come from ``documents``)."""
         writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
@@ -131,3 +154,10 @@ class StagedCommit:
         writes.extend(PutTask(r) for r in self.tasks.values())
         writes.extend(PutSubmission(r) for r in self.submissions.values())
         return writes
+
+
+def _replaced(record: _R, **fields: Json) -> _R:
+    """``record`` with ``fields`` set, or ``record`` itself when each is the same object."""
+    if all(getattr(record, name) is value for name, value in fields.items()):
+        return record
+    return replace(record, **fields)  # type: ignore[arg-type]

@@ -361,6 +361,29 @@ def _append(target: Json, text: str, at: str) -> Json:
     return target + text
 
 
+def describe_json(value: object) -> str:
+    """A JSON value as an error message shows it: ``string "false"``, ``number 3``, ``true``.
+
+    Long strings are cut; control characters are escaped, so a value read from a
+    file never writes an escape sequence to the terminal.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {printable(json.dumps(shown, ensure_ascii=False))}"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every non-printable character written as a ``\uXXXX`` escape."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
 def _key(key: str) -> str:
     """Quote an object key the way JSON does (``"pi.live"``)."""
     return json.dumps(key, ensure_ascii=False)

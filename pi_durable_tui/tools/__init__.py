@@ -12,6 +12,9 @@ environment a call fails with ``No execution environment is configured``.
 
 ``read`` is replay-safe (after a crash it runs again); ``write``, ``edit`` and
 ``bash`` are not, so a call cut by a crash reaches the model as ``interrupted``.
+
+The read-only search tools ``grep``, ``find`` and ``ls`` live in the sub-package
+``pi_durable_tui.tools.search`` (extension ``file-search-tools``).
 """
 
 from pi_durable_tui.harness import Extension, define_extension

@@ -45,7 +45,7 @@ async def check_inside(
         settings allow writes outside it.
 
     Raises:
-        OutsideWorkspace: With a message naming the path, the workspace and the setting.
+        OutsideWorkspace: With a message naming the path and the workspace.
     """
     if allow() if callable(allow) else allow:
         return None
@@ -55,7 +55,7 @@ async def check_inside(
         return env.cwd
     raise OutsideWorkspace(
         f"Refusing to {verb} {absolute}: it is outside the working directory {root}. "
-        'Set "allow_outside_cwd": true in .pidurable/settings.json to allow it.'
+        "Only the user can allow changes outside it; ask them if it is needed."
     )
 
 

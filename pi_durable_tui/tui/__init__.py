@@ -7,8 +7,8 @@ harness, kernel or storage: DESIGN.md section 1). Private modules: ``_app``
 slash commands do), ``_transcript`` (windowing), ``_block_views``,
 ``_live_view``, ``_markdown_blocks``, ``_render_blocks``, ``_render_tools``,
 ``_render_context`` (what blocks look like), ``_task_panel``, ``_queue_panel``,
-``_notices``, ``_footer``, ``_editor``, ``_completion``, ``_picker``, ``_help``
-(the other parts of the screen), ``_themes`` (JSON themes) and ``_exit``
+``_notices``, ``_footer``, ``_editor``, ``_completion``, ``_picker``, ``_help``,
+``_trust_prompt`` (the other parts of the screen), ``_themes`` (JSON themes) and ``_exit``
 (closing on every path, the crash log).
 """
 

@@ -8,6 +8,12 @@ the order they were made; a failing call becomes an error notice (its traceback
 goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
+Project settings that widen powers and wait for the user (issue 13) show as the
+trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes, and the
+approval prompt (``_approval_prompt``) whenever a call waits for a decision;
+the screen asks the controller to re-read the settings files every second, so
+an edit made while the agent is idle is asked about too.
+
 Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
 exception) closes the controller exactly once; an exception's traceback goes to
 the log file the app was given, and the terminal says where after the screen is
@@ -24,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
 
@@ -36,11 +42,12 @@ from pi_durable_tui.app import (
     SessionInfo,
     ViewChange,
 )
+from pi_durable_tui.tui._approval_prompt import ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
-    COMMANDS,
     SESSIONS_TITLE,
     CommandError,
+    all_commands,
     as_message,
     fork_from_picker,
     parse_command,
@@ -48,7 +55,7 @@ from pi_durable_tui.tui._commands import (
 )
 from pi_durable_tui.tui._completion import CompletionMenu
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
-from pi_durable_tui.tui._exit import GuardedApp, append_traceback
+from pi_durable_tui.tui._exit import GuardedApp
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
@@ -59,6 +66,7 @@ from pi_durable_tui.tui._render_context import RenderContext
 from pi_durable_tui.tui._task_panel import TaskPanel
 from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
 from pi_durable_tui.tui._transcript import NeedOlder, Transcript
+from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 T = TypeVar("T")
 
@@ -72,7 +80,10 @@ class ModelChanged(Message):
 
 
 _KEPT_NOTICES = 20
-HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
+SETTINGS_POLL = 1.0
+"""Seconds between two checks of the settings files while the screen runs."""
+HINTS = f"F1 help · {FOLLOW_UP_FALLBACK} follow-up · /model /agents /compact /tasks"
+"""Key hints of the footer, the most needed first: a narrow footer cuts the end."""
 
 
 class PidurableApp(KeyActions, GuardedApp):
@@ -127,6 +138,8 @@ class PidurableApp(KeyActions, GuardedApp):
         self._startup_problems = [*self._catalog.problems(wanted), *([problem] if problem else [])]
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
+        self._trust_screen: TrustScreen | None = None
+        self._approval_screen: ApprovalScreen | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -135,7 +148,11 @@ class PidurableApp(KeyActions, GuardedApp):
         self.status_line = StatusLine(id="status")
         self.completion_menu = CompletionMenu(id="completion")
         self.editor = PromptEditor(
-            self.completion_menu, controller.complete_path, controller.history, id="editor"
+            self.completion_menu,
+            controller.complete_path,
+            controller.history,
+            custom_commands=controller.custom_commands,
+            id="editor",
         )
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
@@ -153,10 +170,15 @@ class PidurableApp(KeyActions, GuardedApp):
 
     def on_mount(self) -> None:
         """Show the model's current state, subscribe to its changes, focus the editor."""
-        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True))
+        self.apply_change(
+            ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True, approval=True)
+        )
         for problem in self._startup_problems:
             self.notice("warning", problem)
         self._unsubscribe = self.model.subscribe(self._changed)
+        # A settings edit made while the agent is idle (by the user, or a command the
+        # model started) is noticed within a second, and a trust question shown.
+        self.set_interval(SETTINGS_POLL, self.controller.refresh_settings)
         self.editor.focus()
         # Startup objects are long-lived: freezing them keeps the collector's full passes
         # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at
@@ -213,19 +235,79 @@ class PidurableApp(KeyActions, GuardedApp):
             self.editor.set_busy(model.busy)
         if change.notices:
             self._show_notices()
+        if change.trust:
+            self._ask_trust()
+        if change.approval:
+            self._ask_approval()
+
+    def _ask_approval(self) -> None:
+        """Show the oldest call waiting for a decision (once); take down a decided one."""
+        question = self.model.approval
+        shown = self._approval_screen
+        if shown is not None:
+            if question is not None and shown.question.call_id == question.call_id:
+                return
+            self._approval_screen = None  # decided (here or elsewhere), or aborted
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
+            return
+        screen = ApprovalScreen(question)
+        self._approval_screen = screen
+
+        def decided(choice: str | None) -> None:
+            if self._approval_screen is screen:
+                self._approval_screen = None
+            if choice is not None:
+                self.call("decide", lambda: self.controller.decide(question.call_id, choice))
+
+        self.push_screen(screen, decided)
+
+    def _ask_trust(self) -> None:
+        """Show the waiting trust question (once), or take down one that was answered."""
+        question = self.model.trust_question
+        shown = self._trust_screen
+        if shown is not None:
+            if question is not None and shown.question.id == question.id:
+                return
+            self._trust_screen = None  # answered, or replaced by a newer content
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
+            return
+        screen = TrustScreen(question)
+        self._trust_screen = screen
+
+        def answered(trusted: bool | None) -> None:
+            if self._trust_screen is screen:
+                self._trust_screen = None
+            if trusted is not None:
+                self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
+
+        self.push_screen(screen, answered)
 
     # -- notices and controller calls ---------------------------------------------------
 
-    def notice(self, level: NoticeLevel, text: str) -> None:
+    def notice(self, level: NoticeLevel, text: str) -> int:
         """Show a screen notice (one line, transient) next to the model's.
 
         Args:
             level: ``info``, ``warning`` or ``error``.
             text: The sentence.
+
+        Returns:
+            The notice's id (for ``drop_notice``).
         """
         ids = [notice.id for notice in self._local_notices]
-        self._local_notices.append(Notice(level, text, id=min([0, *ids]) - 1))
+        notice_id = min([0, *ids]) - 1
+        self._local_notices.append(Notice(level, text, id=notice_id))
         del self._local_notices[:-_KEPT_NOTICES]
+        self._show_notices()
+        return notice_id
+
+    def drop_notice(self, notice_id: int) -> None:
+        """Take one of the screen's own notices away before it expires."""
+        self._local_notices = [n for n in self._local_notices if n.id != notice_id]
         self._show_notices()
 
     def _show_notices(self) -> None:
@@ -264,9 +346,9 @@ class PidurableApp(KeyActions, GuardedApp):
     def report_failure(self, what: str, error: Exception) -> None:
         """Say that an action failed, and log its traceback."""
         where = ""
-        if self.log_path is not None and append_traceback(self.log_path, error, what):
+        if self.log_traceback(error, what):
             where = f" (details in {self.log_path})"
-        message = str(error) or type(error).__name__
+        message = self.redacted(str(error) or type(error).__name__)
         if isinstance(error, CommandError):
             self.notice("error", message)
         else:
@@ -298,17 +380,46 @@ class PidurableApp(KeyActions, GuardedApp):
         """
         return await self.pick(SESSIONS_TITLE, session_items(sessions))
 
+    # -- typed text always reaches the editor (issue 12) ---------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        """See every key first: any key but Ctrl+C makes the exit hint stale."""
+        if isinstance(event, events.Key) and event.key != "ctrl+c":
+            self.drop_exit_hint()
+        elif isinstance(event, events.Paste) and self._typing_goes_astray():
+            # A paste into a panel would be dropped: the editor takes it.
+            self.editor.focus()
+            self.editor.paste_text(event.text)
+            return
+        await super().on_event(event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key no widget took (a panel had the focus) goes into the editor."""
+        if event.is_printable and event.character and self._typing_goes_astray():
+            event.stop()
+            self.editor.focus()
+            self.editor.insert(event.character)
+
+    def _typing_goes_astray(self) -> bool:
+        # Only on the main screen: a picker's filter or the help take their own keys.
+        return len(self.screen_stack) == 1 and self.focused is not self.editor
+
+    def action_focus_editor(self) -> None:
+        """Give the focus back to the editor (Esc in a panel)."""
+        self.editor.focus()
+
     # -- what widgets ask for -----------------------------------------------------------
 
     @on(PromptEditor.Submitted)
     def _submitted(self, event: PromptEditor.Submitted) -> None:
         text, follow_up = event.text, event.follow_up
         try:
-            parsed = parse_command(text)
+            parsed = parse_command(text, self.controller.custom_commands())
         except CommandError as error:
             self.notice("error", str(error))
             return
         self.editor.clear_input()
+        self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed
             self.call(f"/{command.name}", lambda: command.run(self, arg))
@@ -323,6 +434,10 @@ class PidurableApp(KeyActions, GuardedApp):
     @on(PromptEditor.ExitRequested)
     def _exit_requested(self) -> None:
         self.exit()
+
+    @on(PromptEditor.JumpRequested)
+    def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:
+        self.action_jump_transcript(event.direction)
 
     @on(Withdraw)
     def _withdraw(self, event: Withdraw) -> None:
@@ -375,7 +490,8 @@ class PidurableApp(KeyActions, GuardedApp):
     def open_help(self) -> None:
         """Show the help screen (generated from the bindings and the command table)."""
         bindings = (type(self).BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS)
-        self.push_screen(HelpScreen(key_rows(bindings), COMMANDS))
+        commands = all_commands(self.controller.custom_commands())
+        self.push_screen(HelpScreen(key_rows(bindings), commands))
 
     def exit_app(self) -> None:
         """Leave the app."""

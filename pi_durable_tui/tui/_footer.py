@@ -4,15 +4,16 @@ Footer line 1: ``↑in ↓out R<cache read> W<cache write> $cost`` (zero parts
 left out except the cost), context use ``<pct>%/<window>`` (``?`` when unknown,
 red above 90%), then the working directory. Line 2: the conversation label
 (``main`` dimmed, a subagent highlighted), ``provider/model`` or ``no model``,
-``thinking:<level>`` and key hints.
+``thinking:<level>`` and key hints. Each line is cut with ``…`` rather than
+wrapped: a wrapped first line pushed the model line out of an 80-column footer.
 """
 
 from __future__ import annotations
 
-from textual.content import Content
 from textual.widgets import Static
 
 from pi_durable_tui.app import Footer
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 CONTEXT_ALERT_PERCENT = 90.0
 
@@ -74,6 +75,8 @@ class FooterBar(Static):
         height: 2;
         padding: 0 1;
         background: $surface;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 
@@ -101,5 +104,5 @@ class StatusLine(Static):
 
     def show(self, status: str) -> None:
         """Show the status, or hide the line when it is empty."""
-        self.update(status)
+        self.update(plain(status))
         self.display = bool(status)

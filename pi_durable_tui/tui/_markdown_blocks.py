@@ -21,11 +21,11 @@ def finished_prefix(source: str) -> int:
         The length of the prefix up to the start of the last top-level block
         (0 when there is at most one block).
     """
-    from rich.markdown import Markdown
+    from pi_durable_tui.tui._terminal_text import markdown
 
     starts = [
         token.map[0]
-        for token in Markdown(source).parsed
+        for token in markdown(source).parsed
         if token.level == 0 and token.nesting >= 0 and token.map is not None
     ]
     if len(starts) < 2 or starts[-1] == 0:

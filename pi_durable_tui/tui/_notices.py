@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from textual.content import Content
 from textual.widgets import Static
 
 from pi_durable_tui.app import Notice
+from pi_durable_tui.tui._terminal_text import Content
 
 SHOWN = 4
 LIFETIME_S = 12.0

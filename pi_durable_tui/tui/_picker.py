@@ -3,7 +3,8 @@
 ``/model``, ``/agents``, ``/resume``, ``/theme`` and the fork picker (``/fork``,
 Esc Esc) are all this screen with different items. Typing filters (every word
 must appear, case-insensitive); Up/Down move; Enter picks; Esc closes with
-``None``. Disabled items (a model without an API key) stay visible and dimmed.
+``None``. Disabled items stay visible and dimmed; a filter that matches
+nothing says so (issue 12: never typing into a filter with nothing to show).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Generic, TypeVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from pi_durable_tui.tui._terminal_text import Content, plain
 
 T = TypeVar("T")
 
@@ -70,7 +72,7 @@ class PickerScreen(ModalScreen[T | None]):
     def compose(self) -> ComposeResult:
         """The heading, the filter line and the list."""
         with Vertical(id="picker"):
-            yield Static(self._title, id="picker-title")
+            yield Static(plain(self._title), id="picker-title")
             yield Input(placeholder="type to filter, enter to pick, esc to close")
             yield OptionList(id="picker-list")
 
@@ -109,7 +111,13 @@ class PickerScreen(ModalScreen[T | None]):
         words = text.lower().split()
         self._shown = [item for item in self._items if item.matches(words)]
         options = self.query_one(OptionList)
-        options.set_options(Option(item.label, disabled=item.disabled) for item in self._shown)
+        options.set_options(
+            Option(plain(item.label), disabled=item.disabled) for item in self._shown
+        )
+        if not self._shown:
+            # Never a blank list under a filter the user may not see they typed.
+            note = f"nothing matches {text.strip()!r}: backspace edits the filter, esc closes"
+            options.add_option(Option(Content.styled(note, "$text-muted"), disabled=True))
         first = next((i for i, item in enumerate(self._shown) if not item.disabled), None)
         options.highlighted = first
 

@@ -23,11 +23,11 @@ from collections.abc import Callable
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
-from rich.text import Text
 
 from pi_durable_tui.app import Block, ThinkingPart
-from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY, RenderContext
+from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY, RenderContext, count_of
 from pi_durable_tui.tui._render_tools import render_tool_card
+from pi_durable_tui.tui._terminal_text import Text, markdown
 
 
 def render_block(block: Block, ctx: RenderContext) -> RenderableType:
@@ -63,9 +63,7 @@ def render_markdown(source: str, ctx: RenderContext) -> RenderableType:
     Returns:
         A Rich ``Markdown`` renderable.
     """
-    from rich.markdown import Markdown  # markdown-it loads on the first assistant block.
-
-    return Markdown(source, code_theme=ctx.syntax_theme, hyperlinks=False)
+    return markdown(source, code_theme=ctx.syntax_theme, hyperlinks=False)
 
 
 def render_thinking(parts: tuple[ThinkingPart, ...], ctx: RenderContext) -> Text | None:
@@ -83,7 +81,7 @@ def render_thinking(parts: tuple[ThinkingPart, ...], ctx: RenderContext) -> Text
     style = ctx.palette.style("thinking_text", italic=True)
     if not ctx.show_thinking:
         lines = sum(len(part.text.splitlines()) for part in parts)
-        return Text(f"∴ thinking ({lines} lines, {THINKING_KEY} to show)", style=style)
+        return Text(f"∴ thinking ({count_of(lines, 'line')}, {THINKING_KEY} to show)", style=style)
     texts = ["[thinking redacted]" if part.redacted else part.text.strip() for part in parts]
     return Text("\n\n".join(texts), style=style)
 

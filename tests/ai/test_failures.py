@@ -28,14 +28,28 @@ def failed(text: str = "", status: int | None = None, **fields: Any) -> Assistan
     return AssistantMessage(**values)
 
 
-@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504, 529])
-def test_timeouts_conflicts_rate_limits_and_server_errors_are_retryable(status: int) -> None:
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504, 529])
+def test_timeouts_rate_limits_and_server_errors_are_retryable(status: int) -> None:
     assert is_retryable_error(failed("whatever", status))
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
-def test_other_client_errors_are_not_retryable(status: int) -> None:
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 413, 422, 425])
+def test_every_other_client_error_is_not_retryable(status: int) -> None:
     assert not is_retryable_error(failed("Overloaded?", status))
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "verdict"),
+    [
+        ("The model output does not match the expected format", 500, None),
+        ("Error from the server: Failed to parse input at pos 12", None, None),
+        ("failed to parse tool call: overloaded", 503, True),
+    ],
+)
+def test_a_server_that_cannot_parse_the_models_output_is_never_retried(
+    text: str, status: int | None, verdict: bool | None
+) -> None:
+    assert not is_retryable_error(failed(text, status, retryable=verdict))
 
 
 @pytest.mark.parametrize(

@@ -361,14 +361,55 @@ def test_base_url_serves_an_unknown_id_of_a_known_provider_through_that_provider
     assert models.missing_key(proxied) is None  # not Anthropic's own URL: no key required
 
 
-def test_base_url_moves_a_known_model_keeping_its_api_and_prices() -> None:
+def test_base_url_moves_a_known_model_to_a_remote_proxy_keeping_its_api_and_prices() -> None:
     models = Models()
     catalog_row = models.resolve("openai/gpt-5")
 
-    proxied = models.use_base_url(ModelRef("openai", "gpt-5"), "http://127.0.0.1:8080/v1")
+    proxied = models.use_base_url(ModelRef("openai", "gpt-5"), "https://proxy.example.com/v1")
 
-    assert proxied.base_url == "http://127.0.0.1:8080/v1"
+    assert proxied.base_url == "https://proxy.example.com/v1"
     assert (proxied.api, proxied.cost) == (catalog_row.api, catalog_row.cost)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/v1",
+        "http://localhost:11434/v1",
+        "http://[::1]:8080",
+        "http://192.168.1.20:8000/v1",
+        "http://10.0.0.5/v1",
+        "http://gpu-box:8080/v1",
+        "http://llama.local:8080/v1",
+    ],
+)
+def test_a_catalog_model_on_a_local_server_is_not_charged_catalog_prices(url: str) -> None:
+    models = Models()
+    catalog_row = models.resolve("anthropic/claude-sonnet-4-5")
+
+    local = models.use_base_url("anthropic/claude-sonnet-4-5", url)
+
+    assert catalog_row.cost.input > 0
+    assert (local.api, local.max_tokens) == (catalog_row.api, catalog_row.max_tokens)
+    assert local.cost == ModelCost()
+
+
+def test_prices_a_settings_row_declares_are_kept_on_a_local_server() -> None:
+    declared = {"input": 0.5, "output": 1.5}
+    models = Models(user_models=[{"provider": "openai", "id": "gpt-5", "cost": declared}])
+
+    local = models.use_base_url("openai/gpt-5", "http://127.0.0.1:8080/v1")
+
+    assert (local.cost.input, local.cost.output) == (0.5, 1.5)
+
+
+def test_an_unknown_openai_id_on_a_base_url_speaks_chat_completions_not_responses() -> None:
+    models = Models()
+    assert models.resolve("openai/gpt-5").api == "openai-responses"
+
+    local = models.use_base_url("openai/qwen3-8b", "http://127.0.0.1:8080/v1")
+
+    assert (local.api, local.cost) == ("openai-completions", ModelCost())
 
 
 def test_base_url_must_be_an_http_url() -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
+from pi_durable_tui.app.files import remember_trust, settings_digest
 from pi_durable_tui.storage import EntryRecord, SqliteStorage
 
 FAUX = "faux/faux-1"
@@ -34,10 +36,19 @@ def write_script(directory: Path, *responses: dict[str, Any], **top: Any) -> Pat
 
 
 def write_settings(path: Path, data: Any) -> Path:
-    """Write a settings file (``data`` as JSON, or raw text), creating its directory."""
+    """Write a settings file (``data`` as JSON, raw text or bytes), creating its directory."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else json.dumps(data), "utf-8")
     return path
+
+
+def trust_settings(project: Path) -> None:
+    """Trust the project's settings file as it is now, as the user would in the app."""
+    raw = (project / ".pidurable" / "settings.json").read_bytes()
+    remember_trust(os.path.realpath(project), settings_digest(raw))
 
 
 @dataclass
@@ -73,3 +84,23 @@ async def stored_entries(store: Path, conversation_id: int = 1) -> list[EntryRec
         return [stored.entry for stored in page.items]
     finally:
         await storage.close()
+
+
+async def raw_store(path: Path, *messages: dict[str, Any]) -> Path:
+    """A store whose root conversation holds ``messages`` as written, by a bare Session.
+
+    No harness means no commit filter: the store holds what an older version (or
+    any writer without redaction) would have left.
+    """
+    from pi_durable_tui.kernel import Session, Tx
+
+    session = await Session.open(await SqliteStorage.open(path))
+
+    async def write(tx: Tx) -> None:
+        root = tx.create_root_conversation()
+        for message in messages:
+            tx.append(root.id, "pi.message", model=[message])
+
+    await session.commit(write)
+    await session.close()
+    return path

@@ -25,7 +25,13 @@ from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenMode
 from tests.harness.harness_support import within
 
 EVERYTHING = ViewChange(
-    transcript_reset=True, queue=True, tasks=True, footer=True, status=True, notices=True
+    transcript_reset=True,
+    queue=True,
+    tasks=True,
+    footer=True,
+    status=True,
+    notices=True,
+    trust=True,  # a trust question already waiting when the session opened is shown
 )
 
 

@@ -67,6 +67,26 @@ def test_a_session_open_elsewhere_leaves_the_screen_and_prints_one_line_naming_t
     assert not alternate_screen(second)
 
 
+def test_a_prompt_on_the_command_line_is_sent_as_the_first_message(
+    terminals: list[Terminal],
+) -> None:
+    first, _ = terminals
+    first.start("--model", "faux/faux-1", "the prompt from argv")
+
+    first.wait_for(contains("READY-ANSWER"), "the answer to the argv prompt")
+    assert "the prompt from argv" in first.screen()
+
+
+def test_sighup_in_an_open_session_closes_it_and_exits_129(terminals: list[Terminal]) -> None:
+    first, _ = terminals
+    start_answered(first, "hello")
+    os.kill(first.pid(), signal.SIGHUP)
+
+    assert first.wait_dead() == "status 129"
+    printed = flat(first.history())
+    assert "pidurable: hung up; the session is saved: `pidurable -c` continues it" in printed
+
+
 def test_sigterm_at_the_first_frame_restores_the_terminal_and_exits_143(
     terminals: list[Terminal],
 ) -> None:

@@ -51,8 +51,11 @@ async def test_write_and_edit_refuse_a_path_outside_the_working_directory(
 
     assert outcome.errors == [
         f"Refusing to {verb} {outside}: it is outside the working directory {workdir}. "
-        'Set "allow_outside_cwd": true in .pidurable/settings.json to allow it.'
+        "Only the user can allow changes outside it; ask them if it is needed."
     ]
+    # Nothing in it tells the model how to grant itself the power (issue 13).
+    assert "allow_outside_cwd" not in outcome.errors[0]
+    assert "settings" not in outcome.errors[0]
     assert not outside.exists() or outside.read_text() == "a\n"
 
 

@@ -93,6 +93,7 @@ from pi_durable_tui.ai.faux._steps import (
     faux_thinking,
     faux_tool_call,
 )
+from pi_durable_tui.storage.json_ops import describe_json
 
 DEMO_SCRIPT = "data/demo-script.json"
 """The packaged demo script, relative to the ``pi_durable_tui.ai`` package."""
@@ -256,19 +257,6 @@ def faux_script_from_data(data: object, source: str = "<script>") -> FauxScript:
     return _ScriptReader(source).script(data)
 
 
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return f"number {value}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"string {json.dumps(shown)}"
-    return "an array" if isinstance(value, list) else "an object"
-
-
 class _ScriptReader:
     """Walks a parsed script, failing at the first problem with its JSON path."""
 
@@ -279,7 +267,7 @@ class _ScriptReader:
         raise FauxScriptError(self.source, path or "top level", problem)
 
     def expect(self, path: str, expected: str, value: object) -> NoReturn:
-        self.fail(path, f"expected {expected}, got {_describe(value)}")
+        self.fail(path, f"expected {expected}, got {describe_json(value)}")
 
     def mapping(
         self, value: object, path: str, allowed: Sequence[str], required: Sequence[str] = ()

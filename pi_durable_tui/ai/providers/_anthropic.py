@@ -41,6 +41,7 @@ from pi_durable_tui.ai.providers._sse import (
     PreparedRequest,
     SseProvider,
     WireParser,
+    output_limit,
     parse_event_data,
 )
 from pi_durable_tui.ai.providers._transport import StreamFailure, secrets_of
@@ -125,9 +126,7 @@ def build_request_body(
     Returns:
         The body and the ``anthropic-beta`` flags it needs.
     """
-    base_max = options.max_tokens or (
-        min(model.max_tokens, DEFAULT_MAX_TOKENS) if model.max_tokens > 0 else DEFAULT_MAX_TOKENS
-    )
+    base_max = output_limit(model, options, cap=DEFAULT_MAX_TOKENS) or DEFAULT_MAX_TOKENS
     thinking = anthropic_thinking(model, options.reasoning, base_max)
     marker = cache_marker(options.cache_retention)
     body: dict[str, Any] = {

@@ -56,6 +56,7 @@ from pi_durable_tui.ai.providers._sse import (
     PreparedRequest,
     SseProvider,
     WireParser,
+    output_limit,
     parse_event_data,
 )
 from pi_durable_tui.ai.providers._transport import StreamFailure, secrets_of
@@ -149,9 +150,10 @@ def build_request_body(model: Model, context: Context, options: StreamOptions) -
     body: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
     if compat_value(model, "supports_usage_in_streaming", True):
         body["stream_options"] = {"include_usage": True}
-    if options.max_tokens:
+    limit = output_limit(model, options)
+    if limit:
         default_field = "max_completion_tokens" if official else "max_tokens"
-        body[str(compat_value(model, "max_tokens_field", default_field))] = options.max_tokens
+        body[str(compat_value(model, "max_tokens_field", default_field))] = limit
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if context.tools:

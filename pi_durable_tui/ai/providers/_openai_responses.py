@@ -48,6 +48,7 @@ from pi_durable_tui.ai.providers._sse import (
     PreparedRequest,
     SseProvider,
     WireParser,
+    output_limit,
     parse_event_data,
 )
 from pi_durable_tui.ai.providers._transport import StreamFailure
@@ -119,8 +120,9 @@ def build_request_body(model: Model, context: Context, options: StreamOptions) -
             body["reasoning"] = reasoning
         # Without server-side state, reasoning can only be replayed encrypted.
         body["include"] = ["reasoning.encrypted_content"]
-    if options.max_tokens:
-        body["max_output_tokens"] = options.max_tokens
+    limit = output_limit(model, options)
+    if limit:
+        body["max_output_tokens"] = limit
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if context.tools:

@@ -65,6 +65,7 @@ from pi_durable_tui.ai.providers._transport import (
 )
 
 ABORTED_MESSAGE = "Request was aborted"
+EMPTY_ANSWER_MESSAGE = "The model returned an empty answer"
 
 DoneReason = Literal["stop", "length", "toolUse"]
 """Stop reasons that end a stream with a ``done`` event."""
@@ -225,17 +226,28 @@ class MessageAssembly:
         usage.cost = calculate_cost(self.model, usage, multiplier=self.cost_multiplier)
 
     def finish(self, reason: DoneReason) -> list[AssistantEvent]:
-        """End the response normally.
+        """End the response normally, unless the answer is empty.
+
+        A ``stop`` with no text (or only whitespace) and no tool call is not an
+        answer: a local server that emits one end-of-text token would otherwise
+        "answer" with nothing. It ends with a non-retryable ``error``
+        (``EMPTY_ANSWER_MESSAGE``), which the harness classifies as any other
+        error (R86: the input is left unanswered with ``model_error``).
 
         Args:
             reason: ``stop``, ``length`` or ``toolUse``.
 
         Returns:
-            End events for blocks still open, then the ``done`` event.
+            End events for blocks still open, then the ``done`` event (or the
+            ``error`` event of an empty answer).
         """
         events = self.close_all()
-        self.message.stop_reason = reason
-        events.append(DoneEvent(reason=reason, message=self.message))
+        message = self.message
+        if reason == "stop" and not message.text().strip() and not message.tool_calls():
+            events.append(self.fail(EMPTY_ANSWER_MESSAGE, retryable=False))
+            return events
+        message.stop_reason = reason
+        events.append(DoneEvent(reason=reason, message=message))
         return events
 
     def fail(
@@ -372,6 +384,28 @@ async def failed_stream(assembly: MessageAssembly, text: str) -> AsyncIterator[A
     """
     yield assembly.start()
     yield assembly.fail(text, retryable=False)
+
+
+def output_limit(model: Model, options: StreamOptions, *, cap: int | None = None) -> int | None:
+    """The output token limit a request sends on any wire API.
+
+    The options' ``max_tokens`` wins; otherwise the model's declared
+    ``max_tokens``, so a model that loops stops at its limit instead of
+    streaming until the server's context is full.
+
+    Args:
+        model: The model (its declared ``max_tokens``; ``0`` means unknown).
+        options: The request options.
+        cap: A ceiling for the model's own limit (not for an explicit option).
+
+    Returns:
+        The limit, or ``None`` when neither says.
+    """
+    if options.max_tokens:
+        return options.max_tokens
+    if model.max_tokens > 0:
+        return min(model.max_tokens, cap) if cap else model.max_tokens
+    return None
 
 
 @dataclass(frozen=True, slots=True)

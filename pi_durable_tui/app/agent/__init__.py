@@ -7,7 +7,12 @@ are imported from ``pi_durable_tui.app``, lazily (its face's ``_LAZY``).
 
 Its private modules, lowest first (each imports only the ones before it):
 
-- ``_config``: the settings files validated and merged into ``AppSettings`` (R34);
+- ``_permissions``: the permission mode and rules from the settings and the
+  command line (issue 13);
+- ``_config``: the settings files validated and merged into ``AppSettings`` (R34),
+  a project's widening keys only as far as the user trusted them (issue 13);
+- ``_live_settings``: ``SettingsFiles``, the settings of an open session, re-read
+  when a file changes, with the trust requests of changed project settings;
 - ``_model_setup``: which models the agent can use, and which one a session
   starts with;
 - ``_remote_context``: the project's context files on another host, read
@@ -15,6 +20,7 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_prompt_sections``: the coding system prompt, as harness sections (R77);
 - ``_subagent``, ``_demos``, ``_uncancelled``: the subagent tool, the offline
   demos, and steps that run to their end when cancelled;
+- ``_printed``: printed output redacted like committed output (issue 13);
 - ``_agent_app``: ``AgentApp``, the product opened on one session;
 - ``_headless``: print and JSON modes (R59, R87, R125);
 - ``_export``: ``pidurable export``, a session's transcript as a file.
@@ -24,10 +30,11 @@ below the app.
 """
 
 from pi_durable_tui.app.agent._agent_app import AgentApp, AppOptions
-from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles, load_settings
+from pi_durable_tui.app.agent._config import AppSettings, load_settings
 from pi_durable_tui.app.agent._demos import DEMOS, Demo
 from pi_durable_tui.app.agent._export import export_main, export_transcript
 from pi_durable_tui.app.agent._headless import HeadlessMode, run_headless
+from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import (
     ModelChoiceError,
     ModelSelection,
@@ -35,6 +42,8 @@ from pi_durable_tui.app.agent._model_setup import (
     choose_model,
     list_models_text,
 )
+from pi_durable_tui.app.agent._permissions import PermissionChoices
+from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -49,6 +58,8 @@ __all__ = [
     "HeadlessMode",
     "ModelChoiceError",
     "ModelSelection",
+    "PermissionChoices",
+    "RedactedWriter",
     "SettingsFiles",
     "SubagentArgs",
     "build_models",
@@ -57,5 +68,6 @@ __all__ = [
     "export_transcript",
     "list_models_text",
     "load_settings",
+    "output_redactor",
     "run_headless",
 ]

@@ -35,16 +35,19 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
 from pi_durable_tui.app._location import Location, open_remote_env, resolve_location
-from pi_durable_tui.app.agent._config import AppSettings, SettingsFiles
+from pi_durable_tui.app.agent._config import AppSettings
 from pi_durable_tui.app.agent._demos import (
     DEMOS,
     Demo,
+    DemoMarker,
     create_workspace,
     read_marker,
     script_text,
     write_marker,
 )
+from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
 from pi_durable_tui.app.agent._uncancelled import complete
@@ -62,6 +65,7 @@ from pi_durable_tui.app.files import (
     remembered_env,
     remembered_faux_script,
     resolve_session,
+    settings_sources,
 )
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
@@ -74,6 +78,7 @@ from pi_durable_tui.harness import (
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
 from pi_durable_tui.tools import coding_tools
+from pi_durable_tui.tools.search import FileSearchTools
 
 if TYPE_CHECKING:
     from pi_durable_tui.env.ssh import SshEnv
@@ -95,6 +100,8 @@ class AppOptions:
             A continued demo keeps the pace it was started with.
         env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
             ``env`` setting, else this machine).
+        permissions: ``--permission-mode``, ``--allow``, ``--deny``, and whether a
+            screen can ask (issue 13).
     """
 
     cwd: str
@@ -106,6 +113,7 @@ class AppOptions:
     demo: str | None = None
     demo_pace: float = 1.0
     env: str | None = None
+    permissions: PermissionChoices = field(default_factory=PermissionChoices)
 
 
 @dataclass(eq=False)
@@ -129,7 +137,7 @@ class AgentApp:
     """Where the tools work (None: ``cwd`` on this machine)."""
     remote: ExecutionEnv | None = None
     """The SSH environment of a remote location, closed with the app."""
-    _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
+    _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
     _titled: bool = False
 
@@ -161,7 +169,18 @@ class AgentApp:
             ModelChoiceError: A malformed or unknown ``--model``, a bad ``--base-url``.
             FauxScriptError: A malformed faux script.
         """
-        opening = cls._open(options, on_report, faux, clock)
+        return await cls._open_completely(options, on_report, faux, clock, None)
+
+    @classmethod
+    async def _open_completely(
+        cls,
+        options: AppOptions,
+        on_report: Callable[[Report], None] | None,
+        faux: FauxProvider | None,
+        clock: Clock | None,
+        demo: DemoMarker | None,
+    ) -> AgentApp:
+        opening = cls._open(options, on_report, faux, clock, demo)
         return await complete(opening, undo=lambda app: app.close())
 
     @classmethod
@@ -171,9 +190,11 @@ class AgentApp:
         on_report: Callable[[Report], None] | None,
         faux: FauxProvider | None,
         clock: Clock | None,
+        inherited_demo: DemoMarker | None,
     ) -> AgentApp:
         cwd = os.path.realpath(options.cwd)
-        settings = SettingsFiles(cwd)
+        check_rules(options.permissions)
+        settings = SettingsFiles(cwd, options.permissions)
         app_settings = settings.current()
         location = resolve_location(cwd, options.env)
         if options.session:
@@ -194,7 +215,14 @@ class AgentApp:
             if options.demo is not None and created:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
                 write_marker(store, demo, create_workspace(demo, home()))
+            elif inherited_demo is not None and created:
+                # /new in a demo: the same scripted model, tools and workspace.
+                demo = inherited_demo.demo
+                write_marker(store, demo, Path(inherited_demo.workspace))
             marker = read_marker(store)
+            if marker is not None and options.permissions.mode is None:
+                # A demo's model is our own script in a temporary workspace.
+                settings.choose_permissions(mode="auto")
             provider = faux
             workspace = cwd
             model_option = options.model
@@ -247,6 +275,7 @@ class AgentApp:
                 registry=create_registry(
                     CODING_PROMPT,
                     coding_tools(allow_outside_cwd=lambda: settings.current().allow_outside_cwd),
+                    FileSearchTools,
                     SUBAGENTS,
                     *(marker.demo.extensions if marker is not None else ()),
                 ),
@@ -267,7 +296,7 @@ class AgentApp:
         app.options = options
         app.location = location if remote is not None else None
         app.remote = remote
-        app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
+        app._reopen = lambda other, demo: cls._open_completely(other, on_report, faux, clock, demo)
         try:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
@@ -279,6 +308,10 @@ class AgentApp:
 
     async def open_another(self, session: str | None, *, model: str | None = None) -> AgentApp:
         """Open another session of this directory with the same providers, options and hooks.
+
+        A new session keeps what serves this one's model (issue 12: ``/new`` in a
+        faux session failed with "no provider 'faux'"): the faux script it was
+        started with or remembered, and a demo's scripted model, tools and workspace.
 
         Args:
             session: A stored session's path, or ``None`` for a new session.
@@ -292,14 +325,16 @@ class AgentApp:
         """
         if self.options is None or self._reopen is None:
             raise RuntimeError("Only a session opened with AgentApp.open can open another one")
+        inherited = remembered_faux_script(self.store) if session is None else None
         options = replace(
             self.options,
             session=session,
             continue_session=False,
             demo=None,
             model=model if session is None else None,
+            faux_script=self.options.faux_script or inherited,
         )
-        return await self._reopen(options)
+        return await self._reopen(options, read_marker(self.store) if session is None else None)
 
     async def close(self) -> None:
         """Close the harness and the store; idempotent, never raises for a closed store.
@@ -351,6 +386,11 @@ class AgentApp:
             f"terminal or the process at any moment (kill -9 {os.getpid()}), then run "
             f"`pidurable --continue` in {cwd}: nothing committed is lost."
         )
+
+    @property
+    def settings_home(self) -> str:
+        """The user's own settings file (where widening keys apply unconfirmed)."""
+        return str(settings_sources(self.cwd)[0])
 
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""

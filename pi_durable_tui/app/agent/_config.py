@@ -3,16 +3,22 @@
 The user file sets defaults; the project file (in the working directory) overrides
 them key by key (objects merge, other values replace: ``_settings_files`` reads and
 merges them). The result is validated with pydantic: an error names the file and
-the key (``settings.json: retry.max_retries: Input should be a valid integer``),
-and the app reports it instead of starting
-with a setting silently ignored. ``SettingsFiles.current()`` re-reads the files
-when their modification times or sizes change, so edits apply at the next
-decision (R34) without reading the disk at every one.
+the key and what was expected (``settings.json: retry.max_retries: expected a whole
+number, got string "3"``: strict, nothing is coerced; issue 12),
+and the app reports it instead of starting with a setting silently ignored.
+
+Keys that widen powers (``WIDENING_KEYS``) apply from the user's file as they
+are, and from the project's file only as far as the user confirmed that file's
+content (``effective_settings``; ``_live_settings`` asks and remembers;
+DESIGN.md section 7, issue 13).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,14 +26,31 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
+from pi_durable_tui.app.agent._permissions import PermissionRules
 from pi_durable_tui.app.files import (
+    DATABASE_KEY,
     SETTINGS_NAME,
     SettingsError,
-    merged_settings,
+    TrustRequest,
+    merge_settings,
+    parse_settings,
+    read_settings_bytes,
     read_settings_file,
+    settings_digest,
     settings_sources,
+    trusted_digest,
+    widening_values,
+    with_values,
+    without_widening,
 )
-from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
+from pi_durable_tui.harness import (
+    CompactionSettings,
+    PermissionMode,
+    ProgressSettings,
+    RetrySettings,
+    Settings,
+)
+from pi_durable_tui.storage.json_ops import describe_json, printable
 
 
 class AppSettings(BaseModel):
@@ -56,6 +79,10 @@ class AppSettings(BaseModel):
     database: str | None = None
     """The PostgreSQL URL sessions live in (the user's file only: ``_settings_files``)."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
+    permission_mode: PermissionMode | None = None
+    """The permission mode (default ``auto-edit``; ``--permission-mode`` wins)."""
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    """``{"allow": [...], "deny": [...]}``: rules such as ``bash(npm test)`` (issue 13)."""
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
 
@@ -73,13 +100,50 @@ class AppSettings(BaseModel):
 
 
 def _validate(data: dict[str, Any], sources: list[Path]) -> AppSettings:
+    # REMINDER: strict, so that "false" is not a boolean and "3" not a number
+    # (issue 12); JSON has the types, a settings file must use them.
     try:
-        return AppSettings.model_validate(data)
+        return AppSettings.model_validate(data, strict=True)
     except ValidationError as error:
         item = error.errors()[0]
-        key = ".".join(str(part) for part in item["loc"])
         where = _source_of(item["loc"], sources)
-        raise SettingsError(f"{where}: {key}: {item['msg']}") from None
+        raise SettingsError(f"{where}: {json_path(item['loc'])}: {_problem(item)}") from None
+
+
+_EXPECTED = {
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "string_type": "a string",
+    "list_type": "an array",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+}
+"""What each pydantic type error expected, in JSON's words."""
+
+
+def _problem(item: Any) -> str:
+    kind = item["type"]
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {describe_json(item['input'])}"
+    if kind == "extra_forbidden":
+        return "not a setting (check its spelling, and the README's list of settings)"
+    if kind == "missing":
+        return "required, and missing"
+    return f"{item['msg']}, got {describe_json(item['input'])}"
+
+
+def json_path(loc: tuple[Any, ...]) -> str:
+    """``("providers", 0, "api")`` -> ``providers[0].api``, control characters escaped."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            name = json.dumps(str(part), ensure_ascii=False)[1:-1]
+            path += f".{printable(name)}" if path else printable(name)
+    return path or "top level"
 
 
 def _source_of(loc: tuple[Any, ...], sources: list[Path]) -> str:
@@ -98,66 +162,88 @@ def _source_of(loc: tuple[Any, ...], sources: list[Path]) -> str:
     return str(sources[-1]) if sources else SETTINGS_NAME
 
 
-def load_settings(cwd: str | os.PathLike[str]) -> AppSettings:
-    """Read, merge and validate the settings files of ``cwd``.
+@dataclass(frozen=True, slots=True)
+class ProjectSettings:
+    """What a project's settings file holds, and what of it widens powers.
+
+    Attributes:
+        project: The project's real path (the trust file's key).
+        path: The file.
+        data: The object it holds (``{}`` when there is no file).
+        digest: The sha256 of its bytes (``None`` when there is no file).
+        widening: The widening keys it sets (``WIDENING_KEYS``) and their values.
+    """
+
+    project: str
+    path: Path
+    data: dict[str, Any]
+    digest: str | None
+    widening: dict[str, Any]
+
+    def request(self) -> TrustRequest:
+        """The confirmation its widening keys need."""
+        assert self.digest is not None
+        return TrustRequest(self.project, self.path, self.digest, self.widening)
+
+
+def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
+    """Read the project's settings file of ``cwd`` (one read: the digest is of what is used).
+
+    Raises:
+        SettingsError: The file is malformed, or sets a key only the user's file may set.
+    """
+    user, path = settings_sources(cwd)
+    project = os.path.realpath(cwd)
+    raw = read_settings_bytes(path)
+    if raw is None:
+        return ProjectSettings(project, path, {}, None, {})
+    data = parse_settings(raw, path)
+    for key, what in _USER_ONLY.items():
+        if key in data:
+            raise SettingsError(
+                f"{path}: {key}: only your own settings ({user}) may {what}; remove it here"
+            )
+    return ProjectSettings(project, path, data, settings_digest(raw), widening_values(data))
+
+
+_USER_ONLY = {
+    "env": "choose where the tools run",
+    DATABASE_KEY: "say where sessions are stored (or PIDURABLE_DATABASE_URL)",
+}
+"""Keys a project's file may not set at all (``_location``, ``_sessions``)."""
+
+
+def effective_settings(
+    cwd: str | os.PathLike[str], project: ProjectSettings, confirmed: Mapping[str, Any]
+) -> AppSettings:
+    """The settings in force, from the user's file and the project's.
+
+    The project's file overrides the user's without its widening keys; then the
+    project's widening values the user ``confirmed`` apply.
+
+    The whole project file is validated too, so a malformed widening key is
+    reported even while it waits for a confirmation.
 
     Raises:
         SettingsError: A file is malformed (the message names the file and key).
     """
-    merged = merged_settings(cwd)
-    project = settings_sources(cwd)[1]
-    if "env" in read_settings_file(project):
-        raise SettingsError(
-            f"{project}: env: only your own settings ({settings_sources(cwd)[0]}) may choose"
-            " where the tools run; remove it here"
-        )
-    return _validate(merged, [p for p in settings_sources(cwd) if p.exists()])
+    user_path = settings_sources(cwd)[0]
+    user = read_settings_file(user_path)
+    sources = [p for p in (user_path, project.path) if p.exists()]
+    _validate(merge_settings(user, project.data), sources)
+    overrides = with_values(without_widening(project.data), confirmed)
+    return _validate(merge_settings(user, overrides), sources)
 
 
-class SettingsFiles:
-    """The settings of one working directory, re-read when a file changes.
+def load_settings(cwd: str | os.PathLike[str]) -> AppSettings:
+    """Read, merge and validate the settings files of ``cwd``, as a new session would.
 
-    Args:
-        cwd: The working directory (its ``.pidurable/settings.json`` overrides).
+    The project file's widening keys apply only when the user trusted its
+    content (``trusted-projects.json``, ``app.files._trust``).
+
+    Raises:
+        SettingsError: A file is malformed (the message names the file and key).
     """
-
-    def __init__(self, cwd: str | os.PathLike[str]) -> None:
-        self._cwd = cwd
-        self._stamp: tuple[tuple[int, int], ...] | None = None
-        self._value: AppSettings | None = None
-        self.error: SettingsError | None = None
-        """The newest problem met while re-reading (the last good value is kept)."""
-
-    def _stamps(self) -> tuple[tuple[int, int], ...]:
-        """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
-        stamps: list[tuple[int, int]] = []
-        for path in settings_sources(self._cwd):
-            try:
-                stat = path.stat()
-            except OSError:
-                stamps.append((-1, -1))
-            else:
-                stamps.append((stat.st_mtime_ns, stat.st_size))
-        return tuple(stamps)
-
-    def current(self) -> AppSettings:
-        """The settings now; a malformed edit keeps the last good value (see ``error``).
-
-        Raises:
-            SettingsError: At the first read, when a file is malformed.
-        """
-        stamp = self._stamps()
-        if self._value is None or stamp != self._stamp:
-            try:
-                self._value = load_settings(self._cwd)
-                self.error = None
-            except SettingsError as error:
-                if self._value is None:
-                    raise
-                self.error = error
-            self._stamp = stamp
-        return self._value
-
-    def harness(self) -> Settings:
-        """The harness's settings now (the harness calls this at every decision)."""
-        return self.current().harness_settings()
+    project = read_project_settings(cwd)
+    trusted = project.digest is not None and trusted_digest(project.project) == project.digest
+    return effective_settings(cwd, project, project.widening if trusted else {})

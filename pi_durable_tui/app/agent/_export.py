@@ -1,11 +1,17 @@
-"""``pidurable export``: a session's transcript as JSON lines, Markdown or HTML.
+r"""``pidurable export``: a session's transcript as JSON lines, Markdown or HTML.
 
 The transcript is every visible entry of the main conversation, oldest first
 (compaction summaries and resets included, so nothing is hidden). JSON lines
 hold one stored entry per line, exactly as committed; Markdown and HTML render
 user and assistant text, thinking, tool calls with their arguments and tool
 results with their output. HTML is one self-contained file (inline CSS, every
-text escaped).
+text escaped: ``<``, ``>``, ``&`` and quotes as entities, and every control
+character, the ESC of an escape sequence included, as visible ``\xNN`` text, so
+neither a browser nor a terminal that shows the file obeys them, issue 13).
+Markdown shows control characters the same way, and JSON lines escape the ones
+JSON leaves raw (DEL and C1), so no format written to a terminal controls it.
+Everything written passes ``output_redactor`` (issue 13): a store written
+before redaction covered every commit still exports no key.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal, TextIO
 
+from pi_durable_tui.app._terminal_text import visible_controls
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.files import (
     NoSession,
     SessionUnavailable,
@@ -101,6 +109,11 @@ _CSS = (
 )
 
 
+def _escaped(text: str) -> str:
+    r"""``text`` as HTML text: entities for markup, ``\xNN`` for control characters."""
+    return html.escape(visible_controls(text))
+
+
 def _html_entry(entry: EntryRecord) -> str:
     message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
     role = str(message.get("role", ""))
@@ -116,20 +129,33 @@ def _html_entry(entry: EntryRecord) -> str:
     for block in _blocks(message):
         kind = block.get("type")
         if kind == "text":
-            body.append(f"<pre>{html.escape(block.get('text', ''))}</pre>")
+            body.append(f"<pre>{_escaped(block.get('text', ''))}</pre>")
         elif kind == "thinking":
-            body.append(f"<p class='thinking'>{html.escape(block.get('thinking', ''))}</p>")
+            body.append(f"<p class='thinking'>{_escaped(block.get('thinking', ''))}</p>")
         elif kind == "tool_call":
             arguments = json.dumps(block.get("arguments", {}), indent=2, ensure_ascii=False)
             body.append(
-                f"<p><b>{html.escape(str(block.get('name')))}</b></p>"
-                f"<pre>{html.escape(arguments)}</pre>"
+                f"<p><b>{_escaped(str(block.get('name')))}</b></p><pre>{_escaped(arguments)}</pre>"
             )
-    return f"<div class='{css}'><h3>{html.escape(title)}</h3>{''.join(body)}</div>"
+    return f"<div class='{css}'><h3>{_escaped(title)}</h3>{''.join(body)}</div>"
 
 
-async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) -> int:
-    """Write the main conversation's transcript; returns the number of entries written."""
+async def export_transcript(
+    storage: Storage,
+    fmt: ExportFormat,
+    into: TextIO,
+    *,
+    redact: Callable[[str], str] | None = None,
+) -> int:
+    """Write the main conversation's transcript; returns the number of entries written.
+
+    Args:
+        storage: The session's store.
+        fmt: ``jsonl``, ``markdown`` or ``html``.
+        into: Where the transcript goes.
+        redact: Redacts what is written (``output_redactor().text`` by default).
+    """
+    out = RedactedWriter(into, redact if redact is not None else output_redactor().text)
     count = 0
     if fmt == "html":
         out.write("<!doctype html><meta charset='utf-8'><title>pidurable</title>")
@@ -137,13 +163,14 @@ async def export_transcript(storage: Storage, fmt: ExportFormat, out: TextIO) ->
     async for entry in entries_of(storage):
         count += 1
         if fmt == "jsonl":
-            out.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+            out.write(json_line(entry.to_json()) + "\n")
         elif fmt == "markdown":
-            text = _markdown_entry(entry)
+            text = visible_controls(_markdown_entry(entry))
             if text:
                 out.write(text + "\n")
         else:
             out.write(_html_entry(entry) + "\n")
+    out.flush()
     return count
 
 

@@ -4,7 +4,8 @@
 (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``), the custom
 providers declared in settings (local and self-hosted servers), a model served at
 ``--base-url`` (an OpenAI-compatible server: an unknown ``provider/id`` is served
-through ``openai-completions`` there, at zero cost), and the faux provider of a
+through ``openai-completions`` there, at zero cost, and a catalog model on a
+local server costs nothing either), and the faux provider of a
 ``--faux-script``. ``choose_model`` picks ``--model provider/id[:thinking]``, else
 the settings' ``model``, else nothing: the app still starts and says how to
 configure one.
@@ -76,8 +77,9 @@ def choose_model(
     """Choose the model a session starts with (``--model``, else settings, else none).
 
     With ``base_url`` (``--base-url``) the chosen model is served from that server
-    (``Models.use_base_url``: a known model keeps its api and prices, an unknown
-    id speaks Chat Completions at zero cost).
+    (``Models.use_base_url``: a known model keeps its api, and its catalog prices
+    only on a remote server; an unknown id speaks Chat Completions, or Anthropic
+    Messages for ``anthropic/...``, at zero cost).
 
     Raises:
         ModelChoiceError: A malformed ``--model``, a bad URL, or an unknown model

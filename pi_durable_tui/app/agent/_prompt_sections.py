@@ -6,6 +6,8 @@ prompt cache warm. The extension ``coding-prompt`` holds:
 
 - ``role``: who the agent is and how it works (fixed text);
 - ``tools``: how to use the coding tools well (fixed text);
+- ``skills``: the skills of the project and the user, each with its name,
+  description and ``SKILL.md`` path (``files._skills``), on this machine only;
 - ``context``: the project's ``AGENTS.md`` / ``CLAUDE.md`` files (``_context_files``);
   on another host (``--env ssh://...``), that host's, read through the environment;
 - ``environment``: the working directory, the platform and today's date; on
@@ -20,7 +22,12 @@ import platform
 from typing import Any
 
 from pi_durable_tui.app.agent._remote_context import remote_context_files
-from pi_durable_tui.app.files import discover_context_files, global_context_file
+from pi_durable_tui.app.files import (
+    discover_context_files,
+    discover_skills,
+    global_context_file,
+    skills_prompt,
+)
 from pi_durable_tui.env import LocalEnv
 from pi_durable_tui.harness import Extension, SectionInput, define_extension, section
 
@@ -42,6 +49,8 @@ TOOLS = """\
 - bash: run a shell command in the working directory; output is cut to its last 2000
   lines or 50 KB, with the full output saved to a file when cut. Avoid interactive
   commands; use a timeout for commands that may hang.
+- grep, find, ls: search file contents by regex, find files by glob, list a directory;
+  they respect .gitignore. Prefer them to bash for searching.
 Paths are relative to the working directory unless absolute."""
 
 
@@ -51,6 +60,15 @@ def _role(_input: SectionInput) -> str:
 
 def _tools(_input: SectionInput) -> str:
     return TOOLS
+
+
+def _skills(input: SectionInput) -> str | None:
+    # REMINDER: skills are files on this machine; over SSH the model's read would
+    # look for them on the other host, so none are listed there.
+    if _remote(input) is not None:
+        return None
+    cwd = input.agent.cwd or os.getcwd()
+    return skills_prompt(discover_skills(cwd).skills, cwd)
 
 
 def _remote(input: SectionInput) -> Any:
@@ -91,6 +109,7 @@ CODING_PROMPT: Extension = define_extension(
     sections=[
         section("role", _role),
         section("tools", _tools),
+        section("skills", _skills),
         section("context", _context),
         section("environment", _environment),
     ],

@@ -7,6 +7,12 @@ standard library: ``_config`` validates the result, and ``settings_theme`` lets
 ``pidurable`` pick its theme before the first paint, without importing pydantic or
 the harness.
 
+Reading refuses, with one line naming the file and what to do, what ``json``
+would otherwise turn into a traceback: bytes that are not UTF-8 (the byte
+offset), a file larger than ``MAX_BYTES`` (read no further), JSON nested
+deeper than ``MAX_DEPTH`` (a 100,000-deep array would hit
+Python's recursion limit), and NaN/Infinity, which are not JSON (issue 12).
+
 ``"database"`` (a PostgreSQL URL that sessions live in, ``_sessions``) is read
 from the user's file only (``user_database_url``): a project's file naming one
 is refused, since a repository could otherwise send every session, secrets
@@ -28,6 +34,10 @@ SETTINGS_NAME = "settings.json"
 """The name of both settings files."""
 DATABASE_KEY = "database"
 """The user-only setting naming the PostgreSQL database of the sessions."""
+MAX_BYTES = 1024 * 1024
+"""The largest settings file read (a real one is a few hundred bytes)."""
+MAX_DEPTH = 32
+"""How deeply a settings file's JSON may nest (the deepest real setting nests 5)."""
 
 
 class SettingsError(ValueError):
@@ -43,21 +53,92 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     """The object a settings file holds; ``{}`` when it does not exist.
 
     Raises:
-        SettingsError: It cannot be read, is not JSON, or is not an object.
+        SettingsError: It cannot be read, is not UTF-8 JSON, nests deeper than
+            ``MAX_DEPTH``, or is not an object.
+    """
+    raw = read_settings_bytes(path)
+    return {} if raw is None else parse_settings(raw, path)
+
+
+def read_settings_bytes(path: Path) -> bytes | None:
+    """The bytes of a settings file; ``None`` when it does not exist.
+
+    Raises:
+        SettingsError: It cannot be read, or is larger than ``MAX_BYTES``.
     """
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        return {}
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):  # no such file (a parent is a file)
+        return None
     except OSError as error:
         raise SettingsError(f"{path}: cannot be read: {error.strerror}") from None
+    if len(raw) > MAX_BYTES:
+        raise SettingsError(
+            f"{path}: is larger than {MAX_BYTES // 1024} KiB; settings are a few keys: "
+            "fix or remove it"
+        )
+    return raw
+
+
+def parse_settings(raw: bytes, path: Path) -> dict[str, Any]:
+    """The object the bytes of the settings file ``path`` hold.
+
+    Raises:
+        SettingsError: Not UTF-8 JSON, nested deeper than ``MAX_DEPTH``, or not an object.
+    """
     try:
-        data = json.loads(text)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SettingsError(
+            f"{path}: is not UTF-8 text (byte {error.start} is not valid): "
+            "a settings file is JSON; fix or remove it"
+        ) from None
+    try:
+        data = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as error:
-        raise SettingsError(f"{path}: line {error.lineno}: {error.msg}") from None
+        raise SettingsError(
+            f"{path}: line {error.lineno} column {error.colno}: {error.msg}"
+        ) from None
+    except _NotJson as error:
+        raise SettingsError(f"{path}: {error} is not a JSON value") from None
+    except RecursionError:
+        deep = True  # deeper than Python's recursion limit
+    else:
+        deep = _too_deep(data)
+    if deep:
+        raise SettingsError(
+            f"{path}: the JSON nests more than {MAX_DEPTH} levels deep; "
+            "settings are a few nested objects: fix or remove the file"
+        )
     if not isinstance(data, dict):
         raise SettingsError(f"{path}: the top level must be an object")
     return data
+
+
+class _NotJson(ValueError):
+    """NaN or Infinity: ``json`` accepts them, JSON does not have them."""
+
+
+def _not_json(constant: str) -> Any:
+    raise _NotJson(constant)
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests more than ``MAX_DEPTH`` levels (without recursing)."""
+    level: list[Any] = [data] if isinstance(data, dict | list) else []
+    if not level:
+        return False
+    for _ in range(MAX_DEPTH):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
 
 
 def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
@@ -75,7 +156,7 @@ def merged_settings(cwd: str | os.PathLike[str]) -> dict[str, Any]:
             "PIDURABLE_DATABASE_URL may say where sessions are stored; remove it from the "
             "project's file"
         )
-    return _merge(merged, overrides)
+    return merge_settings(merged, overrides)
 
 
 def user_database_url() -> str | None:
@@ -104,11 +185,12 @@ def settings_theme(cwd: str | os.PathLike[str]) -> str | None:
     return theme if isinstance(theme, str) else None
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_settings(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``: objects merge key by key, other values replace."""
     merged = dict(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_settings(merged[key], value)
         else:
             merged[key] = value
     return merged

@@ -10,12 +10,15 @@ without Textual, so print-free tests and the TUI run the same path:
    into the transcript as a ``resumed`` separator;
 3. resume scheduling (``Harness.resume``), so interrupted work carries on;
 4. a new demo session sends the demo's first prompt; a demo says how to kill and
-   continue it; a session without a model says how to choose one (reference 5.1).
+   continue it; a session without a model says how to choose one (reference 5.1);
+5. a prompt from the command line (``pidurable "PROMPT"``, issue 12) is sent as
+   the first message, as if typed (after a demo's own).
 """
 
 from __future__ import annotations
 
 from pi_durable_tui.app.agent import AgentApp
+from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -24,7 +27,7 @@ NO_MODEL = "No model configured; select one with /model."
 
 
 async def start_screen(
-    app: AgentApp, *, reopened: bool, verbose: bool = False
+    app: AgentApp, *, reopened: bool, verbose: bool = False, prompt: str | None = None
 ) -> tuple[LiveScreenModel, AgentController]:
     """Attach a view model and a controller to an open session and resume its work.
 
@@ -33,6 +36,8 @@ async def start_screen(
         reopened: The session existed before (``--continue``, ``--resume``,
             ``--session``): show what recovery does.
         verbose: Show system-prompt changes in the transcript.
+        prompt: Sent as the first message, as the controller sends a typed one (a
+            custom command line, ``/review calc.py``, sends that command's text).
 
     Returns:
         ``(model, controller)``, following the main conversation.
@@ -50,6 +55,11 @@ async def start_screen(
             model.add_notice("info", app.demo_banner())
         elif not model.footer.model:
             model.add_notice("warning", NO_MODEL)
+        controller.skills()  # listed once at start, so an unusable skill file is a notice now
+        for problem in discover_commands(app.cwd).problems:
+            model.add_notice("warning", problem)
+        if prompt:
+            await controller.submit_line(prompt)
     except BaseException:
         await controller.close()
         raise

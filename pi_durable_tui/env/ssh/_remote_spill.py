@@ -2,7 +2,7 @@
 
 The spill file must be where the tools can read it, so for ``SshEnv`` it is a
 ``pi-output-*.log`` file in the remote temp directory, written through SFTP.
-The thresholds (``SpillTrigger``) and the secret redaction (``SecretRedactor``)
+The thresholds (``SpillTrigger``) and the secret redaction (``ByteStreamRedaction``)
 are the local spill file's; redaction happens here, before a byte leaves this
 process, with this process's secret values and the remote secret-looking
 variables' values.
@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import asyncssh
 
 from pi_durable_tui.env._errors import FileError
-from pi_durable_tui.env._spill import SecretRedactor, SpillTrigger
+from pi_durable_tui.env._spill import ByteStreamRedaction, SpillTrigger
 from pi_durable_tui.env._types import SpillPolicy
 
 SpillOpener = Callable[[], Awaitable[tuple[str, asyncssh.SFTPClientFile]]]
@@ -50,7 +50,7 @@ class RemoteSpill:
         resume: Callable[[], None],
     ) -> None:
         self._trigger = SpillTrigger(policy)
-        self._redactor = SecretRedactor(secrets)
+        self._redactor = ByteStreamRedaction(secrets)
         self._open_file = open_file
         self._pause, self._resume = pause, resume
         self._queue: deque[bytes] = deque()

@@ -30,11 +30,9 @@ from pi_durable_tui.ai import (
     ModelRef,
     StreamOptions,
     UserMessage,
-    is_retryable_error,
-    retry_after_ms,
 )
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
-from pi_durable_tui.harness._settings import retry_delay_ms
+from pi_durable_tui.harness._settings import retry_wait_ms
 from pi_durable_tui.harness._submission_types import EntryDraft, Write
 from pi_durable_tui.harness.compaction._compaction_range import (
     SUMMARY_SYSTEM_PROMPT,
@@ -202,16 +200,9 @@ async def _summarize(task: TaskRecord, runtime: HarnessRuntime) -> None:
     if message.stop_reason == "stop" and summary and not message.tool_calls():
         await _place(task, runtime, first_kept, summary, stored)
         return
-    retry = services.settings().retry
-    delay = retry_delay_ms(retry, attempt, retry_after_ms(message))
+    delay = retry_wait_ms(services.settings().retry, message, attempt)
     error_text = message.error_message or ""
-    if (
-        message.stop_reason == "error"
-        and is_retryable_error(message)
-        and retry.enabled
-        and attempt <= retry.max_retries
-        and delay is not None
-    ):
+    if delay is not None:
         until = runtime.now() + delay
         task_id = runtime.task_id
 

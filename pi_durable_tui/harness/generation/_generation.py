@@ -36,12 +36,10 @@ from pi_durable_tui.ai import (
     ModelRef,
     StreamOptions,
     is_context_overflow,
-    is_retryable_error,
-    retry_after_ms,
 )
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._services import HarnessServices
-from pi_durable_tui.harness._settings import retry_delay_ms
+from pi_durable_tui.harness._settings import retry_wait_ms
 from pi_durable_tui.harness.compaction import (
     estimate_tokens,
     select_cut,
@@ -438,15 +436,8 @@ async def _classify(
     ):
         await _start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
         return
-    retry = settings.retry
-    delay = retry_delay_ms(retry, attempt, retry_after_ms(message))
-    if (
-        message.stop_reason == "error"
-        and is_retryable_error(message)
-        and retry.enabled
-        and attempt <= retry.max_retries
-        and delay is not None
-    ):
+    delay = retry_wait_ms(settings.retry, message, attempt)
+    if delay is not None:
         until = runtime.now() + delay
 
         async def to_retry(tx: Tx) -> Running:

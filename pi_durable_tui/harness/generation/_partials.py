@@ -9,6 +9,14 @@ its classification shows it whole); the partial is copied when the commit runs,
 so the newest one wins. ``stop()`` ends the throttle and awaits a
 commit in flight, so no stale partial lands after the classification commit.
 
+A partial is a text still growing: a secret can be cut anywhere by the chunks
+that built it. Before it is committed, its text, thinking and tool-call
+argument strings pass through the harness's ``SecretRedactor.streaming``
+(issue 13), which withholds an end that could be the start of a secret until
+later chunks show what it is; a secret split over any number of chunks is
+therefore never committed, not even in part. The commit then redacts every
+string as every commit does.
+
 The interval is real time (``asyncio.sleep``): it bounds the commit rate of a real
 process, while retries and task sleeps use the harness clock.
 """
@@ -18,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
+from typing import Any
 
 from pi_durable_tui.ai import AssistantMessage
-from pi_durable_tui.harness._runtime import HarnessRuntime
+from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness.state import LIVE_DOC, dump
 from pi_durable_tui.kernel import TaskGateClosed, Tx
 
@@ -86,7 +96,7 @@ class PartialCommitter:
         message = self._latest
         if message is None:
             return
-        stored = dump(message)
+        stored = withheld(dump(message), services_of(self._runtime).redactor.streaming)
         conversation_id = self._runtime.conversation_id
         attempt = self._attempt
 
@@ -110,3 +120,29 @@ class PartialCommitter:
             loop.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await loop
+
+
+def withheld(stored: Any, streaming: Callable[[str], str]) -> Any:
+    """A dumped partial whose growing strings passed through ``streaming``.
+
+    The strings that grow are a block's ``text`` and ``thinking`` and the
+    string values inside a tool call's ``arguments``; metadata (ids, names,
+    signatures) is left as it is.
+    """
+    for block in stored.get("content") or []:
+        for key in ("text", "thinking"):
+            if isinstance(block.get(key), str):
+                block[key] = streaming(block[key])
+        if isinstance(block.get("arguments"), dict):
+            block["arguments"] = _argument_strings(block["arguments"], streaming)
+    return stored
+
+
+def _argument_strings(value: Any, streaming: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return streaming(value)
+    if isinstance(value, list):
+        return [_argument_strings(item, streaming) for item in value]
+    if isinstance(value, dict):
+        return {key: _argument_strings(item, streaming) for key, item in value.items()}
+    return value

@@ -8,9 +8,10 @@ idle period at once, then at least ``progress.output_interval_ms`` apart and at
 most about 100 KiB/s of written bytes, one commit in flight, changes made
 meanwhile coalesced (real monotonic time, not the harness clock: it bounds the
 commit rate of a real process). A slot update applies only while the round still
-holds a slot with this task's ID. What a progress commit shows passes through a
-``SecretRedactor`` first: the output window (withholding a possible start of a
-secret at its end), the details and the diagnostics. ``details()`` resolves once
+holds a slot with this task's ID. The output window of a progress commit passes
+through the harness's ``SecretRedactor.streaming`` first, withholding a possible
+start of a secret at its end; the commit itself redacts every other string
+(the session's filter, issue 13). ``details()`` resolves once
 a commit holds the value (R104); the terminal commit is the final flush.
 """
 
@@ -22,11 +23,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
+from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime, services_of
 from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
 from pi_durable_tui.harness.state import LIVE_DOC, slot_of_task
 from pi_durable_tui.harness.tool._output import ToolOutputBuffer
-from pi_durable_tui.harness.tool._redaction import SecretRedactor
 from pi_durable_tui.harness.tool._throttle import ProgressThrottle
 from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, Tx
 from pi_durable_tui.storage.json_ops import Json, copy_json
@@ -89,7 +89,7 @@ class ToolCallApi:
         self._settled = False
         self._in_commit = False
         self._committed_output = ""
-        self._redactor = SecretRedactor.from_environ()
+        self._redactor = services_of(runtime).redactor
 
     # -- the ToolApi face --
 
@@ -256,16 +256,15 @@ class ToolCallApi:
         return len(written.encode("utf-8", "surrogatepass"))
 
     def _progress_fields(self) -> dict[str, Any]:
-        redact = self._redactor
         fields: dict[str, Any] = {
-            "output": redact.streaming(self.buffer.text),
+            "output": self._redactor.streaming(self.buffer.text),
             "dropped_bytes": self.buffer.dropped_bytes,
             "dropped_lines": self.buffer.dropped_lines,
         }
         if self.details_value is not _UNSET:
-            fields["details"] = redact.json(copy_json(self.details_value))
+            fields["details"] = copy_json(self.details_value)
         if self.diagnostics:
-            fields["diagnostics"] = [redact.json(d.to_json()) for d in self.diagnostics]
+            fields["diagnostics"] = [d.to_json() for d in self.diagnostics]
         return fields
 
     async def settle(self) -> None:

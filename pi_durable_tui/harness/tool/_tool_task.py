@@ -1,12 +1,15 @@
 """The tool task ``pi.tool``: one tool call from resolution to its result entry (R93-R107).
 
-Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
+Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call``,
+``approval {"arguments"}`` (waiting for the user's decision, ``_approval``) and
 ``execute {"arguments", "replay"}`` (the durable intent); result
 ``{"entry_id", "control"?}``.
 
 - ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
   arguments, run the ``before_tool`` chain, validate again - none of which records
-  intent - then commit the intent (checkpoint ``execute`` and slot ``running``),
+  intent - then pass the permission gate (``_approval``: run, refuse, or wait
+  durably for the user's decision), then commit the intent (checkpoint
+  ``execute`` and slot ``running``),
   build the environment, execute, run the ``after_tool`` chain and commit the
   result (R96-R98, R106).
 - ``execute`` is reached only after a crash or close during execution (R95): the
@@ -16,16 +19,16 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
 - the abort handler (R101) commits an ``aborted`` result from the slot's durable
   output, after the ``on_abort`` chain.
 
-Every result entry is redacted before it is committed (``SecretRedactor``): the
-values of this process's secret-looking environment variables never reach the
-transcript (issue 7).
+Every result entry is redacted as it is committed, like everything a commit
+stores (the session's filter, ``HarnessHooks.filter_json``, issue 13): the values
+of this process's secret-looking environment variables never reach the
+transcript.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -55,7 +58,7 @@ from pi_durable_tui.harness.state import (
     slot_of_task,
     tool_result_message,
 )
-from pi_durable_tui.harness.tool._redaction import SecretRedactor
+from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
 from pi_durable_tui.harness.tool._tool_api import ToolCallApi
 from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
@@ -128,12 +131,7 @@ def _text_item(text: str) -> list[JsonObject]:
 async def _commit_result(
     runtime: HarnessRuntime, call: _Call, result: _Result, outcome: str, message: str = ""
 ) -> None:
-    """Append the result entry, mark the slot done, count usage, end the task (R106).
-
-    Everything the entry holds about the call is redacted first: no secret value
-    of this process reaches a committed entry (issue 7).
-    """
-    result = _redacted(result, SecretRedactor.from_environ())
+    """Append the result entry, mark the slot done, count usage, end the task (R106)."""
     now = runtime.now()
     stored = tool_result_message(
         call_id=call.call_id,
@@ -169,24 +167,6 @@ async def _commit_result(
         return Completed(value)
 
     await runtime.commit(finish)
-
-
-def _redacted(result: _Result, redact: SecretRedactor) -> _Result:
-    """The result with its text, details and diagnostics passed through ``redact``."""
-    if not redact:
-        return result
-    content = [
-        {**item, "text": redact.text(item["text"])}
-        if item.get("type") == "text" and isinstance(item.get("text"), str)
-        else item
-        for item in result.content
-    ]
-    diagnostics = [
-        Diagnostic(d.severity, redact.text(d.message), d.code) for d in result.diagnostics
-    ]
-    return dataclasses.replace(
-        result, content=content, diagnostics=diagnostics, details=redact.json(result.details)
-    )
 
 
 async def _error_result(
@@ -393,6 +373,62 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                 await _error_result(runtime, call, "invalid_arguments", problem)
                 return
     assert validated is not None
+    outcome, code, text = await gate(runtime, agent, tool, arguments, validated)
+    if outcome == "refused":
+        await _error_result(runtime, call, code, text)
+    elif outcome == "wait":
+        await _decided(runtime, agent, tool, call, arguments, validated)
+    else:
+        await _start(runtime, agent, tool, call, arguments, validated)
+
+
+async def _decided(
+    runtime: HarnessRuntime,
+    agent: ResolvedAgent,
+    tool: Tool[Any],
+    call: _Call,
+    arguments: dict[str, Any],
+    validated: BaseModel,
+) -> None:
+    """Wait for the committed decision of a call that asked, then act on it (issue 13)."""
+    decision = await await_decision(runtime)
+    if decision.get("choice") == "deny":
+        if decision.get("by") == "headless":
+            hint = services_of(runtime).settings().permissions.hint
+            text = refusal_text(decision.get("request") or {"tool": call.name}, hint)
+            await _error_result(runtime, call, "permission_required", text)
+        else:
+            await _error_result(runtime, call, "permission_denied", denial_text(decision))
+        return
+    await _start(runtime, agent, tool, call, arguments, validated)
+
+
+async def _approval_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    """A call waiting for its decision when a crash or close cut it (issue 13)."""
+    services = services_of(runtime)
+    call = await _read_call(services, task)
+    arguments = (task.state.get("checkpoint") or {}).get("arguments") or {}
+    agent = await runtime.agent()
+    tool = agent.tool(call.name)
+    if tool is None:
+        await _error_result(runtime, call, "tool_unavailable", f"Tool {call.name} is not available")
+        return
+    validated, problem = _validate(tool, arguments)
+    if validated is None:
+        await _error_result(runtime, call, "invalid_arguments", problem)
+        return
+    await _decided(runtime, agent, tool, call, arguments, validated)
+
+
+async def _start(
+    runtime: HarnessRuntime,
+    agent: ResolvedAgent,
+    tool: Tool[Any],
+    call: _Call,
+    arguments: dict[str, Any],
+    validated: BaseModel,
+) -> None:
+    """Commit the durable intent, then execute (R93)."""
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
     checkpoint: JsonObject = {"phase": "execute", "arguments": arguments, "replay": tool.replay}
@@ -456,6 +492,11 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     tool = agent.tool(call.name)
     limits = tool.output if tool is not None else OutputLimits()
     slot = await _slot(runtime)
+    approval = (slot or {}).get("approval") or {}
+    if approval and "decision" not in approval:
+        text = "Not run: the user stopped the turn before deciding on this call."
+        await _error_result(runtime, call, "aborted", text, "aborted")
+        return
     result = _from_slot(slot, False, limits)
     text = f"Tool {call.name} was aborted"
     result.diagnostics.append(Diagnostic("error", text, "aborted"))
@@ -494,7 +535,7 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
 TOOL_TASK = define_task(
     "pi.tool",
     initial=lambda _input: {"phase": "call"},
-    phases={"call": _call_phase, "execute": _execute_phase},
+    phases={"call": _call_phase, "approval": _approval_phase, "execute": _execute_phase},
     abort=_abort,
 )
 """The built-in tool task (R93-R107)."""

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from pi_durable_tui.kernel.docs._definitions import DocDefinition
 from pi_durable_tui.kernel.docs._drafts import DocChange, Draft
@@ -121,6 +122,15 @@ class TxDocuments:
         """Detach every draft from the callback that edited it (R6; see ``Draft.detach``)."""
         for draft in (*self._retired, *self.drafts.values()):
             draft.detach()
+
+    def filter_values(self, fn: Callable[[Json], Json]) -> None:
+        """Replace every draft's value by ``fn(value)`` (before ``finish``)."""
+        for draft in (*self._retired, *self.drafts.values()):
+            value = fn(draft.value)
+            if value is not draft.value:
+                if not isinstance(value, dict):
+                    raise TypeError(f"{draft.where}: the commit filter returned a non-object")
+                draft.value = value
 
     def finish(self, seq_hint: int) -> list[Write]:
         """Return the document writes of the commit and record the changes to publish.

@@ -15,8 +15,14 @@ the way the storage conformance suite runs against each backend:
 - usage normalized (``input`` without cache reads) and priced per million;
 - abort: before the request, while waiting for a stalled server, in the middle
   of a tool-call argument; cancelling the consumer closes the connection;
+- the request: the model's declared output limit is sent (an explicit
+  ``max_tokens`` option wins);
+- an empty completion (one end-of-text token, no content) is a non-retryable
+  error, not an answer;
 - HTTP and transport errors (1.4, 1.9): status, the provider's own words, the
-  requested wait (``retry-after``, for "Retrying in Ns"), retry classification,
+  requested wait (``retry-after``, for "Retrying in Ns"), retry classification
+  (any 4xx but 408/429 and a server's "does not match the expected format" are
+  never retried),
   context overflow, idle timeout, a cut or dropped stream, refused connections
   and 404s naming the URL; keys never appear in any message.
 """
@@ -44,6 +50,7 @@ from pi_durable_tui.ai import (
     retry_after_ms,
 )
 from pi_durable_tui.ai._types import AssistantContent
+from pi_durable_tui.ai.providers._sse import EMPTY_ANSWER_MESSAGE
 from tests.ai.providers.wire import HELLO, PRICES, WireApi, priced_model
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
 from tests.ai.streams import check_stream_order, collect, final, sequence, summary
@@ -120,6 +127,8 @@ class ProviderContract:
     truncated_text: ClassVar[str]
     overflow_text: ClassVar[str]
     """The API's words for a prompt larger than the context window."""
+    max_tokens_field: ClassVar[str]
+    """The body field of the output limit on a compatible (not official) server."""
 
     def error_body(self, kind: str, text: str) -> str:
         """The JSON body of an HTTP error, in the API's shape (OpenAI's by default)."""
@@ -488,4 +497,62 @@ class ProviderContract:
         assert text.startswith(f"HTTP 404: File Not Found ({tried}")
         assert ("the path has no /v1" in text) is ("/v1" not in path)
         assert message.error_status == 404
+        assert not is_retryable_error(message)
+
+    @pytest.mark.parametrize(("declared", "option", "sent"), [(4096, None, 4096), (4096, 500, 500)])
+    async def test_the_models_declared_output_limit_is_sent_unless_the_options_say(
+        self,
+        sse_server: SseServer,
+        http_client: httpx.AsyncClient,
+        declared: int,
+        option: int | None,
+        sent: int,
+    ) -> None:
+        sse_server.sse(self.wire.api, "text")
+
+        options = StreamOptions(max_tokens=option)
+        await self.wire.run(sse_server, http_client, HELLO, options, max_tokens=declared)
+
+        [request] = sse_server.requests
+        assert request.json()[self.max_tokens_field] == sent
+
+    async def test_an_empty_completion_is_an_error_that_is_not_retried(
+        self, sse_server: SseServer, http_client: httpx.AsyncClient
+    ) -> None:
+        sse_server.sse(self.wire.api, "empty", chunks=ODD_CHUNKS)
+
+        events = await self.wire.run(sse_server, http_client)
+
+        assert summary(events)[-1] == ("error", None)
+        assert not any(isinstance(event, DoneEvent) for event in events)
+        message = final(events)
+        assert (message.stop_reason, message.error_message) == ("error", EMPTY_ANSWER_MESSAGE)
+        assert message.text() == ""
+        assert message.usage.output == 1  # the attempt's usage is kept
+        assert not is_retryable_error(message)
+
+    @pytest.mark.parametrize(
+        ("status", "kind", "text"),
+        [
+            (400, "invalid_request_error", "Invalid value for 'tools'"),
+            (404, "not_found_error", "model 'qwen9' not found"),
+            (409, "conflict", "Conflict"),
+            (422, "unprocessable_entity", "Unprocessable: overloaded?"),
+            (500, "server_error", "The model output does not match the expected format"),
+        ],
+    )
+    async def test_a_failure_that_cannot_change_on_retry_is_not_retryable(
+        self,
+        sse_server: SseServer,
+        http_client: httpx.AsyncClient,
+        status: int,
+        kind: str,
+        text: str,
+    ) -> None:
+        sse_server.error(status, self.error_body(kind, text))
+
+        message = final(await self.wire.run(sse_server, http_client))
+
+        assert message.error_status == status
+        assert (message.error_message or "").startswith(f"HTTP {status}: {kind}: {text}")
         assert not is_retryable_error(message)

@@ -47,6 +47,7 @@ class TestAnthropicMessagesContract(ProviderContract):
     truncated_error = "The stream ended before message_stop: the response is incomplete"
     truncated_text = "Partial answer"
     overflow_text = "prompt is too long: 213462 tokens > 200000 maximum"
+    max_tokens_field = "max_tokens"
 
     def error_body(self, kind: str, text: str) -> str:
         return json.dumps({"type": "error", "error": {"type": kind, "message": text}})

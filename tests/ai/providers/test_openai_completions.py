@@ -61,6 +61,7 @@ class TestOpenAICompletionsContract(ProviderContract):
         "This model's maximum context length is 128000 tokens. However, your messages "
         "resulted in 130000 tokens. Please reduce the length of the messages."
     )
+    max_tokens_field = "max_tokens"
 
 
 async def test_reasoning_content_becomes_a_thinking_block_before_the_text(
@@ -238,3 +239,19 @@ async def test_an_error_object_inside_the_stream_ends_with_an_error(
     message = final(events)
     assert message.error_message == "Error from the server: upstream died"
     assert message.error_status == 502
+
+
+async def test_a_servers_format_error_inside_the_stream_keeps_the_partial_and_is_not_retried(
+    sse_server: SseServer, http_client: httpx.AsyncClient
+) -> None:
+    sse_server.sse(COMPLETIONS.api, "format_error", chunks=ODD_CHUNKS)
+
+    message = final(await COMPLETIONS.run(sse_server, http_client))
+
+    assert message.stop_reason == "error"
+    assert message.error_message == (
+        "Error from the server: The model output does not match the expected format"
+    )
+    assert message.error_status == 500  # a 5xx, yet the same request fails the same way
+    assert message.text() == '<tool_call>{"name": "read"'
+    assert not is_retryable_error(message)

@@ -67,6 +67,7 @@ class TestOpenAIResponsesContract(ProviderContract):
     truncated_error = "The stream ended before response.completed: the response is incomplete"
     truncated_text = "Hello, world"
     overflow_text = "Your input exceeds the context window of this model. Please adjust your input."
+    max_tokens_field = "max_output_tokens"
 
 
 async def test_reasoning_summaries_become_thinking_signed_with_the_reasoning_item(

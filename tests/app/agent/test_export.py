@@ -11,7 +11,7 @@ import pytest
 from pi_durable_tui.app import export_main, export_transcript
 from pi_durable_tui.storage import SqliteStorage
 from tests.app.conftest import OpenApp
-from tests.app.support import FAUX, run, stored_entries, write_script
+from tests.app.support import FAUX, raw_store, run, stored_entries, write_script
 
 PAGE = "<script>alert('x')</script>\n```\nfenced\n```\n"
 
@@ -99,3 +99,44 @@ def test_export_without_a_session_says_none_exists(
     assert capsys.readouterr().err == (
         f"pidurable export: No session exists for {project.resolve()}\n"
     )
+
+
+HOSTILE = "<script>alert(1)</script>\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J\x9b2J"
+
+
+@pytest.fixture
+async def hostile_store(tmp_path: Path) -> Path:
+    """Entries whose every field holds markup and escape sequences (issue 13)."""
+    content = [
+        {"type": "thinking", "thinking": HOSTILE},
+        {"type": "text", "text": HOSTILE},
+        {"type": "tool_call", "id": "c", "name": HOSTILE, "arguments": {"path": HOSTILE}},
+    ]
+    return await raw_store(
+        tmp_path / "hostile.sqlite",
+        {"role": "user", "content": HOSTILE},
+        {"role": "assistant", "content": content},
+        {"role": "toolResult", "tool_name": HOSTILE, "content": HOSTILE},
+    )
+
+
+async def test_html_escapes_markup_and_shows_escape_sequences_as_visible_text(
+    hostile_store: Path,
+) -> None:
+    page = await export(hostile_store, "html")
+
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    for control in ("\x1b", "\x07", "\x9b"):
+        assert control not in page
+    assert "\\x1b]52;c;aGFja2Vk\\x07" in page  # shown, inert
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "jsonl"])
+async def test_markdown_and_json_lines_write_no_control_character_to_a_terminal(
+    hostile_store: Path, fmt: str
+) -> None:
+    exported = await export(hostile_store, fmt)
+
+    for control in ("\x1b", "\x07", "\x9b"):
+        assert control not in exported

@@ -27,6 +27,12 @@ ENDPOINTS = {
     "anthropic-messages": "/v1/messages",
 }
 
+LIMIT_FIELDS = {
+    "openai-completions": "max_tokens",
+    "openai-responses": "max_output_tokens",
+    "anthropic-messages": "max_tokens",
+}
+
 
 def local_provider(base_url: str, api: str = "openai-completions", **fields: Any) -> dict[str, Any]:
     """A custom provider declaration as a settings file holds it."""
@@ -37,14 +43,14 @@ def local_provider(base_url: str, api: str = "openai-completions", **fields: Any
 @pytest.mark.parametrize("api", list(ENDPOINTS))
 async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire_api(
     open_app: OpenApp,
-    project: Path,
+    home: Path,
     sse_server: SseServer,
     monkeypatch: pytest.MonkeyPatch,
     api: str,
 ) -> None:
     monkeypatch.setenv("LOCAL_KEY", "local-key-123")
     declaration = local_provider(f"{sse_server.url}/v1", api, api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     sse_server.sse(api, "text")
     app = await open_app(model="local/qwen3-8b")
 
@@ -54,6 +60,8 @@ async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire
     [request] = sse_server.requests
     assert (request.method, request.path) == ("POST", ENDPOINTS[api])
     assert request.json()["model"] == "qwen3-8b"
+    # The declared output limit is sent, so a looping model stops there.
+    assert request.json()[LIMIT_FIELDS[api]] == 4096
     sent = request.headers.get("authorization", "") + request.headers.get("x-api-key", "")
     assert "local-key-123" in sent
     usage = await app.harness.usage()
@@ -61,11 +69,14 @@ async def test_a_custom_provider_from_settings_is_spoken_to_in_its_declared_wire
     assert usage["cost"]["total"] == 0  # declared without a cost: zero, never a borrowed price
 
 
+# openai/<unknown id> too: the catalog's openai provider speaks Responses, which
+# only OpenAI itself serves; every compatible server speaks Chat Completions.
+@pytest.mark.parametrize("option", ["ollama/llama3.2", "openai/llama3.2"])
 async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_zero_cost(
-    open_app: OpenApp, sse_server: SseServer
+    open_app: OpenApp, sse_server: SseServer, option: str
 ) -> None:
     sse_server.sse("openai-completions", "text")
-    app = await open_app(model="ollama/llama3.2", base_url=f"{sse_server.url}/v1")
+    app = await open_app(model=option, base_url=f"{sse_server.url}/v1")
 
     printed = await run(app, "hi")
 
@@ -73,13 +84,72 @@ async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_z
     [request] = sse_server.requests
     assert request.path == "/v1/chat/completions"
     assert request.json()["model"] == "llama3.2"
+    assert (await app.harness.usage())["cost"]["total"] == 0
+
+
+async def test_a_catalog_model_on_a_local_base_url_is_not_charged_catalog_prices(
+    open_app: OpenApp, sse_server: SseServer
+) -> None:
+    sse_server.sse("anthropic-messages", "text")
+    app = await open_app(model="anthropic/claude-sonnet-4-5", base_url=sse_server.url)
+
+    printed = await run(app, "hi")
+
+    assert (printed.status, printed.out) == (0, "Hello, world!\n")
+    [request] = sse_server.requests
+    assert request.path == "/v1/messages"
+    assert request.json()["max_tokens"] > 0
+    usage = await app.harness.usage()
+    assert usage["input"] > 0
+    assert usage["cost"]["total"] == 0
+
+
+async def test_an_empty_completion_leaves_the_prompt_unanswered_with_one_line(
+    open_app: OpenApp, home: Path, sse_server: SseServer
+) -> None:
+    write_settings(
+        home / "settings.json",
+        {"providers": [local_provider(f"{sse_server.url}/v1")]},
+    )
+    sse_server.sse("openai-completions", "empty")
+    app = await open_app(model="local/qwen3-8b")
+
+    printed = await run(app, "hi")
+
+    assert (printed.status, printed.out) == (1, "")
+    assert printed.err == (
+        "pidurable: the model request failed: The model returned an empty answer\n"
+    )
+    assert len(sse_server.requests) == 1  # the same request would answer the same: no retry
+
+
+@pytest.mark.parametrize("recorded", ["format_error", "http_400"])
+async def test_a_failure_that_cannot_change_on_retry_is_sent_once(
+    open_app: OpenApp, home: Path, sse_server: SseServer, recorded: str
+) -> None:
+    write_settings(
+        home / "settings.json",
+        {"providers": [local_provider(f"{sse_server.url}/v1")]},
+    )
+    if recorded == "http_400":
+        sse_server.error(400, '{"error": {"message": "tools: invalid schema", "code": 400}}')
+    else:
+        sse_server.sse("openai-completions", recorded)
+    app = await open_app(model="local/qwen3-8b")
+
+    printed = await run(app, "hi")
+
+    assert printed.status == 1
+    assert printed.err.startswith("pidurable: the model request failed: ")
+    assert "retrying" not in printed.err
+    assert len(sse_server.requests) == 1
 
 
 async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the_url(
-    open_app: OpenApp, project: Path
+    open_app: OpenApp, home: Path
 ) -> None:
     write_settings(
-        project / ".pidurable" / "settings.json",
+        home / "settings.json",
         {"retry": {"enabled": False}, "providers": [local_provider("http://127.0.0.1:9/v1")]},
     )
     app = await open_app(model="local/qwen3-8b")
@@ -98,7 +168,7 @@ def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(
     monkeypatch.delenv("LOCAL_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     declaration = local_provider("http://127.0.0.1:8080/v1", api_key_env="LOCAL_KEY")
-    write_settings(project / ".pidurable" / "settings.json", {"providers": [declaration]})
+    write_settings(home / "settings.json", {"providers": [declaration]})
     script = write_script(project, {"content": [{"type": "text", "text": "x"}]}, models=["tiny"])
 
     lines = list_models_text(project, str(script)).splitlines()

@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import time
 from typing import Any
 
 import pytest
@@ -233,6 +234,7 @@ async def test_output_is_committed_live_at_least_the_output_interval_apart_r103(
             api.output(f"tick {n}\n")
             await asyncio.sleep(0.004)
 
+    started = time.monotonic()
     rig, result = await one_call(
         open_rig,
         [make_tool("ticker", execute)],
@@ -242,8 +244,12 @@ async def test_output_is_committed_live_at_least_the_output_interval_apart_r103(
     commits = slot_outputs(rig)
     assert len(commits) >= 3
     assert commits[0][1] == "tick 0\n"  # the first change commits at once
-    gaps = [b - a for (a, _), (b, _) in itertools.pairwise(commits)]
-    assert min(gaps) >= (interval - 5) / 1000
+    # Progress commit k starts at least k intervals after the first, which starts
+    # after ``started``; it is published after it starts. A loaded machine only
+    # publishes later, so the bound holds whatever the timing (the last commit is
+    # the final flush, which does not wait).
+    for k, (published, _) in enumerate(commits[:-1]):
+        assert published - started >= k * interval / 1000
     for (_, earlier), (_, later) in itertools.pairwise(commits):
         assert later.startswith(earlier)
     assert texts(result).startswith("".join(f"tick {n}\n" for n in range(60)))

@@ -1,266 +1,54 @@
-"""The ``pidurable`` command: argument parsing and the choice of front end (layer 7).
+"""``main``: the choice of front end, and closing everything on every path (layer 7).
 
-- ``pidurable`` opens the terminal app on a new session for the working
-  directory; ``-c/--continue`` opens the newest one and resumes what a killed
-  process left; ``-r/--resume`` picks one in a picker on the screen (a numbered
-  list on the terminal with ``-p``); ``--session PATH`` opens a given store.
-- ``-p/--print [PROMPT]`` runs headless and prints the final answer (with no
-  prompt, it finishes the newest input of the session);
-  ``--mode json`` prints agent events as JSON lines instead.
-- ``pidurable export --format jsonl|markdown|html`` writes a transcript.
+- ``pidurable [PROMPT]`` opens the terminal app on a new session for the working
+  directory (sending PROMPT as its first message); ``-c/--continue`` opens the
+  newest one and resumes what a killed process left; ``-r/--resume`` picks one in
+  a picker on the screen (a numbered list on the terminal with ``-p``);
+  ``--session PATH`` opens a given store.
+- ``-p/--print`` runs headless and prints the final answer (with no prompt and
+  nothing piped, it finishes the newest input of the session); ``--mode json``
+  prints agent events as JSON lines instead.
+- ``pidurable SUBCOMMAND`` (``_arguments.SUBCOMMANDS``: ``export``) runs it.
 - ``--env ssh://user@host[:port]/path`` (or ``"env"`` in the user's settings)
   runs the tools on that host; its sessions are filed under the URL, so ``-c``
   and ``-r`` with the same ``--env`` find them from any local directory.
 
-Every path closes the harness and the store: errors, Ctrl-C and SIGTERM
+Every path closes the harness and the store: errors, Ctrl-C, SIGTERM and SIGHUP
 included, at any moment, start-up too (``SignalGuard``: one line, never a
-traceback, exit status 130 or 143). Problems the user can fix (a malformed
+traceback, exit status 130, 143 or 129). Problems the user can fix (a malformed
 settings file, a locked or damaged store, no session to continue, a malformed
 faux script, an unknown model, a bad ``--env`` URL, an SSH host that refuses or
-is not trusted) print one line on stderr and exit with status 2;
-a run whose prompt was left unanswered exits with status 1.
+is not trusted, too much piped input) print one line on stderr and exit with
+status 2; a run whose prompt was left unanswered exits with status 1. Output to
+a pipe closed early (``| head``) ends the command quietly with status 141.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pi_durable_tui import __version__, stack_dump
+from pi_durable_tui import stack_dump
+from pi_durable_tui.cli._arguments import (
+    SUBCOMMANDS,
+    UsageError,
+    headless_prompt,
+    parse_arguments,
+    piped_input,
+    subcommand_of,
+)
+from pi_durable_tui.cli._signals import Interrupted, SignalGuard
 
 if TYPE_CHECKING:
-    import asyncio
-
     from pi_durable_tui.app import AppOptions
 
 EXIT_USAGE = 2
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived before the event loop took the signals over.
-
-    A ``KeyboardInterrupt``, so that asyncio lets it through wherever it lands.
-
-    Args:
-        signum: The signal.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-class SignalGuard:
-    """Turns Ctrl-C (SIGINT) and SIGTERM into one orderly stop, at any moment.
-
-    - From ``install`` (the first thing ``main`` does) until the event loop runs,
-      the first signal raises ``Interrupted``: nothing is open yet, so the command
-      ends at once; inside ``deferred()`` (the heavy imports) it is raised when
-      the block ends instead, since an exception in the middle of a compiled
-      module's initialisation (pydantic-core) makes it panic with a traceback.
-    - While the loop runs (``attach``), the first signal cancels the main task;
-      opening and closing the session finish anyway (``AgentApp``), so the store
-      is closed on every path. Once the work is over (``release``), a signal
-      only is recorded: the close in progress must end.
-    - After the loop (``detach``, ``ignore``), signals are recorded and ignored
-      until the process exits.
-
-    The stop prints one line, never a traceback, and the exit status is
-    ``128 + signal`` (130 for Ctrl-C, 143 for SIGTERM). A signal before the
-    interpreter runs ``main`` gets Python's default handling.
-    """
-
-    def __init__(self) -> None:
-        self.received: int | None = None
-        """The first stop signal received, if any."""
-        self.cancelled = False
-        """Whether that signal cancelled the work (rather than arriving while it closed)."""
-        self._target: asyncio.Task[int] | None = None
-        self._deferring = False
-        self._previous: dict[int, Any] = {}
-
-    def install(self) -> None:
-        """Take SIGINT and SIGTERM over before the event loop exists (main thread only)."""
-        if threading.current_thread() is not threading.main_thread():
-            return  # only the main thread may handle signals: leave them as they are
-        for signum in STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._raise)
-
-    def _raise(self, signum: int, _frame: object) -> None:
-        if self.received is None:
-            self.received = signum
-            if not self._deferring:
-                raise Interrupted(signum)
-
-    @contextlib.contextmanager
-    def deferred(self) -> Iterator[None]:
-        """Hold back a stop signal's ``Interrupted`` until the block has run.
-
-        Raises:
-            Interrupted: After the block, when a stop signal arrived before or in it.
-        """
-        self._deferring = True
-        try:
-            yield
-        finally:
-            self._deferring = False
-        if self.received is not None:
-            raise Interrupted(self.received)
-
-    def attach(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[int]) -> None:
-        """Route the signals through ``loop``: the first one cancels ``task``."""
-        self._target = task
-        for signum in self._previous:
-            loop.add_signal_handler(signum, self._cancel, signum)
-
-    def _cancel(self, signum: int) -> None:
-        if self.received is None:
-            self.received = signum
-            if self._target is not None:
-                self.cancelled = True
-                self._target.cancel()
-
-    async def guarded(
-        self, work: Awaitable[int], close: Callable[[], Awaitable[object]]
-    ) -> int | None:
-        """Await ``work``, then ``close`` on every path; ``None`` when a stop signal cut it.
-
-        Args:
-            work: The command's work (its exit status).
-            close: Closes what the work used; it runs to its end, signals or not.
-
-        Raises:
-            asyncio.CancelledError: The work was cancelled, not by a stop signal.
-        """
-        import asyncio
-
-        status: int | None = None
-        try:
-            status = await work
-        except asyncio.CancelledError:
-            if not self.cancelled:
-                raise
-        finally:
-            self.release()  # the close below must run to its end
-            await close()
-        # REMINDER: work may end quietly when its task is cancelled (a Textual app
-        # does), so the guard, not the CancelledError, says whether a signal stopped it.
-        return None if self.cancelled else status
-
-    def release(self) -> None:
-        """Cancel nothing any more (the work is over; closing must finish)."""
-        self._target = None
-
-    def detach(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Take the signals back from ``loop`` before it closes (it would restore the defaults)."""
-        for signum in self._previous:
-            loop.remove_signal_handler(signum)
-            signal.signal(signum, self._record)
-
-    def ignore(self) -> None:
-        """Record and ignore the signals until the process exits."""
-        for signum in self._previous:
-            signal.signal(signum, self._record)
-
-    def restore(self) -> None:
-        """Give back the handlers ``install`` replaced."""
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-    def _record(self, signum: int, _frame: object) -> None:
-        if self.received is None:
-            self.received = signum
-
-    @staticmethod
-    def stopped(signum: int | None, hint: str | None) -> int:
-        """Print the one line of a stop by ``signum`` and return the exit status.
-
-        Args:
-            signum: The signal that stopped the command.
-            hint: The command that continues the session, when one was opened.
-        """
-        number = signum if signum is not None else signal.SIGINT
-        word = "interrupted" if number == signal.SIGINT else "terminated"
-        tail = f"; the session is saved: `{hint}` continues it" if hint else ""
-        sys.stderr.write(f"pidurable: {word}{tail}\n")
-        return 128 + number
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Build the argument parser of ``pidurable``."""
-    parser = argparse.ArgumentParser(
-        prog="pidurable",
-        description=(
-            "A terminal coding agent on a durable core: every step is committed to a "
-            "SQLite store before it is shown, so a killed session resumes where it stopped."
-        ),
-    )
-    parser.add_argument("--version", action="version", version=f"pidurable {__version__}")
-    sessions = parser.add_mutually_exclusive_group()
-    sessions.add_argument(
-        "-c",
-        "--continue",
-        dest="continue_session",
-        action="store_true",
-        help="open the newest session of this directory and resume its work",
-    )
-    sessions.add_argument(
-        "-r", "--resume", action="store_true", help="pick a session of this directory to open"
-    )
-    sessions.add_argument(
-        "--session",
-        metavar="ID",
-        help="open the session store at this path (with a database: the session ID in it)",
-    )
-    parser.add_argument(
-        "-p",
-        "--print",
-        dest="prompt",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="PROMPT",
-        help="run headless: send PROMPT (or, with -c, resume) and print the final answer",
-    )
-    parser.add_argument(
-        "--mode",
-        choices=("text", "json"),
-        default="text",
-        help="with -p: print the answer (text) or agent events as JSON lines (json)",
-    )
-    parser.add_argument(
-        "--model",
-        metavar="PROVIDER/ID[:THINKING]",
-        help="the model, e.g. anthropic/claude-sonnet-4-5:high, openai/gpt-5, faux/faux-1",
-    )
-    parser.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="an OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio) for --model",
-    )
-    parser.add_argument("--faux-script", metavar="FILE", help="serve provider faux from a script")
-    parser.add_argument(
-        "--env",
-        metavar="URL",
-        help="run the tools on another host: ssh://user@host[:port]/path ('local': here)",
-    )
-    parser.add_argument("--request-id", metavar="ID", help="with -p: make the prompt idempotent")
-    parser.add_argument("--list-models", action="store_true", help="list the known models")
-    parser.add_argument(
-        "--demo",
-        nargs="?",
-        const="coding",
-        choices=("coding", "planner"),
-        help="run an offline scripted demo (coding, or planner)",
-    )
-    return parser
+"""A problem to fix first (bad input): one line on stderr, nothing started."""
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for ``cat`` writing into ``| head``."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv, signals)
     except Interrupted:
         return signals.stopped(signals.received, None)
+    except BrokenPipeError:
+        # The reader left (``| head``): what it did not read is of no use, and
+        # Python's final flush must not print a second BrokenPipeError at exit.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     finally:
         if argv is None:
             signals.ignore()
@@ -286,22 +79,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             signals.restore()
 
 
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (replaced in-process)
+        pass
+
+
 def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["export"]:
+    name = subcommand_of(arguments)
+    if name is not None:
         with signals.deferred():
             _import_session_layers()
-        from pi_durable_tui.app import export_main
-
-        return export_main(arguments[1:])
-    args = build_parser().parse_args(arguments)
+        return SUBCOMMANDS[name].run(arguments[1:])
+    args = parse_arguments(arguments)
+    if args.print_mode and not args.resume:  # with -r, the terminal answers the picker
+        try:
+            piped = piped_input(getattr(sys.stdin, "buffer", None))
+        except UsageError as error:
+            return _startup_failed(error, str(error))
+        args.prompt = headless_prompt(args.prompt, piped)
     try:
         _locate(args)
     except ValueError as error:  # a bad --env URL or env setting, a malformed settings file
         from pi_durable_tui.app import describe_startup_error
 
         return _startup_failed(error, describe_startup_error(error))
-    if args.prompt is not None or args.list_models:
+    if args.print_mode or args.list_models:
         # The heavy imports happen here, before the event loop starts: a signal in
         # their middle ends the command right after them (``Interrupted``), with
         # nothing open. The terminal app imports them after its first paint instead.
@@ -328,7 +135,7 @@ def _main(argv: Sequence[str] | None, signals: SignalGuard) -> int:
             newest_session(args.sessions_key)  # nothing to pick needs no picker
         except (NoSession, SessionUnavailable) as error:
             return _startup_failed(error, describe_startup_error(error))
-        if args.prompt is not None:  # the terminal app picks on its screen
+        if args.print_mode:  # the terminal app picks on its screen
             session = _pick_session(args.sessions_key)
             if session is None:
                 return EXIT_USAGE
@@ -360,7 +167,10 @@ def _locate(args: argparse.Namespace) -> None:
 def _startup_failed(error: Exception, message: str | None) -> int:
     if message is None:
         raise error
-    sys.stderr.write(f"pidurable: {message}\n")
+    from pi_durable_tui.app import output_redactor, terminal_safe
+
+    # The message may quote a settings file the model wrote: no key, no sequence.
+    sys.stderr.write(f"pidurable: {terminal_safe(output_redactor().text(message))}\n")
     return EXIT_USAGE
 
 
@@ -372,8 +182,14 @@ def _import_session_layers() -> None:
 
 
 def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, PermissionChoices
 
+    permissions = PermissionChoices(
+        mode=args.permission_mode,
+        allow=tuple(args.allow),
+        deny=tuple(args.deny),
+        interactive=args.prompt is None,
+    )
     return AppOptions(
         cwd=os.getcwd(),
         session=session,
@@ -383,6 +199,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         faux_script=args.faux_script,
         demo=args.demo,
         env=args.env,
+        permissions=permissions,
     )
 
 
@@ -394,7 +211,7 @@ async def _run(args: argparse.Namespace, session: str | None, signals: SignalGua
     loop = asyncio.get_running_loop()
     signals.attach(loop, task)
     try:
-        if args.prompt is None:
+        if not args.print_mode:
             return await _run_screen(args, session, signals)
         return await _run_headless(args, session, signals)
     finally:
@@ -414,7 +231,7 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
         return _startup_failed(error, describe_startup_error(error))
     work = run_headless(
         app,
-        args.prompt or None,
+        args.prompt,
         sys.stdout,
         sys.stderr,
         mode=args.mode,
@@ -476,7 +293,8 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
         app = await AgentApp.open(_app_options(args, session))
         screen.log_path = app.store.parent / "pidurable.log"
-        return await start_screen(app, reopened=reopened)
+        screen.redact = app.harness.redactor.text
+        return await start_screen(app, reopened=reopened, prompt=args.prompt)
 
     def failed(error: BaseException) -> None:
         failures.append(error)
@@ -526,7 +344,7 @@ def _continue_hint(args: argparse.Namespace) -> str:
     command = f"pidurable --session {args.session}" if args.session else "pidurable -c"
     if args.env is not None:
         command += f" --env {args.env}"
-    return command + (" -p" if args.prompt is not None else "")
+    return command + (" -p" if args.print_mode else "")
 
 
 def _pick_session(key: str) -> str | None:
