@@ -206,7 +206,8 @@ def _make_parents(path: str) -> None:
         raise file_error_from_os(error, parent, "create directory") from None
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less at once)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -251,7 +252,7 @@ def write_file(path: str, data: bytes, should_abort: AbortCheck) -> None:
             if existing is not None:
                 # REMINDER: the umask narrowed the temp file's mode; restore the old one exactly.
                 os.fchmod(fd, mode)
-            _write_all(fd, data)
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -273,7 +274,7 @@ def append_file(path: str, data: bytes) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
         finally:
             os.close(fd)
     except OSError as error:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ParamSpec, TypeVar
 
 from pi_durable_tui.env import _files
+from pi_durable_tui.env._beneath import write_beneath
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._groups import ProcessGroup
 from pi_durable_tui.env._paths import join_paths, resolve_path
@@ -231,13 +232,26 @@ class LocalEnv:
     # -- writing -----------------------------------------------------------------
 
     async def write_file(
-        self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        beneath: str | None = None,
+        abort: asyncio.Event | None = None,
     ) -> None:
-        """Create or replace a file atomically, creating parents, keeping an old mode."""
+        """Create or replace a file atomically, creating parents, keeping an old mode.
+
+        With ``beneath`` (an absolute directory) the write is one descriptor-relative
+        walk that never leaves it (``_beneath``): a path or link leading outside is
+        refused with ``permission_denied`` naming the path.
+        """
         absolute = self._start(path, abort)
         data = content.encode() if isinstance(content, str) else content
         check = _never if abort is None else abort.is_set
-        await self._run(_files.write_file, absolute, data, check)
+        if beneath is None:
+            await self._run(_files.write_file, absolute, data, check)
+        else:
+            await self._run(write_beneath, self.absolute_path(beneath), absolute, data, check)
 
     async def append_file(
         self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None

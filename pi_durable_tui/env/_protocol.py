@@ -171,9 +171,22 @@ class ExecutionEnv(Protocol):
         ...
 
     async def write_file(
-        self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        beneath: str | None = None,
+        abort: asyncio.Event | None = None,
     ) -> None:
-        """Create or replace a file atomically, creating parents, keeping an old mode."""
+        """Create or replace a file atomically, creating parents, keeping an old mode.
+
+        ``beneath`` (a directory, normally ``cwd``) confines the write: the path is
+        resolved and used in one operation that follows no symlink out of that
+        directory (DESIGN.md section 7), and a path, a dangling link, a link to a
+        file or directory outside, or a link swapped in during the write ends in
+        ``FileError("permission_denied")`` naming the path, with no temp file left.
+        Links inside it that point inside it are followed as usual.
+        """
         ...
 
     async def append_file(

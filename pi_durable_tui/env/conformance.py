@@ -27,7 +27,8 @@ every test.
 Groups (one module each under ``_conformance``): ``paths`` (resolution,
 canonical paths, ids), ``reads`` (file facts, listings, text, bytes, binary
 readers, line scans), ``writes`` (atomic replace, modes, append, truncate,
-rename, directories, removal, temp files), ``aborts`` (every operation with a
+rename, directories, removal, temp files), ``confinement`` (writes
+``beneath`` a root: links out refused, a racing link swap), ``aborts`` (every operation with a
 set abort signal), ``processes`` (shell and argv, exit codes, tags, cwd,
 variables, timeouts), ``stopping`` (timeout, abort, cancellation and cleanup
 killing a grandchild), ``output`` (spill files, tail windows) and ``secrets``.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 from pi_durable_tui.env._conformance.aborts import AbortRules
 from pi_durable_tui.env._conformance.base import Captured, EnvConformanceBase
+from pi_durable_tui.env._conformance.confinement import ConfinementRules
 from pi_durable_tui.env._conformance.output import SpillRules, WindowRules
 from pi_durable_tui.env._conformance.paths import PathRules
 from pi_durable_tui.env._conformance.processes import ExecRules
@@ -54,6 +56,7 @@ class EnvConformance(
     ReadRules,
     BinaryReaderRules,
     WriteRules,
+    ConfinementRules,
     DirectoryRules,
     AbortRules,
     ExecRules,

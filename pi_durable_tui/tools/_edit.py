@@ -71,7 +71,7 @@ def create_edit_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[EditArg
             )
         env = api.env
         display, absolute = resolve_tool_path(env, args.path)
-        await check_inside(env, absolute, allow_outside_cwd, "edit")
+        beneath = await check_inside(env, absolute, allow_outside_cwd, "edit")
         async with MUTATIONS.hold(env, absolute):
             try:
                 info = await env.file_info(absolute, abort=api.aborted)
@@ -89,7 +89,9 @@ def create_edit_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[EditArg
                 ) from None
             specs = [EditSpec(item.oldText, item.newText) for item in args.edits]
             outcome = apply_edits(display, original, specs)
-            await env.write_file(absolute, outcome.content, abort=api.aborted)
+            await env.write_file(
+                absolute, outcome.content, beneath=beneath, abort=api.aborted
+            )
         details: dict[str, object] = {
             "path": display,
             "diff": _cap(display_diff(outcome.before, outcome.after)),

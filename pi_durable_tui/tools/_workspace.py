@@ -32,21 +32,27 @@ def resolve_tool_path(env: ExecutionEnv, raw: str) -> tuple[str, str]:
     return display, env.absolute_path(display)
 
 
-async def check_inside(env: ExecutionEnv, absolute: str, allow: AllowOutside, verb: str) -> None:
+async def check_inside(
+    env: ExecutionEnv, absolute: str, allow: AllowOutside, verb: str
+) -> str | None:
     """Refuse a mutation outside the working directory unless allowed.
 
     Symlinks are resolved first (a link inside the workspace pointing outside it is
     outside), falling back to the parent directory for a file that does not exist.
 
+    Returns:
+        The directory the write must stay beneath (``env.cwd``), or None when the
+        settings allow writes outside it.
+
     Raises:
         OutsideWorkspace: With a message naming the path and the workspace.
     """
     if allow() if callable(allow) else allow:
-        return
+        return None
     root = await _canonical(env, env.cwd)
     target = await _canonical(env, absolute)
     if target == root or target.startswith(root.rstrip(os.sep) + os.sep):
-        return
+        return env.cwd
     raise OutsideWorkspace(
         f"Refusing to {verb} {absolute}: it is outside the working directory {root}. "
         "Only the user can allow changes outside it; ask them if it is needed."

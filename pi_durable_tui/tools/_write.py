@@ -42,11 +42,11 @@ def create_write_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[WriteA
     async def execute(args: WriteArgs, api: ToolApi) -> ToolResult:
         env = api.env
         display, absolute = resolve_tool_path(env, args.path)
-        await check_inside(env, absolute, allow_outside_cwd, "write")
+        beneath = await check_inside(env, absolute, allow_outside_cwd, "write")
         if api.aborted.is_set():
             raise RuntimeError("Operation aborted")
         async with MUTATIONS.hold(env, absolute):
-            await env.write_file(absolute, args.content, abort=api.aborted)
+            await env.write_file(absolute, args.content, beneath=beneath, abort=api.aborted)
         size = len(args.content.encode("utf-8", "surrogatepass"))
         return ToolResult(
             content=f"Successfully wrote to {display}",

@@ -52,6 +52,7 @@ from pi_durable_tui.env.ssh._remote_shell import (
     is_shell_name,
     kill_groups_line,
 )
+from pi_durable_tui.env.ssh._sftp_beneath import write_beneath
 from pi_durable_tui.env.ssh._sftp_errors import lost
 from pi_durable_tui.env.ssh._sftp_files import SftpFiles
 from pi_durable_tui.env.ssh._sftp_readers import SftpBinaryReader, SftpDirReader
@@ -289,12 +290,26 @@ class SshEnv:
     # -- writing -----------------------------------------------------------------
 
     async def write_file(
-        self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        beneath: str | None = None,
+        abort: asyncio.Event | None = None,
     ) -> None:
-        """Create or replace a file atomically, creating parents, keeping an old mode."""
+        """Create or replace a file atomically, creating parents, keeping an old mode.
+
+        ``beneath`` confines the write to a remote directory as well as SFTP
+        allows (``_sftp_beneath``): links out are refused, a swap is caught.
+        """
         absolute = self._start(path, abort)
         data = content.encode() if isinstance(content, str) else content
-        await self._call(lambda: self._files.write_file(absolute, data, self._check(abort)))
+        check = self._check(abort)
+        if beneath is None:
+            await self._call(lambda: self._files.write_file(absolute, data, check))
+            return
+        root = self.absolute_path(beneath)
+        await self._call(lambda: write_beneath(self._files, root, absolute, data, check))
 
     async def append_file(
         self, path: str, content: str | bytes, *, abort: asyncio.Event | None = None

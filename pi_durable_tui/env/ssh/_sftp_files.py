@@ -27,7 +27,7 @@ import contextlib
 import posixpath
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import asyncssh
 
@@ -72,7 +72,8 @@ class SftpFiles:
         self.sftp = sftp
         self.temp_dir = temp_dir
 
-    async def _fail(self, error: asyncssh.SFTPError, path: str, action: str) -> FileError:
+    async def fail(self, error: asyncssh.SFTPError, path: str, action: str) -> FileError:
+        """The ``FileError`` of a failed request on ``path`` (``_sftp_errors.classify``)."""
         return await classify(self.sftp, error, path, action)
 
     # -- facts -------------------------------------------------------------------
@@ -82,14 +83,14 @@ class SftpFiles:
         try:
             return await self.sftp.lstat(path)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, action) from None
+            raise await self.fail(error, path, action) from None
 
     async def stat(self, path: str, action: str = "stat") -> asyncssh.SFTPAttrs:
         """The attributes of what ``path`` names, symlinks followed."""
         try:
             return await self.sftp.stat(path)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, action) from None
+            raise await self.fail(error, path, action) from None
 
     async def file_info(self, path: str) -> FileInfo:
         """Describe ``path`` without following a final symlink."""
@@ -102,7 +103,7 @@ class SftpFiles:
         except asyncssh.SFTPNoSuchFile:
             return False
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "stat") from None
+            raise await self.fail(error, path, "stat") from None
         return True
 
     async def canonical_path(self, path: str) -> str:
@@ -110,11 +111,11 @@ class SftpFiles:
         try:
             real = await self.sftp.realpath(path)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "resolve") from None
+            raise await self.fail(error, path, "resolve") from None
         try:
             await self.sftp.lstat(real)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "resolve") from None
+            raise await self.fail(error, path, "resolve") from None
         return real
 
     async def list_dir(self, path: str) -> list[DirEntry]:
@@ -138,7 +139,7 @@ class SftpFiles:
                 return file_error(await explain_missing(self.sftp, path), path, "list")
             if not stat.S_ISDIR(attrs.permissions or 0):
                 return file_error("not_directory", path, "list")
-        return await self._fail(error, path, "list")
+        return await self.fail(error, path, "list")
 
     async def check_directory(self, path: str) -> None:
         """Raise ``not_found`` or ``not_directory`` unless ``path`` is a directory."""
@@ -163,7 +164,7 @@ class SftpFiles:
         try:
             return await self.sftp.open(path, "rb")
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "open") from None
+            raise await self.fail(error, path, "open") from None
 
     async def read_bytes(self, path: str, max_bytes: int | None, should_abort: AbortCheck) -> bytes:
         """Read a file whole, or its first ``max_bytes`` bytes, checking abort per block."""
@@ -183,7 +184,7 @@ class SftpFiles:
                 parts.append(part)
                 offset += len(part)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "read") from None
+            raise await self.fail(error, path, "read") from None
         finally:
             await _close(handle)
         return b"".join(parts)
@@ -213,7 +214,7 @@ class SftpFiles:
                 found += newlines
                 parts.append(part)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "read") from None
+            raise await self.fail(error, path, "read") from None
         finally:
             await _close(handle)
         return b"".join(parts)
@@ -227,7 +228,7 @@ class SftpFiles:
         except asyncssh.SFTPNoSuchFile:
             return path, None
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "write") from None
+            raise await self.fail(error, path, "write") from None
         if not stat.S_ISLNK(attrs.permissions or 0):
             return path, attrs
         target = await self.sftp.realpath(path)
@@ -236,7 +237,7 @@ class SftpFiles:
         except asyncssh.SFTPNoSuchFile:
             return target, None  # a dangling link: its target is created
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "write") from None
+            raise await self.fail(error, path, "write") from None
 
     async def make_dirs(self, path: str) -> None:
         """Create ``path`` and its missing parents; a file in the way is ``not_directory``."""
@@ -245,7 +246,7 @@ class SftpFiles:
         except asyncssh.SFTPNoSuchFile:
             attrs = None
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "create directory") from None
+            raise await self.fail(error, path, "create directory") from None
         if attrs is not None:
             if not stat.S_ISDIR(attrs.permissions or 0):
                 raise FileError(
@@ -261,7 +262,7 @@ class SftpFiles:
             with contextlib.suppress(asyncssh.SFTPError):
                 if stat.S_ISDIR((await self.sftp.stat(path)).permissions or 0):
                     return  # made meanwhile by someone else
-            raise await self._fail(error, path, "create directory") from None
+            raise await self.fail(error, path, "create directory") from None
 
     async def write_file(self, path: str, data: bytes, should_abort: AbortCheck) -> None:
         """Replace (or create) ``path`` atomically with ``data``, creating parents."""
@@ -271,14 +272,40 @@ class SftpFiles:
         directory, name = posixpath.split(target)
         if existing is None:
             await self.make_dirs(directory)
+        await self.replace(path, directory, name, existing, data, should_abort)
+
+    async def replace(
+        self,
+        path: str,
+        directory: str,
+        name: str,
+        existing: asyncssh.SFTPAttrs | None,
+        data: bytes,
+        should_abort: AbortCheck,
+        check_temp: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        """Write ``data`` to a temp file in ``directory`` and rename it over ``name``.
+
+        Args:
+            path: The path the caller asked for (named by errors).
+            directory: The existing directory the file is in.
+            name: The file's name in it.
+            existing: What is there now (its mode is kept), or None.
+            data: The new content.
+            should_abort: Checked before the rename.
+            check_temp: Awaited with the temp file's path once it exists; raising
+                removes it and stops the write (``_sftp_beneath`` checks where it is).
+        """
         mode = 0o666 if existing is None else stat.S_IMODE(existing.permissions or 0o644)
         temp = posixpath.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
         try:
             handle = await self.sftp.open(temp, "xb", asyncssh.SFTPAttrs(permissions=mode))
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "write") from None
+            raise await self.fail(error, path, "write") from None
         try:
             try:
+                if check_temp is not None:
+                    await check_temp(temp)
                 if existing is not None:
                     # REMINDER: the server's umask narrowed the new mode; restore the old one.
                     await handle.chmod(mode)
@@ -290,12 +317,12 @@ class SftpFiles:
                 await _close(handle)
             if should_abort():
                 raise aborted(path)
-            await self.sftp.posix_rename(temp, target)
+            await self.sftp.posix_rename(temp, posixpath.join(directory, name))
         except BaseException as error:
             with contextlib.suppress(asyncssh.SFTPError, *_GONE):
                 await self.sftp.remove(temp)
             if isinstance(error, asyncssh.SFTPError):
-                raise await self._fail(error, path, "write") from None
+                raise await self.fail(error, path, "write") from None
             raise
 
     async def append_file(self, path: str, data: bytes) -> None:
@@ -309,7 +336,7 @@ class SftpFiles:
             finally:
                 await _close(handle)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "append to") from None
+            raise await self.fail(error, path, "append to") from None
 
     async def truncate_file(self, path: str, size: int) -> None:
         """Set an existing file's length to ``size`` (zeros when it grows)."""
@@ -318,7 +345,7 @@ class SftpFiles:
         try:
             await self.sftp.truncate(path, size)
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "truncate") from None
+            raise await self.fail(error, path, "truncate") from None
 
     async def flush_file(self, path: str) -> None:
         """Fsync an existing regular file (``fsync@openssh.com``)."""
@@ -328,7 +355,7 @@ class SftpFiles:
         except asyncssh.SFTPOpUnsupported:
             pass  # the server cannot: the remote kernel writes it back in its own time
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "flush") from None
+            raise await self.fail(error, path, "flush") from None
         finally:
             await _close(handle)
 
@@ -337,7 +364,7 @@ class SftpFiles:
         try:
             await self.sftp.posix_rename(source, target)
         except asyncssh.SFTPError as error:
-            failed = await self._fail(error, source, "rename")
+            failed = await self.fail(error, source, "rename")
             reason = failed.message.rsplit(": ", 1)[-1]
             raise FileError(
                 failed.code, f"Could not rename {source} to {target}: {reason}", source
@@ -355,7 +382,7 @@ class SftpFiles:
                 raise FileError(
                     "already_exists", f"Could not create directory {path}: it already exists", path
                 ) from None
-            raise await self._fail(error, path, "create directory") from None
+            raise await self.fail(error, path, "create directory") from None
 
     async def remove(self, path: str, recursive: bool, force: bool) -> None:
         """Remove a file, symlink or directory; a link is removed, never its target."""
@@ -366,7 +393,7 @@ class SftpFiles:
                 return
             raise FileError("not_found", f"Could not remove {path}: No such file", path) from None
         except asyncssh.SFTPError as error:
-            raise await self._fail(error, path, "remove") from None
+            raise await self.fail(error, path, "remove") from None
         try:
             if not stat.S_ISDIR(attrs.permissions or 0):
                 await self.sftp.remove(path)
@@ -379,7 +406,7 @@ class SftpFiles:
                 raise FileError(
                     "not_empty", f"Could not remove {path}: Directory not empty", path
                 ) from None
-            raise await self._fail(error, path, "remove") from None
+            raise await self.fail(error, path, "remove") from None
 
     async def _remove_tree(self, path: str) -> None:
         # Entries carry lstat attributes: a symlink to a directory is unlinked, not entered.
@@ -405,7 +432,7 @@ class SftpFiles:
                     continue
                 raise file_error("unknown", self.temp_dir, "create a directory in") from None
             except asyncssh.SFTPError as error:
-                raise await self._fail(error, self.temp_dir, "create a directory in") from None
+                raise await self.fail(error, self.temp_dir, "create a directory in") from None
             return path
         raise file_error("already_exists", self.temp_dir, "create a directory in")
 
@@ -424,7 +451,7 @@ class SftpFiles:
                     continue
                 raise file_error("unknown", self.temp_dir, "create a file in") from None
             except asyncssh.SFTPError as error:
-                raise await self._fail(error, self.temp_dir, "create a file in") from None
+                raise await self.fail(error, self.temp_dir, "create a file in") from None
             return path, handle
         raise file_error("already_exists", self.temp_dir, "create a file in")
 
