@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
 
 PARTS: dict[str, dict[str, int]] = {
     "harness": {
+        "permissions": 0,
         "_errors": 1,
         "_settings": 1,
         "_submission_types": 1,

@@ -7,6 +7,13 @@ block's ``content_index``; then exactly one terminal ``DoneEvent`` or
 the stream with an ``ErrorEvent`` whose message has stop reason ``error`` or
 ``aborted`` and keeps the partial content and usage (model-layer.md 1.3, 1.4).
 
+Delta events read their ``partial`` on demand (``source``, a zero-argument
+callable): a provider appends each delta to a buffer and builds the growing text
+only when a consumer reads the partial, so a consumer that reads it every 100 ms
+(the harness's partial commits, R85) pays for the text once per read, not once
+per delta; copying a growing string per delta would make a long answer
+quadratic in its size.
+
 Cancelling the task that iterates a stream is different from aborting it: the
 ``CancelledError`` propagates to the consumer, and the provider's generator is
 closed, which closes the HTTP response at once.
@@ -14,8 +21,8 @@ closed, which closes the HTTP response at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pi_durable_tui.ai._types import AssistantMessage, ToolCall
@@ -40,12 +47,20 @@ class TextStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class TextDeltaEvent:
-    """More text for the block at ``content_index``."""
+    """More text for the block at ``content_index``.
+
+    ``partial`` is read on demand from ``source`` (see the module docstring).
+    """
 
     content_index: int
     delta: str
-    partial: AssistantMessage
+    source: Callable[[], AssistantMessage] = field(repr=False, compare=False)
     type: Literal["text_delta"] = "text_delta"
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """The message so far (built when read)."""
+        return self.source()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +84,20 @@ class ThinkingStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingDeltaEvent:
-    """More reasoning text for the block at ``content_index``."""
+    """More reasoning text for the block at ``content_index``.
+
+    ``partial`` is read on demand from ``source`` (see the module docstring).
+    """
 
     content_index: int
     delta: str
-    partial: AssistantMessage
+    source: Callable[[], AssistantMessage] = field(repr=False, compare=False)
     type: Literal["thinking_delta"] = "thinking_delta"
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """The message so far (built when read)."""
+        return self.source()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +121,20 @@ class ToolCallStartEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallDeltaEvent:
-    """A raw JSON fragment of the arguments of the tool call at ``content_index``."""
+    """A raw JSON fragment of the arguments of the tool call at ``content_index``.
+
+    ``partial`` is read on demand from ``source`` (see the module docstring).
+    """
 
     content_index: int
     delta: str
-    partial: AssistantMessage
+    source: Callable[[], AssistantMessage] = field(repr=False, compare=False)
     type: Literal["toolcall_delta"] = "toolcall_delta"
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """The message so far (built when read)."""
+        return self.source()
 
 
 @dataclass(frozen=True, slots=True)

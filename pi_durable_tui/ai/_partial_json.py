@@ -14,7 +14,11 @@ trailing comma, a partial escape), closing an open string value (so a long
 ``true``, ``1.`` becomes ``1``) and appending the closing brackets. The
 completed text goes through ``json.loads``. Inside strings the scanner jumps from
 quote to backslash with a regular expression, so its cost is per structural
-character, not per character.
+character, not per character. Each fragment is scanned once, with only the
+unfinished escape or literal before it (positions are kept as offsets in the
+whole text), and fragments are kept as a list joined when the whole text is
+needed: appending to one growing ``str`` would copy it per fragment, which
+makes a megabyte argument cost seconds.
 
 Invalid final JSON: ``parse_tool_arguments`` returns ``{}`` and the raw text;
 providers keep that text on the ``ToolCall`` as the extra field
@@ -77,17 +81,22 @@ class PartialJson:
         "_broken",
         "_frames",
         "_in_string",
+        "_length",
         "_parsed_length",
         "_pending",
+        "_pieces",
         "_root_closed",
         "_scanned",
         "_string_is_key",
-        "_text",
+        "_tail",
         "_value",
     )
 
     def __init__(self) -> None:
-        self._text = ""
+        self._pieces: list[str] = []
+        self._length = 0
+        self._tail = ""
+        """The text from ``_pending`` to the end: what the next scan starts with."""
         self._scanned = 0
         self._frames: list[_Frame] = []
         self._in_string = False
@@ -102,7 +111,10 @@ class PartialJson:
     @property
     def text(self) -> str:
         """The raw text received so far."""
-        return self._text
+        pieces = self._pieces
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else ""
 
     @property
     def value(self) -> dict[str, Any]:
@@ -120,11 +132,12 @@ class PartialJson:
         """
         if not fragment:
             return self._value
-        self._text += fragment
+        self._pieces.append(fragment)
+        self._length += len(fragment)
         if self._broken:
             return self._value
-        self._scan()
-        length = len(self._text)
+        self._scan(fragment)
+        length = self._length
         if length > LIVE_PARSE_FULL_UNTIL and length - self._parsed_length < length // 16:
             return self._value
         completed = self._completion()
@@ -138,11 +151,15 @@ class PartialJson:
                 self._parsed_length = length
         return self._value
 
-    def _scan(self) -> None:
-        text = self._text
+    def _scan(self, fragment: str) -> None:
+        # ``text`` is the unscanned rest: the pending escape or literal, then the
+        # new fragment; ``base`` is its offset in the whole text.
+        base = self._pending if self._pending is not None else self._scanned
+        text = self._tail + fragment
         end = len(text)
-        i = self._pending if self._pending is not None else self._scanned
+        i = 0
         self._pending = None
+        self._tail = ""
         frames = self._frames
         while i < end:
             if self._in_string:
@@ -159,7 +176,8 @@ class PartialJson:
                 # A backslash: the escape is complete once its characters are here.
                 size = 6 if j + 1 < end and text[j + 1] == "u" else 2
                 if j + size > end:
-                    self._pending = j
+                    self._pending = base + j
+                    self._tail = text[j:]
                     i = end
                     break
                 i = j + size
@@ -175,7 +193,7 @@ class PartialJson:
                 if char not in "{[":
                     self._broken = True
                     return
-                frames.append(_Frame(char == "{", i + 1))
+                frames.append(_Frame(char == "{", base + i + 1))
                 i += 1
                 continue
             frame = frames[-1]
@@ -196,7 +214,7 @@ class PartialJson:
                 i += 1
             elif char == "," and state == _NEXT:
                 frame.state = _KEY if frame.is_object else _VALUE
-                frame.cut = i
+                frame.cut = base + i
                 i += 1
             elif (
                 char in "}]"
@@ -216,7 +234,7 @@ class PartialJson:
                 i += 1
             elif char in "{[" and state in (_VALUE, _VALUE_OR_END):
                 frame.state = _IN_VALUE
-                frames.append(_Frame(char == "{", i + 1))
+                frames.append(_Frame(char == "{", base + i + 1))
                 i += 1
             elif state in (_VALUE, _VALUE_OR_END):
                 match = _LITERAL_RUN.match(text, i)
@@ -225,7 +243,8 @@ class PartialJson:
                     return
                 if match.end() == end:
                     # The literal may continue in the next fragment.
-                    self._pending = i
+                    self._pending = base + i
+                    self._tail = text[i:]
                     i = end
                     break
                 frame.state = _NEXT
@@ -233,14 +252,14 @@ class PartialJson:
             else:
                 self._broken = True
                 return
-        self._scanned = i
+        self._scanned = base + i
 
     def _completion(self) -> str | None:
         """Return the text completed into valid JSON, or None when nothing is readable."""
         frames = self._frames
         if not frames:
-            return self._text if self._root_closed else None
-        text = self._text
+            return self.text if self._root_closed else None
+        text = self.text
         frame = frames[-1]
         if self._in_string:
             if self._string_is_key:

@@ -41,7 +41,9 @@ from typing import TYPE_CHECKING
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
         resolve_location,
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
-    from pi_durable_tui.app._startup_errors import describe_startup_error
+    from pi_durable_tui.app._startup_errors import describe_run_failure, describe_startup_error
     from pi_durable_tui.app.agent import (
         CODING_PROMPT,
         DEMOS,
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
         HeadlessMode,
         ModelChoiceError,
         ModelSelection,
+        PermissionChoices,
         RedactedWriter,
         SettingsFiles,
         SubagentArgs,
@@ -92,6 +95,7 @@ if TYPE_CHECKING:
     from pi_durable_tui.app.files import (
         ContextFile,
         NoSession,
+        SessionPathError,
         SessionUnavailable,
         SettingsError,
         StoredSession,
@@ -137,6 +141,7 @@ _LAZY: dict[str, str] = {
     "output_redactor": "agent",
     "ModelChoiceError": "agent",
     "ModelSelection": "agent",
+    "PermissionChoices": "agent",
     "build_models": "agent",
     "choose_model": "agent",
     "list_models_text": "agent",
@@ -145,6 +150,7 @@ _LAZY: dict[str, str] = {
     "LiveScreenModel": "screen",
     "start_screen": "screen",
     "NoSession": "files",
+    "SessionPathError": "files",
     "SessionUnavailable": "files",
     "StoredSession": "files",
     "list_sessions": "files",
@@ -152,6 +158,7 @@ _LAZY: dict[str, str] = {
     "new_session_path": "files",
     "newest_session": "files",
     "sessions_dir": "files",
+    "describe_run_failure": "_startup_errors",
     "describe_startup_error": "_startup_errors",
     "SUBAGENTS": "agent",
     "SubagentArgs": "agent",
@@ -177,7 +184,9 @@ __all__ = [
     "AgentController",
     "AppOptions",
     "AppSettings",
+    "ApprovalQuestion",
     "Block",
+    "CommandInfo",
     "ContextFile",
     "Controller",
     "ConversationInfo",
@@ -195,12 +204,14 @@ __all__ = [
     "Notice",
     "NoticeLevel",
     "OpeningSession",
+    "PermissionChoices",
     "QueueItem",
     "RedactedWriter",
     "RemoteUnavailable",
     "ScreenModel",
     "SessionInfo",
     "SessionNotOpened",
+    "SessionPathError",
     "SessionUnavailable",
     "SettingsError",
     "SettingsFiles",
@@ -214,6 +225,7 @@ __all__ = [
     "ViewChange",
     "build_models",
     "choose_model",
+    "describe_run_failure",
     "describe_startup_error",
     "discover_context_files",
     "export_main",

@@ -27,7 +27,9 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -187,6 +189,11 @@ class OpeningSession:
         """The session's trust question; none while it opens."""
         return None if self._model is None else self._model.trust_question
 
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The session's call waiting for a decision; none while it opens."""
+        return None if self._model is None else self._model.approval
+
     def block(self, key: str) -> Block | None:
         """The loaded block with this key (none while it opens)."""
         return None if self._model is None else self._model.block(key)
@@ -263,6 +270,14 @@ class OpeningSession:
         """Write the transcript once the session is open."""
         return await (await self._controlled()).export(fmt, path)
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom commands; none until the session is open."""
+        return [] if self._controller is None else self._controller.custom_commands()
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Run a custom command once the session is open."""
+        await (await self._controlled()).run_custom_command(name, arguments)
+
     def skills(self) -> list[SkillInfo]:
         """The skills; none until the session is open."""
         return [] if self._controller is None else self._controller.skills()
@@ -283,6 +298,10 @@ class OpeningSession:
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Answer a trust question once the session is open."""
         await (await self._controlled()).answer_trust(question_id, trusted)
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Decide a waiting call once the session is open."""
+        await (await self._controlled()).decide(call_id, choice, message)
 
     async def close(self) -> None:
         """Stop the opening or close the session; safe to call twice and concurrently."""

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     Footer,
     ModelChoice,
@@ -80,6 +82,11 @@ class ScreenModel(Protocol):
     @property
     def trust_question(self) -> TrustQuestion | None:
         """Project settings that widen powers and wait for the user (issue 13), if any."""
+        ...
+
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The oldest tool call of the shown conversation waiting for a decision, if any."""
         ...
 
     def block(self, key: str) -> Block | None:
@@ -158,6 +165,19 @@ class Controller(Protocol):
         """Write the transcript; returns the path written."""
         ...
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom slash commands (Markdown files), sorted by name."""
+        ...
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Send the custom command ``name`` filled with ``arguments``, as ``submit`` sends.
+
+        Raises:
+            LookupError: Its file is gone.
+            ValueError: Its file cannot be used (the message names it).
+        """
+        ...
+
     def skills(self) -> list[SkillInfo]:
         """The skills the system prompt lists; unusable skill files become notices."""
         ...
@@ -180,6 +200,10 @@ class Controller(Protocol):
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Trust (or not) the project settings content ``question_id`` (``y``/``n``)."""
+        ...
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Decide a call waiting for approval: ``once``, ``session``, ``project`` or ``deny``."""
         ...
 
     async def close(self) -> None:

@@ -60,6 +60,15 @@ def terminal_safe(text: str) -> str:
     return _CONTROL.sub("", _SEQUENCE.sub("", text))
 
 
+def visible_controls(text: str) -> str:
+    r"""``text`` with each control character (but newline and tab) shown as ``\xNN`` text.
+
+    The escaped form, for files a person may read in a terminal or a browser
+    (exports): nothing is lost, nothing is obeyed.
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def terminal_safe_json(value: Any) -> Any:
     """``value`` with every string in it (keys too) through ``terminal_safe``."""
     if isinstance(value, str):

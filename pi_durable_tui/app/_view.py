@@ -217,7 +217,23 @@ class ModelChoice(TerminalSafe):
     context_window: int = 0
     reasoning: bool = False
     configured: bool = True
-    """False when the provider has no API key; shown dimmed with a hint."""
+    """False when the provider has no API key; shown with the variable to set."""
+    missing_key: str | None = None
+    """The environment variable to set (``ANTHROPIC_API_KEY``) when not configured."""
+
+    @property
+    def setup_hint(self) -> str:
+        """What to do to use this model when its key is missing (issue 12)."""
+        return missing_key_hint(self.ref, self.missing_key or "its provider's API key")
+
+
+def missing_key_hint(ref: str, variable: str) -> str:
+    """One sentence: which variable a model needs, and the other way (a local server)."""
+    return (
+        f"{ref} needs {variable}: export {variable}=... and start pidurable again, or "
+        'declare a local server under "providers" in .pidurable/settings.json '
+        "(README: Models and keys)."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +245,43 @@ class SkillInfo:
     path: str
     source: str
     """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandInfo:
+    """A custom slash command (a Markdown file), for completion and help."""
+
+    name: str
+    argument_hint: str
+    description: str
+    source: str
+    """``project``, ``user`` or ``claude`` (the directory it was found in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalQuestion:
+    """A tool call that waits for the user's decision (issue 13, DESIGN.md 7).
+
+    The request is committed before the screen shows it, so after a crash
+    ``--continue`` shows the same question again.
+
+    Attributes:
+        call_id: The tool call's ID (decisions name it).
+        tool: The tool's name.
+        argument: Its main argument: the full command, the path (terminal-safe).
+        reason: Why it needs a decision (``bash in auto-edit mode``, a protected path).
+        mode: The permission mode in force.
+        protected: Whether it touches pidurable's own files (asked in every mode).
+        suggestion: The rule ``a``/``p`` would add (``bash(make test)``), if any.
+    """
+
+    call_id: str
+    tool: str
+    argument: str
+    reason: str
+    mode: str
+    protected: bool = False
+    suggestion: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,3 +321,5 @@ class ViewChange:
     notices: bool = False
     trust: bool = False
     """A trust question appeared or was answered (``ScreenModel.trust_question``)."""
+    approval: bool = False
+    """The calls waiting for a decision changed (``ScreenModel.approval``)."""

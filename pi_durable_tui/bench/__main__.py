@@ -12,6 +12,10 @@ BENCHMARKS = {
     "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
     "turn": ("pi_durable_tui.bench.agent_turn", "one tool round against one Session commit"),
     "stream": ("pi_durable_tui.bench.agent_stream", "a streamed answer through the harness vs raw"),
+    "large-message": (
+        "pi_durable_tui.bench.large_message",
+        "1 and 4 MB answers and tool arguments through print mode: growth ratios",
+    ),
     "tool-output": (
         "pi_durable_tui.bench.agent_tool_output",
         "1 GiB of bash output through the harness vs cat",

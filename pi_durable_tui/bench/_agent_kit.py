@@ -4,13 +4,16 @@
 ``directory``, a harness with the coding tools and a ``LocalEnv`` rooted there,
 and the root conversation on the faux model; ``close()`` ends it. ``CommitCounter``
 counts the commits a workload makes (and the document bytes they write) through
-the session's publications.
+the session's publications. ``pidurable_home(path)`` points this process's
+``PIDURABLE_HOME`` at a directory for a block (the app layer reads it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,3 +100,17 @@ def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
     return ordered[index]
+
+
+@contextlib.contextmanager
+def pidurable_home(home: Path) -> Iterator[None]:
+    """Point ``PIDURABLE_HOME`` of this process at ``home`` for the block (app reads it)."""
+    previous = os.environ.get("PIDURABLE_HOME")
+    os.environ["PIDURABLE_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["PIDURABLE_HOME"]
+        else:
+            os.environ["PIDURABLE_HOME"] = previous

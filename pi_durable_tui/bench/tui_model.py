@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pi_durable_tui.app import (
+    ApprovalQuestion,
     Block,
+    CommandInfo,
     ConversationInfo,
     ExportFormat,
     Footer,
@@ -55,6 +57,7 @@ class StaticScreenModel:
         self.busy = False
         self.notices: list[Notice] = []
         self.trust_question: TrustQuestion | None = None
+        self.approval: ApprovalQuestion | None = None
         self._listeners: list[Callable[[ViewChange], None]] = []
 
     @property
@@ -111,7 +114,7 @@ class StaticScreenModel:
     def set(self, **values: Any) -> None:
         """Set ``queue``, ``tasks``, ``footer``, ``status``, ``busy`` or the notices.
 
-        The notices are ``notices`` and ``trust_question``.
+        The notices are ``notices``, ``trust_question`` and ``approval``.
         """
         for name, value in values.items():
             setattr(self, name, list(value) if name in ("queue", "tasks", "notices") else value)
@@ -123,6 +126,7 @@ class StaticScreenModel:
                 status="status" in values or "busy" in values,
                 notices="notices" in values,
                 trust="trust_question" in values,
+                approval="approval" in values,
             )
         )
 
@@ -153,6 +157,7 @@ class RecordingController:
         paths: What ``complete_path`` filters by prefix.
         prompts: What ``history`` returns.
         skill_list: What ``skills`` returns.
+        command_list: What ``custom_commands`` returns.
         fail: Names of actions that raise ``RuntimeError``.
         settings_refreshes: How often the screen asked to re-read the settings.
     """
@@ -169,6 +174,7 @@ class RecordingController:
     paths: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     skill_list: list[SkillInfo] = field(default_factory=list)
+    command_list: list[CommandInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
     settings_refreshes: int = 0
 
@@ -252,6 +258,14 @@ class RecordingController:
         self._record("export", fmt, path)
         return path or f"transcript.{fmt}"
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """Return ``command_list``."""
+        return list(self.command_list)
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Record a custom command."""
+        self._record("run_custom_command", name, arguments)
+
     def skills(self) -> list[SkillInfo]:
         """Return ``skill_list``."""
         return list(self.skill_list)
@@ -273,6 +287,12 @@ class RecordingController:
         self._record("answer_trust", question_id, trusted)
         if self.model is not None:
             self.model.set(trust_question=None)
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Record the decision; the call no longer waits (``approval`` clears)."""
+        self._record("decide", call_id, choice, message)
+        if self.model is not None:
+            self.model.set(approval=None)
 
     async def close(self) -> None:
         """Record the close."""

@@ -25,17 +25,17 @@ machine hits them all alike.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pi_durable_tui
 from pi_durable_tui.app import AgentApp, AppOptions
+from pi_durable_tui.bench._agent_kit import pidurable_home
 from pi_durable_tui.bench._pty_launch import Launch, launch_until
 from pi_durable_tui.kernel import Tx
 
@@ -129,23 +129,9 @@ class _Workspace:
     def seeded(self, entries: int) -> tuple[Path, Path]:
         """A project and home whose one session holds ``entries`` user entries."""
         project, home = self.fresh(f"seeded{entries}")
-        with _pidurable_home(home):
+        with pidurable_home(home):
             asyncio.run(_seed(project, self.script, entries))
         return project, home
-
-
-@contextlib.contextmanager
-def _pidurable_home(home: Path) -> Iterator[None]:
-    """Point ``PIDURABLE_HOME`` of this process at ``home`` for the block (app reads it)."""
-    previous = os.environ.get("PIDURABLE_HOME")
-    os.environ["PIDURABLE_HOME"] = str(home)
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ["PIDURABLE_HOME"]
-        else:
-            os.environ["PIDURABLE_HOME"] = previous
 
 
 async def _seed(project: Path, script: Path, entries: int) -> None:

@@ -144,6 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="run the tools on another host: ssh://user@host[:port]/path ('local': here)",
     )
+    parser.add_argument(
+        "--permission-mode",
+        choices=("plan", "ask", "auto-edit", "auto"),
+        help="what runs without asking: plan (reads only), ask, auto-edit (default), auto",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="allow calls matching RULE without asking, e.g. 'bash(make test)' (repeatable)",
+    )
+    parser.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="refuse calls matching RULE, e.g. 'bash(curl:*)' (repeatable; wins over --allow)",
+    )
     parser.add_argument("--request-id", metavar="ID", help="with -p: make the prompt idempotent")
     parser.add_argument("--list-models", action="store_true", help="list the known models")
     parser.add_argument(

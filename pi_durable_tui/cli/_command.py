@@ -167,9 +167,10 @@ def _locate(args: argparse.Namespace) -> None:
 def _startup_failed(error: Exception, message: str | None) -> int:
     if message is None:
         raise error
-    from pi_durable_tui.app import output_redactor
+    from pi_durable_tui.app import output_redactor, terminal_safe
 
-    sys.stderr.write(f"pidurable: {output_redactor().text(message)}\n")
+    # The message may quote a settings file the model wrote: no key, no sequence.
+    sys.stderr.write(f"pidurable: {terminal_safe(output_redactor().text(message))}\n")
     return EXIT_USAGE
 
 
@@ -181,8 +182,14 @@ def _import_session_layers() -> None:
 
 
 def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, PermissionChoices
 
+    permissions = PermissionChoices(
+        mode=args.permission_mode,
+        allow=tuple(args.allow),
+        deny=tuple(args.deny),
+        interactive=args.prompt is None,
+    )
     return AppOptions(
         cwd=os.getcwd(),
         session=session,
@@ -192,6 +199,7 @@ def _app_options(args: argparse.Namespace, session: str | None) -> AppOptions:
         faux_script=args.faux_script,
         demo=args.demo,
         env=args.env,
+        permissions=permissions,
     )
 
 
@@ -229,7 +237,13 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
         mode=args.mode,
         request_id=args.request_id,
     )
-    status = await signals.guarded(work, app.close)
+    try:
+        status = await signals.guarded(work, app.close)
+    except Exception as error:  # a commit failed: a full disk, another client's lock...
+        from pi_durable_tui.app import describe_run_failure
+
+        line = describe_run_failure(error, app.store, app.session_id, _continue_hint(args))
+        return _startup_failed(error, line)
     if status is None:
         return signals.stopped(signals.received, _continue_hint(args))
     return status

@@ -17,11 +17,13 @@ Usage::
     await harness.close()
 
 This module is its one public face: every name below is imported from here.
-Behind it the harness has eight parts (sub-packages of private modules, each
+Behind it the harness has nine parts (sub-packages of private modules, each
 with a face of its own that the other parts import) and a few private modules
 of its own. They stack in levels; each imports only levels listed before it, so
 imports run one way:
 
+0. ``permissions/``: the permission engine (modes, rules, protected paths, the
+   read-only command reader; pure, it imports nothing else of the harness);
 1. ``_errors``, ``_settings``, ``_submission_types``: the error tree, run policy,
    and what a host submits; ``context/``: the model's context, the system prompt
    and the request (pure, it imports nothing else of the harness);
@@ -81,6 +83,7 @@ from pi_durable_tui.harness.extensions import (
     SectionInput,
     SectionWrapper,
     Tool,
+    ToolAccess,
     ToolApi,
     ToolBlock,
     ToolCallInfo,
@@ -100,12 +103,27 @@ from pi_durable_tui.harness.extensions import (
     wrap_section,
     wrap_tool,
 )
+from pi_durable_tui.harness.permissions import (
+    MODES,
+    Decision,
+    PermissionCall,
+    PermissionMode,
+    PermissionPolicy,
+    PermissionSettings,
+    Rule,
+    RuleError,
+    RuleSpec,
+    decide,
+    is_read_only_command,
+    parse_rule,
+)
 from pi_durable_tui.harness.state import (
     AGENT_DOC,
     ASSISTANT,
     COMPACTION,
     INBOX_DOC,
     LIVE_DOC,
+    PERMISSIONS_DOC,
     PROVIDER_DOC,
     RESET,
     SYSTEM,
@@ -120,7 +138,14 @@ from pi_durable_tui.harness.state import (
     configure,
     text_of,
 )
-from pi_durable_tui.harness.tool import OutputChange, ProgressThrottle, ToolOutputBuffer
+from pi_durable_tui.harness.tool import (
+    CHOICES,
+    Choice,
+    DecisionRejected,
+    OutputChange,
+    ProgressThrottle,
+    ToolOutputBuffer,
+)
 from pi_durable_tui.harness.views import (
     EventStream,
     UnknownConversation,
@@ -132,9 +157,12 @@ from pi_durable_tui.harness.views import (
 __all__ = [
     "AGENT_DOC",
     "ASSISTANT",
+    "CHOICES",
     "COMPACTION",
     "INBOX_DOC",
     "LIVE_DOC",
+    "MODES",
+    "PERMISSIONS_DOC",
     "PROVIDER_DOC",
     "RESET",
     "SYSTEM",
@@ -145,11 +173,14 @@ __all__ = [
     "AgentChange",
     "BoundConversation",
     "BoundedText",
+    "Choice",
     "CompactionSettings",
     "ContextView",
     "Continue",
     "Conversation",
     "ConversationBusy",
+    "Decision",
+    "DecisionRejected",
     "Diagnostic",
     "EntryDraft",
     "EntryMessage",
@@ -167,6 +198,10 @@ __all__ = [
     "Input",
     "OutputChange",
     "OutputLimits",
+    "PermissionCall",
+    "PermissionMode",
+    "PermissionPolicy",
+    "PermissionSettings",
     "ProgressSettings",
     "ProgressThrottle",
     "Registry",
@@ -174,6 +209,9 @@ __all__ = [
     "RegistrySnapshot",
     "ResolvedAgent",
     "RetrySettings",
+    "Rule",
+    "RuleError",
+    "RuleSpec",
     "SchemaArguments",
     "Section",
     "SectionInput",
@@ -182,6 +220,7 @@ __all__ = [
     "Submission",
     "SubmissionRejected",
     "Tool",
+    "ToolAccess",
     "ToolApi",
     "ToolBlock",
     "ToolCallInfo",
@@ -200,11 +239,14 @@ __all__ = [
     "bound_text",
     "configure",
     "create_registry",
+    "decide",
     "define_extension",
     "define_task",
     "define_tool",
     "format_size",
     "hook",
+    "is_read_only_command",
+    "parse_rule",
     "schema_parameters",
     "section",
     "text_of",

@@ -40,7 +40,14 @@ from pi_durable_tui.harness.conversations import (
     withdraw,
 )
 from pi_durable_tui.harness.extensions import BUILTIN_TASKS, HarnessTask, Registry
+from pi_durable_tui.harness.permissions import PermissionMode, PermissionPolicy
 from pi_durable_tui.harness.state import USAGE_DOC, AgentChange, total_usage
+from pi_durable_tui.harness.tool import (
+    Choice,
+    commit_decision,
+    session_policy,
+    set_session_mode,
+)
 from pi_durable_tui.kernel import (
     Clock,
     CloseReason,
@@ -307,6 +314,44 @@ class Harness:
         self._services.check_open()
         self._services.session.resume()
         await self._services.session.wait_for_idle()
+
+    # -- permissions (issue 13) --
+
+    async def decide(
+        self,
+        conversation_id: int,
+        call_id: str,
+        choice: Choice,
+        *,
+        message: str | None = None,
+        rule: str | None = None,
+    ) -> None:
+        """Commit the user's decision on a call waiting for one; the call then goes on.
+
+        Args:
+            conversation_id: The conversation of the call.
+            call_id: The tool call's ID.
+            choice: ``once``, ``session`` (an allow rule for this session),
+                ``project`` (the same; the host writes the project's settings) or ``deny``.
+            message: With ``deny``: what the model is told besides the refusal.
+            rule: The rule ``session``/``project`` adds (default: the request's suggestion).
+
+        Raises:
+            DecisionRejected: The call is not waiting for a decision.
+        """
+        self._services.check_open()
+        await commit_decision(
+            self._services, conversation_id, call_id, choice, message=message, rule=rule
+        )
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Commit the session's permission mode (it wins over the settings' mode)."""
+        self._services.check_open()
+        await set_session_mode(self._services, mode)
+
+    async def permission_policy(self) -> PermissionPolicy:
+        """The mode and rules in force now (the settings and the session's choices)."""
+        return await session_policy(self._services)
 
     # -- reads (never start scheduling) --
 

@@ -155,6 +155,8 @@ class HarnessServices:
     """The newest active range read per conversation (R127): later reads scan only newer entries."""
     validated: ValidatedMessages = field(default_factory=ValidatedMessages)
     """Stored messages already validated for a request (R127): later requests reuse them."""
+    approvals: dict[int, asyncio.Event] = field(default_factory=dict)
+    """Per tool task waiting for a permission decision: set when one is committed."""
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
     _entries: OrderedDict[int, StoredEntry] = field(default_factory=OrderedDict)

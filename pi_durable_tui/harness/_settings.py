@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pi_durable_tui.ai import AssistantMessage, is_retryable_error, retry_after_ms
+from pi_durable_tui.harness.permissions import PermissionSettings
 
 
 class _Section(BaseModel):
@@ -65,6 +66,8 @@ class Settings(_Section):
     context_retention_ms: int = Field(default=600000, ge=0)
     extensions: list[str] | None = None
     """The host default extension selection; ``None`` means every installed one (R30)."""
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)
+    """The permission engine's mode, rules and protected paths (issue 13; default: all run)."""
 
 
 SettingsSource = Settings | Callable[[], Settings]

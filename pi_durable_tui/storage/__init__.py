@@ -14,6 +14,7 @@ from pi_durable_tui.storage.errors import (
     StorageError,
     StoragePoisoned,
     StorageRejected,
+    StoreBusy,
     StoreLocked,
 )
 from pi_durable_tui.storage.json_ops import Json, JsonObject, Op, apply_ops
@@ -107,6 +108,7 @@ __all__ = [
     "StorageError",
     "StoragePoisoned",
     "StorageRejected",
+    "StoreBusy",
     "StoreLock",
     "StoreLocked",
     "StoredEntry",

@@ -8,6 +8,7 @@ The tree::
     │   └── InvalidCursor         a cursor that this backend did not make for this scan
     ├── StorageCorrupted          the store's files are damaged or incomplete; open fails
     ├── StoreLocked               another process holds the store's single-writer lock
+    ├── StoreBusy                 another SQLite client holds the file's write lock at open
     ├── StoragePoisoned           an earlier write failed midway; reopen the store
     └── StorageClosed             the backend was closed
 
@@ -39,6 +40,10 @@ class StorageCorrupted(StorageError):
 
 class StoreLocked(StorageError):
     """Another live process holds the store's single-writer lock."""
+
+
+class StoreBusy(StorageError):
+    """Another SQLite client (not a pidurable) held the file's write lock past the open timeout."""
 
 
 class StoragePoisoned(StorageError):

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field
 
 from pi_durable_tui.env import FileError, OutputStream, SkippedOutput, SpillPolicy
-from pi_durable_tui.harness import OutputLimits, Tool, ToolApi, ToolResult, define_tool
+from pi_durable_tui.harness import (
+    OutputLimits,
+    Tool,
+    ToolAccess,
+    ToolApi,
+    ToolResult,
+    define_tool,
+)
 from pi_durable_tui.tools._read_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 
 DESCRIPTION = (
@@ -103,4 +110,5 @@ def create_bash_tool(
         parameters=BashArgs,
         execute=execute,
         output=OutputLimits(DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, "tail"),
+        access=ToolAccess("command", lambda args: args.command),
     )

@@ -22,6 +22,7 @@ from pi_durable_tui.tools._edit_engine import (
     apply_edits,
     repair_edit_arguments,
 )
+from pi_durable_tui.tools._paths import PATH_ACCESS
 from pi_durable_tui.tools._workspace import MUTATIONS, AllowOutside, check_inside, resolve_tool_path
 
 DESCRIPTION = (
@@ -107,4 +108,5 @@ def create_edit_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[EditArg
         parameters=EditArgs,
         execute=execute,
         prepare_arguments=repair_edit_arguments,
+        access=PATH_ACCESS,
     )

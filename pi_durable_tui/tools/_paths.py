@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
+
+from pi_durable_tui.harness import ToolAccess
 
 UNICODE_SPACES = "\u00a0" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u202f\u205f\u3000"
 """The Unicode space characters that tools read as a plain space (U+00A0,
@@ -27,6 +30,15 @@ _TO_PLAIN_SPACE = str.maketrans(dict.fromkeys(UNICODE_SPACES, " "))
 _NARROW_NO_BREAK_SPACE = "\u202f"
 _AM_PM = re.compile(r" (AM|PM)\.", re.IGNORECASE)
 _RIGHT_SINGLE_QUOTE = "\u2019"
+
+
+def path_access(args: Any) -> str:
+    """The main argument the permission engine matches for a path tool (issue 13)."""
+    return normalize_tool_path(str(args.path))
+
+
+PATH_ACCESS = ToolAccess("path", path_access)
+"""How ``read``, ``write`` and ``edit`` declare their main argument to the permission engine."""
 
 
 def normalize_tool_path(raw: str) -> str:

@@ -19,7 +19,7 @@ from pi_durable_tui.ai import ImageContent, TextContent
 from pi_durable_tui.env import FileError
 from pi_durable_tui.harness import OutputLimits, Tool, ToolApi, ToolResult, define_tool, format_size
 from pi_durable_tui.tools._file_kinds import SNIFF_BYTES, looks_binary, sniff_image
-from pi_durable_tui.tools._paths import read_path_variants
+from pi_durable_tui.tools._paths import PATH_ACCESS, read_path_variants
 from pi_durable_tui.tools._read_window import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LINES,
@@ -141,6 +141,8 @@ def create_read_tool() -> Tool[ReadArgs]:
         parameters=ReadArgs,
         execute=_execute,
         replay="safe",
+        read_only=True,
+        access=PATH_ACCESS,
         # REMINDER: the window is bounded before numbering; the numbers must not make
         # the harness bound it a second time (R97).
         output=OutputLimits(

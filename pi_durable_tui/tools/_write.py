@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from pi_durable_tui.harness import Tool, ToolApi, ToolResult, define_tool
+from pi_durable_tui.tools._paths import PATH_ACCESS
 from pi_durable_tui.tools._workspace import MUTATIONS, AllowOutside, check_inside, resolve_tool_path
 
 DESCRIPTION = (
@@ -52,4 +53,6 @@ def create_write_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[WriteA
             details={"path": display, "size": size, "preview": args.content[:PREVIEW_BYTES]},
         )
 
-    return define_tool("write", description=DESCRIPTION, parameters=WriteArgs, execute=execute)
+    return define_tool(
+        "write", description=DESCRIPTION, parameters=WriteArgs, execute=execute, access=PATH_ACCESS
+    )

@@ -9,7 +9,8 @@ goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
 Project settings that widen powers and wait for the user (issue 13) show as the
-trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes;
+trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes, and the
+approval prompt (``_approval_prompt``) whenever a call waits for a decision;
 the screen asks the controller to re-read the settings files every second, so
 an edit made while the agent is idle is asked about too.
 
@@ -29,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
 
@@ -41,11 +42,12 @@ from pi_durable_tui.app import (
     SessionInfo,
     ViewChange,
 )
+from pi_durable_tui.tui._approval_prompt import ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
-    COMMANDS,
     SESSIONS_TITLE,
     CommandError,
+    all_commands,
     as_message,
     fork_from_picker,
     parse_command,
@@ -80,7 +82,8 @@ class ModelChanged(Message):
 _KEPT_NOTICES = 20
 SETTINGS_POLL = 1.0
 """Seconds between two checks of the settings files while the screen runs."""
-HINTS = f"/model /agents /compact /tasks · {FOLLOW_UP_FALLBACK} follow-up · F1 help"
+HINTS = f"F1 help · {FOLLOW_UP_FALLBACK} follow-up · /model /agents /compact /tasks"
+"""Key hints of the footer, the most needed first: a narrow footer cuts the end."""
 
 
 class PidurableApp(KeyActions, GuardedApp):
@@ -136,6 +139,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
         self._trust_screen: TrustScreen | None = None
+        self._approval_screen: ApprovalScreen | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -144,7 +148,11 @@ class PidurableApp(KeyActions, GuardedApp):
         self.status_line = StatusLine(id="status")
         self.completion_menu = CompletionMenu(id="completion")
         self.editor = PromptEditor(
-            self.completion_menu, controller.complete_path, controller.history, id="editor"
+            self.completion_menu,
+            controller.complete_path,
+            controller.history,
+            custom_commands=controller.custom_commands,
+            id="editor",
         )
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
@@ -162,7 +170,9 @@ class PidurableApp(KeyActions, GuardedApp):
 
     def on_mount(self) -> None:
         """Show the model's current state, subscribe to its changes, focus the editor."""
-        self.apply_change(ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True))
+        self.apply_change(
+            ViewChange(queue=True, tasks=True, footer=True, status=True, trust=True, approval=True)
+        )
         for problem in self._startup_problems:
             self.notice("warning", problem)
         self._unsubscribe = self.model.subscribe(self._changed)
@@ -227,6 +237,31 @@ class PidurableApp(KeyActions, GuardedApp):
             self._show_notices()
         if change.trust:
             self._ask_trust()
+        if change.approval:
+            self._ask_approval()
+
+    def _ask_approval(self) -> None:
+        """Show the oldest call waiting for a decision (once); take down a decided one."""
+        question = self.model.approval
+        shown = self._approval_screen
+        if shown is not None:
+            if question is not None and shown.question.call_id == question.call_id:
+                return
+            self._approval_screen = None  # decided (here or elsewhere), or aborted
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
+            return
+        screen = ApprovalScreen(question)
+        self._approval_screen = screen
+
+        def decided(choice: str | None) -> None:
+            if self._approval_screen is screen:
+                self._approval_screen = None
+            if choice is not None:
+                self.call("decide", lambda: self.controller.decide(question.call_id, choice))
+
+        self.push_screen(screen, decided)
 
     def _ask_trust(self) -> None:
         """Show the waiting trust question (once), or take down one that was answered."""
@@ -253,16 +288,26 @@ class PidurableApp(KeyActions, GuardedApp):
 
     # -- notices and controller calls ---------------------------------------------------
 
-    def notice(self, level: NoticeLevel, text: str) -> None:
+    def notice(self, level: NoticeLevel, text: str) -> int:
         """Show a screen notice (one line, transient) next to the model's.
 
         Args:
             level: ``info``, ``warning`` or ``error``.
             text: The sentence.
+
+        Returns:
+            The notice's id (for ``drop_notice``).
         """
         ids = [notice.id for notice in self._local_notices]
-        self._local_notices.append(Notice(level, text, id=min([0, *ids]) - 1))
+        notice_id = min([0, *ids]) - 1
+        self._local_notices.append(Notice(level, text, id=notice_id))
         del self._local_notices[:-_KEPT_NOTICES]
+        self._show_notices()
+        return notice_id
+
+    def drop_notice(self, notice_id: int) -> None:
+        """Take one of the screen's own notices away before it expires."""
+        self._local_notices = [n for n in self._local_notices if n.id != notice_id]
         self._show_notices()
 
     def _show_notices(self) -> None:
@@ -335,17 +380,46 @@ class PidurableApp(KeyActions, GuardedApp):
         """
         return await self.pick(SESSIONS_TITLE, session_items(sessions))
 
+    # -- typed text always reaches the editor (issue 12) ---------------------------------
+
+    async def on_event(self, event: events.Event) -> None:
+        """See every key first: any key but Ctrl+C makes the exit hint stale."""
+        if isinstance(event, events.Key) and event.key != "ctrl+c":
+            self.drop_exit_hint()
+        elif isinstance(event, events.Paste) and self._typing_goes_astray():
+            # A paste into a panel would be dropped: the editor takes it.
+            self.editor.focus()
+            self.editor.paste_text(event.text)
+            return
+        await super().on_event(event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key no widget took (a panel had the focus) goes into the editor."""
+        if event.is_printable and event.character and self._typing_goes_astray():
+            event.stop()
+            self.editor.focus()
+            self.editor.insert(event.character)
+
+    def _typing_goes_astray(self) -> bool:
+        # Only on the main screen: a picker's filter or the help take their own keys.
+        return len(self.screen_stack) == 1 and self.focused is not self.editor
+
+    def action_focus_editor(self) -> None:
+        """Give the focus back to the editor (Esc in a panel)."""
+        self.editor.focus()
+
     # -- what widgets ask for -----------------------------------------------------------
 
     @on(PromptEditor.Submitted)
     def _submitted(self, event: PromptEditor.Submitted) -> None:
         text, follow_up = event.text, event.follow_up
         try:
-            parsed = parse_command(text)
+            parsed = parse_command(text, self.controller.custom_commands())
         except CommandError as error:
             self.notice("error", str(error))
             return
         self.editor.clear_input()
+        self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed
             self.call(f"/{command.name}", lambda: command.run(self, arg))
@@ -360,6 +434,10 @@ class PidurableApp(KeyActions, GuardedApp):
     @on(PromptEditor.ExitRequested)
     def _exit_requested(self) -> None:
         self.exit()
+
+    @on(PromptEditor.JumpRequested)
+    def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:
+        self.action_jump_transcript(event.direction)
 
     @on(Withdraw)
     def _withdraw(self, event: Withdraw) -> None:
@@ -412,7 +490,8 @@ class PidurableApp(KeyActions, GuardedApp):
     def open_help(self) -> None:
         """Show the help screen (generated from the bindings and the command table)."""
         bindings = (type(self).BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS)
-        self.push_screen(HelpScreen(key_rows(bindings), COMMANDS))
+        commands = all_commands(self.controller.custom_commands())
+        self.push_screen(HelpScreen(key_rows(bindings), commands))
 
     def exit_app(self) -> None:
         """Leave the app."""

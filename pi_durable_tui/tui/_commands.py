@@ -5,18 +5,28 @@ that runs it against a ``CommandHost`` (the app, seen through the narrow protoco
 below so this module never imports it). A command is ``/`` followed by a lower
 case word at the start of the editor; ``/usr/bin ...`` (a path) and ``//text``
 are sent as messages (``//`` sends one slash), an unknown ``/word`` is an error
-so a typo never reaches the model (durable-behavior.md 5.2, issue 8).
+so a typo never reaches the model (durable-behavior.md 5.2, issue 8). Custom
+commands (Markdown files, issue 16) join the table at each use (``all_commands``):
+they complete, show in help and run like the built-in ones, which win a name clash.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, get_args
 
-from pi_durable_tui.app import Controller, ExportFormat, NoticeLevel, ScreenModel, SessionInfo
+from pi_durable_tui.app import (
+    CommandInfo,
+    Controller,
+    ExportFormat,
+    NoticeLevel,
+    ScreenModel,
+    SessionInfo,
+    TaskNode,
+)
 from pi_durable_tui.tui._picker import PickerItem
 from pi_durable_tui.tui._terminal_text import Content
 
@@ -36,8 +46,8 @@ class CommandHost(Protocol):
         """The view model (the fork picker lists its user blocks)."""
         ...
 
-    def notice(self, level: NoticeLevel, text: str) -> None:
-        """Show a one-line notice."""
+    def notice(self, level: NoticeLevel, text: str) -> int:
+        """Show a one-line notice; returns its id."""
         ...
 
     def set_editor_text(self, text: str) -> None:
@@ -115,23 +125,27 @@ async def _model(host: CommandHost, arg: str) -> None:
     if arg:
         await host.controller.set_model(arg)
         return
+    # A model without its key can be picked: picking it says what to set, rather
+    # than a disabled line where Enter did nothing (issue 12).
     items = [
         PickerItem(
             Content.assemble(
                 (choice.ref, "bold" if choice.configured else "$text-muted"),
                 (f"  {choice.name}", "$text-muted"),
                 ("  reasoning" if choice.reasoning else "", "$secondary"),
-                ("" if choice.configured else f"  (no API key for {choice.provider})", "$warning"),
+                ("" if choice.configured else f"  (set {choice.missing_key})", "$warning"),
             ),
-            choice.ref,
+            choice,
             search=f"{choice.ref} {choice.name}",
-            disabled=not choice.configured,
         )
         for choice in host.controller.models()
     ]
-    ref = await host.pick("Model", items)
-    if ref is not None:
-        await host.controller.set_model(ref)
+    chosen = await host.pick("Model", items)
+    if chosen is None:
+        return
+    if not chosen.configured:
+        raise CommandError(chosen.setup_hint)
+    await host.controller.set_model(chosen.ref)
 
 
 async def _compact(host: CommandHost, arg: str) -> None:
@@ -157,8 +171,36 @@ async def _agents(host: CommandHost, arg: str) -> None:
         await host.controller.switch_conversation(conversation_id)
 
 
+def _task_rows(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int, TaskNode]]:
+    for node in nodes:
+        yield depth, node
+        yield from _task_rows(node.children, depth + 1)
+
+
 async def _tasks(host: CommandHost, arg: str) -> None:
-    host.toggle_tasks()
+    # The one place the screen shows task ids and kinds (issue 12): everywhere else
+    # tasks and conversations go by their labels.
+    items = [
+        PickerItem(
+            Content.assemble(
+                ("  " * depth + node.label, "bold"),
+                f"  {node.status}",
+                (f"  {node.kind} · task {node.task_id}", "$text-muted"),
+                (
+                    ""
+                    if node.subagent_conversation_id is None
+                    else f" · conversation {node.subagent_conversation_id} (enter opens)",
+                    "$text-muted",
+                ),
+            ),
+            node.subagent_conversation_id,
+            search=f"{node.label} {node.kind} {node.task_id}",
+        )
+        for depth, node in _task_rows(host.model.tasks)
+    ]
+    conversation_id = await host.pick("Live tasks (ctrl+t shows or hides the tree)", items)
+    if conversation_id is not None:
+        await host.controller.switch_conversation(conversation_id)
 
 
 async def _fork(host: CommandHost, arg: str) -> None:
@@ -262,7 +304,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "[provider/model]", "Pick the model of the shown conversation", _model),
     Command("compact", "[instructions]", "Summarize earlier context now", _compact),
     Command("agents", "", "Switch to the main or a subagent conversation", _agents),
-    Command("tasks", "", "Show or hide the task tree", _tasks),
+    Command("tasks", "", "List the live tasks with their ids and kinds", _tasks),
     Command("fork", "", "Fork the conversation from an earlier message", _fork),
     Command("new", "", "Start a new session in this directory", _new),
     Command("resume", "", "Open another session of this directory", _resume),
@@ -273,14 +315,30 @@ COMMANDS: tuple[Command, ...] = (
     Command("quit", "", "Exit pidurable", _quit),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
-_COMMAND_LINE = re.compile(r"/([a-z][a-z-]*)(?:\s+(.*))?", re.DOTALL)
+_COMMAND_LINE = re.compile(r"/([A-Za-z0-9][A-Za-z0-9_.:-]*)(?:\s+(.*))?", re.DOTALL)
+_BUILT_IN_SHAPE = re.compile(r"[a-z][a-z-]*")
 
 
-def parse_command(text: str) -> tuple[Command, str] | None:
+def custom_command(info: CommandInfo) -> Command:
+    """The table row of a custom command: running it sends its file's text (issue 16)."""
+
+    async def run(host: CommandHost, arg: str) -> None:
+        await host.controller.run_custom_command(info.name, arg)
+
+    return Command(info.name, info.argument_hint, f"{info.description} ({info.source})", run)
+
+
+def all_commands(custom: Sequence[CommandInfo] = ()) -> list[Command]:
+    """The built-in commands, then the custom ones whose names they do not take."""
+    return [*COMMANDS, *(custom_command(c) for c in custom if c.name not in _BY_NAME)]
+
+
+def parse_command(text: str, custom: Sequence[CommandInfo] = ()) -> tuple[Command, str] | None:
     """Return the command a submitted text names, with its argument text.
 
     Args:
         text: What the user submitted.
+        custom: The custom commands (a built-in command of the same name wins).
 
     Returns:
         ``(command, argument)``, or ``None`` when the text is a message.
@@ -292,10 +350,15 @@ def parse_command(text: str) -> tuple[Command, str] | None:
     match = _COMMAND_LINE.fullmatch(stripped)
     if match is None:
         return None
-    command = _BY_NAME.get(match.group(1))
+    name = match.group(1)
+    command = _BY_NAME.get(name) or next(
+        (custom_command(c) for c in custom if c.name == name), None
+    )
     if command is None:
+        if not _BUILT_IN_SHAPE.fullmatch(name):
+            return None  # ``/1.5x`` or ``/Users`` was never a command: it is a message
         raise CommandError(
-            f"Unknown command /{match.group(1)} (F1 lists the commands; start with // to "
+            f"Unknown command /{name} (F1 lists the commands; start with // to "
             "send a message that begins with /)."
         )
     return command, (match.group(2) or "").strip()
@@ -307,6 +370,6 @@ def as_message(text: str) -> str:
     return stripped[1:] if stripped.startswith("//") else text
 
 
-def matching_commands(prefix: str) -> list[Command]:
+def matching_commands(prefix: str, custom: Sequence[CommandInfo] = ()) -> list[Command]:
     """Return the commands whose name starts with ``prefix`` (without the slash)."""
-    return [command for command in COMMANDS if command.name.startswith(prefix)]
+    return [command for command in all_commands(custom) if command.name.startswith(prefix)]

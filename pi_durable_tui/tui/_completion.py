@@ -2,25 +2,27 @@
 
 ``completion_at`` is a pure function of the editor's line and cursor: ``/pre``
 alone at the start of the first line completes command names from the command
-table; ``@pre`` (at the start of the line or after a space) completes paths the
-controller offers (``Controller.complete_path``). The ``CompletionMenu`` shows
+table and the custom commands (``Controller.custom_commands``); ``@pre`` (at the
+start of the line or after a space) completes paths the controller offers
+(``Controller.complete_path``). The ``CompletionMenu`` shows
 the candidates above the editor; the editor moves, accepts or closes it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from pi_durable_tui.app import CommandInfo
 from pi_durable_tui.tui._commands import matching_commands
 from pi_durable_tui.tui._terminal_text import Content, plain
 
 _AT_TOKEN = re.compile(r"(?:^|(?<=\s))@(\S*)$")
-_SLASH_TOKEN = re.compile(r"/([a-z-]*)")
+_SLASH_TOKEN = re.compile(r"/([A-Za-z0-9_.:-]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,11 @@ class Completion:
 
 
 def completion_at(
-    line: str, row: int, column: int, complete_path: Callable[[str], list[str]]
+    line: str,
+    row: int,
+    column: int,
+    complete_path: Callable[[str], list[str]],
+    custom_commands: Callable[[], Sequence[CommandInfo]] = tuple,
 ) -> Completion | None:
     """Return the completion for the cursor at ``(row, column)`` of ``line``, if any.
 
@@ -60,13 +66,14 @@ def completion_at(
         row: The cursor's line number.
         column: The cursor's column.
         complete_path: The controller's path completion.
+        custom_commands: The controller's custom commands (read when ``/`` is typed).
 
     Returns:
         The completion, or ``None`` when the cursor is not on a ``/`` or ``@`` token.
     """
     before = line[:column]
     if row == 0 and (slash := _SLASH_TOKEN.fullmatch(before)) and line == before:
-        commands = matching_commands(slash.group(1))
+        commands = matching_commands(slash.group(1), custom_commands())
         candidates = tuple(
             Candidate(
                 Content.assemble(

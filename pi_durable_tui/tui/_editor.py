@@ -10,8 +10,12 @@
 - Up on the first line and Down on the last walk the prompt history
   (``Controller.history``), keeping the draft to come back to.
 - While the completion menu is open, Up/Down move in it, Tab (or Enter, when it
-  changes the text) accepts, Esc closes it.
-- Ctrl+D on an empty editor asks to exit; otherwise it deletes forward.
+  changes the text) accepts, Esc closes it. Without a completion Tab does nothing:
+  it never moves the focus out of the editor (issue 12: text typed after a Tab
+  went to a panel that dropped it; Alt+Down is the way into the panels).
+- Ctrl+D on an empty editor asks to exit; otherwise it deletes forward. Home
+  and End on an empty editor ask to jump the transcript; otherwise they move
+  the cursor as usual.
 
 Everything that enters the document (typing, a paste, a completion, the
 history, a prompt put back) passes ``terminal_safe``: a pasted file or a
@@ -38,7 +42,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Edit, EditResult
 
-from pi_durable_tui.app import terminal_safe
+from pi_durable_tui.app import CommandInfo, terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
 
 FOLLOW_UP_KEY = "alt+enter"
@@ -57,6 +61,7 @@ class PromptEditor(TextArea):
         menu: The completion list shown above the editor.
         complete_path: Paths for ``@`` completion.
         history: Earlier prompts, oldest first.
+        custom_commands: The custom slash commands, for ``/`` completion.
         id: The widget id.
     """
 
@@ -70,16 +75,20 @@ class PromptEditor(TextArea):
         Binding("shift+enter,ctrl+j", "newline", "Insert a newline"),
         Binding("up", "history(-1)", "Previous prompt (on the first line)"),
         Binding("down", "history(1)", "Next prompt (on the last line)"),
-        Binding("tab", "accept_completion", "Accept the / or @ completion"),
+        Binding(
+            "tab", "accept_completion", "Accept the / or @ completion (Tab stays in the editor)"
+        ),
         Binding("escape", "close_completion", "", show=False),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
+        Binding("home", "jump_if_empty(-1)", "", show=False),
+        Binding("end", "jump_if_empty(1)", "", show=False),
     ]
 
     DEFAULT_CSS = """
     PromptEditor {
         height: auto;
         min-height: 3;
-        max-height: 12;
+        max-height: 25%;
         border: round $border;
         padding: 0 1;
         background: $background;
@@ -100,12 +109,20 @@ class PromptEditor(TextArea):
     class ExitRequested(Message):
         """Ctrl+D on an empty editor."""
 
+    class JumpRequested(Message):
+        """Home (-1) or End (1) on an empty editor: jump the transcript."""
+
+        def __init__(self, direction: int) -> None:
+            super().__init__()
+            self.direction = direction
+
     def __init__(
         self,
         menu: CompletionMenu,
         complete_path: Callable[[str], list[str]],
         history: Callable[[], Sequence[str]],
         *,
+        custom_commands: Callable[[], Sequence[CommandInfo]] = tuple,
         id: str | None = None,
     ) -> None:
         super().__init__(
@@ -118,6 +135,7 @@ class PromptEditor(TextArea):
         )
         self._menu = menu
         self._complete_path = complete_path
+        self._custom_commands = custom_commands
         self._history = history
         self._history_items: list[str] = []
         self._history_index: int | None = None
@@ -146,6 +164,10 @@ class PromptEditor(TextArea):
         self.text = text + ("\n" + current if current.strip() else "")
         self.move_cursor(self.document.end)
         self.focus()
+
+    def paste_text(self, text: str) -> None:
+        """Insert pasted text at the cursor (a paste that reached another widget, too)."""
+        self.insert(text)
 
     def clear_input(self) -> None:
         """Empty the editor and leave history browsing."""
@@ -214,7 +236,7 @@ class PromptEditor(TextArea):
         """Replace the token under the cursor with the highlighted candidate."""
         chosen, completion = self._menu.chosen, self._menu.completion
         if chosen is None or completion is None:
-            raise SkipAction()
+            return  # REMINDER: not SkipAction: Tab going on would move the focus away.
         self.replace(
             chosen.replacement, (completion.row, completion.start), (completion.row, completion.end)
         )
@@ -224,6 +246,17 @@ class PromptEditor(TextArea):
         if self._menu.chosen is None:
             raise SkipAction()
         self._menu.show_completion(None)
+
+    def action_jump_if_empty(self, direction: int) -> None:
+        """Home/End on an empty editor jump the transcript; otherwise they move the cursor."""
+        if not self.text:
+            self.post_message(self.JumpRequested(direction))
+        # REMINDER: this binding replaces TextArea's own Home/End (Textual merges
+        # bindings per key), so moving the cursor is this action's job too.
+        elif direction < 0:
+            self.action_cursor_line_start()
+        else:
+            self.action_cursor_line_end()
 
     def action_exit_if_empty(self) -> None:
         """Exit on an empty editor; otherwise delete forward as usual."""
@@ -248,7 +281,8 @@ class PromptEditor(TextArea):
             return
         row, column = self.cursor_location
         line = self.document.get_line(row)
-        self._menu.show_completion(completion_at(line, row, column, self._complete_path))
+        completion = completion_at(line, row, column, self._complete_path, self._custom_commands)
+        self._menu.show_completion(completion)
 
     def _load(self, text: str) -> None:
         self.text = text

@@ -4,7 +4,8 @@ Footer line 1: ``↑in ↓out R<cache read> W<cache write> $cost`` (zero parts
 left out except the cost), context use ``<pct>%/<window>`` (``?`` when unknown,
 red above 90%), then the working directory. Line 2: the conversation label
 (``main`` dimmed, a subagent highlighted), ``provider/model`` or ``no model``,
-``thinking:<level>`` and key hints.
+``thinking:<level>`` and key hints. Each line is cut with ``…`` rather than
+wrapped: a wrapped first line pushed the model line out of an 80-column footer.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class FooterBar(Static):
         height: 2;
         padding: 0 1;
         background: $surface;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
 

@@ -8,7 +8,14 @@
 - Ctrl+O expands tool output and compaction summaries; Alt+T folds thinking;
   Shift+Tab cycles the thinking level; Ctrl+T hides or shows the task tree;
   Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
-  transcript while the editor keeps the focus; F1 shows the help.
+  transcript while the editor keeps the focus (over the help they scroll the
+  help); Ctrl+Home/Ctrl+End (Home/End on an empty editor) jump to its top and
+  its end (issue 12); F1 shows the help.
+- Alt+Down (or F2) moves the focus into the queue, then the task tree, then back
+  to the editor (issue 12): Tab never leaves the editor, so typed text cannot go
+  to a widget that drops it. Esc in a panel returns to the editor, and a
+  printable key or a paste in any other widget goes to the editor
+  (``PidurableApp.on_key``).
 
 ``KeyActions`` is a mixin of ``PidurableApp``: the names it declares are the
 app's attributes. Textual collects ``BINDINGS`` only from widget classes, so the
@@ -21,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
@@ -28,9 +36,13 @@ from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 if TYPE_CHECKING:
     from pi_durable_tui.app import Controller, NoticeLevel, ScreenModel
     from pi_durable_tui.tui._editor import PromptEditor
+    from pi_durable_tui.tui._queue_panel import QueuePanel
     from pi_durable_tui.tui._render_context import RenderContext
     from pi_durable_tui.tui._task_panel import TaskPanel
     from pi_durable_tui.tui._transcript import Transcript
+
+PANEL_KEY = "alt+down"
+"""The documented way into the queue and the task tree (Tab stays in the editor)."""
 
 KEY_BINDINGS: list[BindingType] = [
     Binding(
@@ -49,8 +61,27 @@ KEY_BINDINGS: list[BindingType] = [
     Binding("shift+tab", "cycle_thinking", "Cycle the thinking level", priority=True),
     Binding("ctrl+t", "toggle_tasks", "Show or hide the task tree (also /tasks)", priority=True),
     Binding("alt+up", "pull_queued", "Take the newest queued message back", priority=True),
+    Binding(
+        f"{PANEL_KEY},f2",
+        "focus_panels",
+        "Move into the queue (delete withdraws an item), then the task tree (enter opens "
+        "a subagent), then back to the editor; Esc returns to the editor",
+        priority=True,
+    ),
     Binding("pageup", "scroll_transcript(-1)", "Scroll the transcript up", priority=True),
     Binding("pagedown", "scroll_transcript(1)", "Scroll the transcript down", priority=True),
+    Binding(
+        "ctrl+home",
+        "jump_transcript(-1)",
+        "Jump to the top of the transcript (also Home on an empty editor)",
+        priority=True,
+    ),
+    Binding(
+        "ctrl+end",
+        "jump_transcript(1)",
+        "Jump to the end of the transcript and follow it (also End on an empty editor)",
+        priority=True,
+    ),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
 ]
 
@@ -85,13 +116,18 @@ class KeyActions:
         editor: PromptEditor
         transcript: Transcript
         task_panel: TaskPanel
+        queue_panel: QueuePanel
         ctx: RenderContext
+        focused: Any
+        screen_stack: list[Any]
 
         call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
 
-        def notice(self, level: NoticeLevel, text: str) -> None: ...
+        def notice(self, level: NoticeLevel, text: str) -> int: ...
 
         def open_help(self) -> None: ...
+
+        def drop_notice(self, notice_id: int) -> None: ...
 
         async def fork_picker(self) -> None: ...
 
@@ -101,6 +137,7 @@ class KeyActions:
         """Set up the double-press detectors (called by the app's constructor)."""
         self._escape = DoublePress(clock)
         self._ctrl_c = DoublePress(clock)
+        self._exit_hint: int | None = None
 
     def action_abort(self) -> None:
         """Abort foreground work, or on a second Esc over an idle, empty editor, fork."""
@@ -122,7 +159,14 @@ class KeyActions:
         if self.editor.text:
             self.editor.clear_input()
         else:
-            self.notice("info", "Press Ctrl+C again to exit.")
+            self.drop_exit_hint()
+            self._exit_hint = self.notice("info", "Press Ctrl+C again to exit.")
+
+    def drop_exit_hint(self) -> None:
+        """Take the "Press Ctrl+C again" notice away: something else happened (issue 12)."""
+        if self._exit_hint is not None:
+            self.drop_notice(self._exit_hint)
+            self._exit_hint = None
 
     def action_toggle_expanded(self) -> None:
         """Expand or collapse tool output and compaction summaries."""
@@ -154,11 +198,36 @@ class KeyActions:
             self.editor.put_text(text)
 
     def action_scroll_transcript(self, direction: int) -> None:
-        """Scroll the transcript by a page without leaving the editor."""
+        """Scroll the transcript by a page without leaving the editor.
+
+        Over another screen (the help, a picker) the key is that screen's: it
+        scrolls what is shown, not the transcript behind it.
+        """
+        if len(self.screen_stack) > 1:
+            raise SkipAction()
         if direction < 0:
             self.transcript.scroll_page_up()
         else:
             self.transcript.scroll_page_down()
+
+    def action_focus_panels(self) -> None:
+        """Move the focus: editor -> queue -> task tree -> editor (each only when shown)."""
+        order = [self.editor, self.queue_panel, self.task_panel]
+        current = order.index(self.focused) if self.focused in order else 0
+        for widget in order[current + 1 :]:
+            if widget.display:
+                widget.focus()
+                return
+        self.editor.focus()
+
+    def action_jump_transcript(self, direction: int) -> None:
+        """Jump to the top of the transcript, or to its end (following it again)."""
+        if len(self.screen_stack) > 1:
+            raise SkipAction()
+        if direction < 0:
+            self.transcript.jump_to_start()
+        else:
+            self.transcript.follow()
 
     def action_help(self) -> None:
         """Show the help screen."""

@@ -3,7 +3,8 @@
 ``/model``, ``/agents``, ``/resume``, ``/theme`` and the fork picker (``/fork``,
 Esc Esc) are all this screen with different items. Typing filters (every word
 must appear, case-insensitive); Up/Down move; Enter picks; Esc closes with
-``None``. Disabled items (a model without an API key) stay visible and dimmed.
+``None``. Disabled items stay visible and dimmed; a filter that matches
+nothing says so (issue 12: never typing into a filter with nothing to show).
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ class PickerScreen(ModalScreen[T | None]):
         options.set_options(
             Option(plain(item.label), disabled=item.disabled) for item in self._shown
         )
+        if not self._shown:
+            # Never a blank list under a filter the user may not see they typed.
+            note = f"nothing matches {text.strip()!r}: backspace edits the filter, esc closes"
+            options.add_option(Option(Content.styled(note, "$text-muted"), disabled=True))
         first = next((i for i, item in enumerate(self._shown) if not item.disabled), None)
         options.highlighted = first
 

@@ -2,7 +2,9 @@
 
 One line per ``QueueItem`` with its mode. Delete (or Backspace) on a highlighted
 item asks the app to withdraw it; the app puts the withdrawn text back into the
-editor, so nothing typed is lost (tui-anchors 4.2). Hidden while empty.
+editor, so nothing typed is lost (tui-anchors 4.2). Hidden while empty. Alt+Down
+(``PANEL_KEY``) moves the focus here, Esc back to the editor; while it has the
+focus its title says so (issue 12: focus is always visible).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class QueuePanel(OptionList):
 
     BINDINGS = [
         Binding("delete,backspace", "withdraw", "Withdraw the queued item into the editor"),
+        Binding("escape", "app.focus_editor", "Back to the editor (from the queue or tasks)"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -49,8 +52,23 @@ class QueuePanel(OptionList):
         self.set_options(
             Option(self._line(item), id=str(item.submission_id)) for item in self._items
         )
-        self.border_title = f"Queued ({len(self._items)}, delete withdraws)"
+        self._set_title()
         self.display = bool(self._items)
+        if not self._items and self.has_focus:
+            self.app.action_focus_editor()  # type: ignore[attr-defined]
+
+    def _set_title(self, focused: bool | None = None) -> None:
+        focused = self.has_focus if focused is None else focused
+        where = " · focused: esc back to the editor" if focused else ""
+        self.border_title = f"Queued ({len(self._items)}, delete withdraws{where})"
+
+    def on_focus(self) -> None:
+        """Say in the title that the queue has the focus."""
+        self._set_title(focused=True)
+
+    def on_blur(self) -> None:
+        """The title says the editor's keys apply again."""
+        self._set_title(focused=False)
 
     @staticmethod
     def _line(item: QueueItem) -> Content:

@@ -25,7 +25,7 @@ from rich.console import Group, RenderableType
 from rich.rule import Rule
 
 from pi_durable_tui.app import Block, ThinkingPart
-from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY, RenderContext
+from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY, RenderContext, count_of
 from pi_durable_tui.tui._render_tools import render_tool_card
 from pi_durable_tui.tui._terminal_text import Text, markdown
 
@@ -81,7 +81,7 @@ def render_thinking(parts: tuple[ThinkingPart, ...], ctx: RenderContext) -> Text
     style = ctx.palette.style("thinking_text", italic=True)
     if not ctx.show_thinking:
         lines = sum(len(part.text.splitlines()) for part in parts)
-        return Text(f"∴ thinking ({lines} lines, {THINKING_KEY} to show)", style=style)
+        return Text(f"∴ thinking ({count_of(lines, 'line')}, {THINKING_KEY} to show)", style=style)
     texts = ["[thinking redacted]" if part.redacted else part.text.strip() for part in parts]
     return Text("\n\n".join(texts), style=style)
 

@@ -33,3 +33,8 @@ EXPAND_KEY = "ctrl+o"
 """The key that expands tool output and summaries; bound by the app, named by renderers."""
 THINKING_KEY = "alt+t"
 """The key that shows or folds thinking."""
+
+
+def count_of(count: int, noun: str) -> str:
+    """``1 line``, ``2 lines``: a count with its noun in the right number (issue 12)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from rich.console import Group, RenderableType
 
 from pi_durable_tui.app import ToolCard
-from pi_durable_tui.tui._render_context import EXPAND_KEY, RenderContext
+from pi_durable_tui.tui._render_context import EXPAND_KEY, RenderContext, count_of
 from pi_durable_tui.tui._terminal_text import Text, syntax
 
 COLLAPSED_TAIL = 5
@@ -87,7 +87,8 @@ def _subject(card: ToolCard) -> str:
     if card.name == "edit":
         return card.path
     if card.conversation_id is not None:
-        return f"conversation {card.conversation_id}"
+        task = " ".join(str(card.arguments.get("task") or "").split())
+        return task if len(task) <= 60 else task[:59] + "…"
     text = json.dumps(card.arguments, ensure_ascii=False)
     return text if len(text) <= 80 else text[:79] + "…"
 
@@ -144,24 +145,27 @@ def _generic_body(card: ToolCard, ctx: RenderContext) -> list[RenderableType]:
     output = card.output or (card.result_text if card.status != "running" else "")
     if not output:
         if card.conversation_id is not None and card.status in ("running", "pending"):
-            note = f"Subagent {card.conversation_id} is working. /agents switches to it."
+            note = "The subagent is working. /agents switches to it."
             return [Text(note, style=ctx.palette.style("muted", italic=True))]
         return []
     parts: list[RenderableType] = []
     if card.dropped_lines or card.dropped_bytes:
-        dropped = f"… {card.dropped_lines} earlier lines ({_size(card.dropped_bytes)}) dropped"
+        earlier = count_of(card.dropped_lines, "earlier line")
+        dropped = f"… {earlier} ({_size(card.dropped_bytes)}) dropped"
         parts.append(Text(dropped, style=ctx.palette.style("muted", italic=True)))
     lines = output.splitlines()
     if ctx.expanded:
         tail = lines[-EXPANDED_LINES:]
         hidden = len(lines) - len(tail)
         if hidden:
-            parts.append(Text(f"… {hidden} lines not shown", style=ctx.palette.style("muted")))
+            parts.append(
+                Text(f"… {count_of(hidden, 'line')} not shown", style=ctx.palette.style("muted"))
+            )
         return parts + _lines(tail, ctx, "foreground")
     tail = lines[-COLLAPSED_TAIL:]
     hidden = len(lines) - len(tail)
     if hidden:
-        note = f"… {hidden} earlier lines ({EXPAND_KEY} to expand)"
+        note = f"… {count_of(hidden, 'earlier line')} ({EXPAND_KEY} to expand)"
         parts.append(Text(note, style=ctx.palette.style("muted", italic=True)))
     return parts + _lines(tail, ctx, "foreground")
 
@@ -176,7 +180,12 @@ def _more(hidden: int, ctx: RenderContext) -> list[RenderableType]:
     if hidden <= 0:
         return []
     hint = "" if ctx.expanded else f", {EXPAND_KEY} to expand"
-    return [Text(f"… ({hidden} more lines{hint})", style=ctx.palette.style("muted", italic=True))]
+    return [
+        Text(
+            f"… ({count_of(hidden, 'more line')}{hint})",
+            style=ctx.palette.style("muted", italic=True),
+        )
+    ]
 
 
 def _outcome(card: ToolCard, ctx: RenderContext) -> Text | None:

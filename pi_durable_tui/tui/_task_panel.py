@@ -1,8 +1,9 @@
 """The task tree panel: every live durable task, nested by owner, with a ticking clock.
 
-One line per ``TaskNode`` (R126 nests them by owner): its label, kind, status
-and phase, the time since it first ran, and ``[background]``, ``[aborting]`` or
-``[subagent N]`` flags. The elapsed time ticks once a second from the value the
+One line per ``TaskNode`` (R126 nests them by owner): its label, status and
+phase, the time since it first ran, and ``[background]``, ``[aborting]`` or
+``[enter opens]`` (a subagent's conversation) flags. No internal ids or kinds: those
+are in ``/tasks`` (issue 12). The elapsed time ticks once a second from the value the
 model gave, so the panel needs no model update to move. Selecting a node that
 owns a child conversation asks the app to show that conversation (as ``/agents``
 does). Hidden when there is no task or when toggled off (Ctrl+T, ``/tasks``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -52,6 +54,8 @@ class TaskPanel(OptionList):
         id: The widget id.
     """
 
+    BINDINGS = [Binding("escape", "app.focus_editor", "", show=False)]
+
     def __init__(self, clock: Callable[[], float], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._clock = clock
@@ -78,14 +82,31 @@ class TaskPanel(OptionList):
         )
         if keep is not None and any(str(node.task_id) == keep for _, node in self._rows):
             self.highlighted = self.get_option_index(keep)
-        count = len(self._rows)
-        self.border_title = f"Tasks ({count} live, ctrl+t to hide)"
-        self.display = count > 0 and not self.hidden_by_user
+        self._set_title()
+        self._set_display()
+
+    def _set_title(self, focused: bool | None = None) -> None:
+        focused = self.has_focus if focused is None else focused
+        where = " · focused: enter opens, esc back to the editor" if focused else ""
+        self.border_title = f"Tasks ({len(self._rows)} live, ctrl+t to hide{where})"
+
+    def _set_display(self) -> None:
+        self.display = bool(self._rows) and not self.hidden_by_user
+        if not self.display and self.has_focus:
+            self.app.action_focus_editor()  # type: ignore[attr-defined]
+
+    def on_focus(self) -> None:
+        """Say in the title that the task tree has the focus."""
+        self._set_title(focused=True)
+
+    def on_blur(self) -> None:
+        """The title says the editor's keys apply again."""
+        self._set_title(focused=False)
 
     def toggle(self) -> None:
         """Hide or show the panel (it stays hidden while there is no task)."""
         self.hidden_by_user = not self.hidden_by_user
-        self.display = bool(self._rows) and not self.hidden_by_user
+        self._set_display()
 
     def tick(self) -> None:
         """Redraw the lines whose elapsed time moves."""
@@ -98,7 +119,6 @@ class TaskPanel(OptionList):
     def _line(self, depth: int, node: TaskNode) -> Content:
         parts: list[str | tuple[str, str]] = ["  " * depth + ("└ " if depth else "")]
         parts.append((node.label or node.kind, "bold"))
-        parts.append((f"  {node.kind}", "$text-muted"))
         status = node.status + (f" {node.phase}" if node.phase else "")
         parts.append((f"  {status}", _STATUS_STYLE.get(node.status, "")))
         if node.elapsed_s is not None:
@@ -110,7 +130,7 @@ class TaskPanel(OptionList):
         if node.aborting:
             parts.append(("  [aborting]", "$warning"))
         if node.subagent_conversation_id is not None:
-            parts.append((f"  [subagent {node.subagent_conversation_id}]", "$accent"))
+            parts.append(("  [enter opens]", "$accent"))
         return Content.assemble(*parts)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -91,10 +91,41 @@ class Transcript(VerticalScroll, can_focus=False):
         self.rebuild()
 
     def set_context(self, ctx: RenderContext) -> None:
-        """Re-render the mounted blocks with a new context (theme, Ctrl+O, Alt+T)."""
+        """Re-render the mounted blocks with a new context (theme, Ctrl+O, Alt+T).
+
+        A view that followed the end follows it still (issue 12: after Ctrl+O grew
+        the cards, the view stayed where the end used to be).
+        """
+        following = self._at_end and self.is_anchored
         self.ctx = ctx
         for view in self._views.values():
             view.rerender(ctx)
+        if following:
+            self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True)
+        self.anchor()
+
+    def jump_to_start(self) -> None:
+        """Show the oldest loaded blocks from their top (older ones page in above)."""
+        blocks = self.model.blocks
+        if self._order and self._index(self._order[0]) > 0:
+            self.remove_children()
+            self._views.clear()
+            self._order.clear()
+            self._mount_blocks(blocks[:INITIAL])
+        self._leave_end()
+        self._at_end = self._index(self._order[-1]) == len(blocks) - 1 if self._order else True
+        self.call_after_refresh(self._to_start)
+
+    def _to_start(self) -> None:
+        self._restoring = True
+        self.scroll_home(animate=False, immediate=True)
+        self._restoring = False
+        if self.model.has_older and not self._awaiting_older:
+            self._awaiting_older = True
+            self.post_message(NeedOlder(PAGE))
 
     def rebuild(self) -> None:
         """Drop every widget and mount the newest blocks, following the end."""
@@ -113,7 +144,7 @@ class Transcript(VerticalScroll, can_focus=False):
         if not self._at_end:
             self.rebuild()
         else:
-            self.anchor()
+            self._to_end()
 
     def blocks_added(self, keys: Sequence[str]) -> None:
         """Mount appended blocks if the window is at the end."""

@@ -17,11 +17,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from pi_durable_tui.app import TrustQuestion
+from pi_durable_tui.tui._terminal_text import Content
 
 TRUST_HINT = "y trust them · n don't (they stay off; a change asks again)"
 """The last line of the prompt."""

@@ -36,6 +36,7 @@ from pi_durable_tui.app import (
     AppOptions,
     Block,
     LiveScreenModel,
+    PermissionChoices,
     TaskNode,
     ViewChange,
     start_screen,
@@ -166,7 +167,9 @@ class ScreenRig:
 
 ScreenFactory = Callable[..., Awaitable["ScreenRig"]]
 """``await open_screen(*responses, faux=, clock=, continue_session=, demo=, demo_pace=,
-model="faux/faux-1", settings=, verbose=)``: see ``open_screen``."""
+model="faux/faux-1", settings=, verbose=, permissions=)``: see ``open_screen``."""
+AUTO = PermissionChoices(mode="auto")
+"""The screen tests' default: their scripted commands run without asking (issue 13)."""
 
 
 @pytest.fixture
@@ -176,6 +179,9 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
     ``continue_session=True`` reopens the newest session of the workspace, as
     ``pidurable --continue`` does (with the recovery report); ``settings`` is
     written to the workspace's ``.pidurable/settings.json`` first.
+    ``permissions`` defaults to ``--permission-mode auto``: these tests are about
+    the screen of commands that run; the approval tests pass the product's
+    default (``PermissionChoices()``, ``auto-edit``) or another mode.
     """
     opened: list[ScreenRig] = []
     workdir = tmp_path / "work"
@@ -191,6 +197,7 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
         model: str | None = "faux/faux-1",
         settings: dict[str, object] | None = None,
         verbose: bool = False,
+        permissions: PermissionChoices = AUTO,
     ) -> ScreenRig:
         if settings is not None:
             (workdir / ".pidurable").mkdir(exist_ok=True)
@@ -202,6 +209,7 @@ async def open_screen(tmp_path: Path) -> AsyncIterator[ScreenFactory]:
             model=model if demo is None else None,
             demo=demo,
             demo_pace=demo_pace,
+            permissions=permissions,
         )
         app = await within(AgentApp.open(options, faux=None if demo else provider, clock=clock))
         screen_model, controller = await within(

@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from pi_durable_tui.harness import text_of
 from tests.app.support import stored_entries
 from tests.deadlines import WAIT
@@ -69,3 +71,31 @@ def only_store(home: Path) -> Path:
     """The store of the one session under ``home``."""
     (store,) = home.glob("sessions/*/*/session.sqlite")
     return store
+
+
+def mount_tmpfs(path: Path, size: str, *, read_only: bool = False) -> None:
+    """Mount a tmpfs of ``size`` at ``path`` (made if missing); skip the test without root.
+
+    A real file system that fills up or refuses writes: ``ENOSPC`` and ``EROFS``
+    come from the kernel, not from a simulation.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if read_only else "")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root): {done.stderr.strip()}")
+
+
+def unmount(path: Path) -> None:
+    """Unmount what ``mount_tmpfs`` mounted (lazily, so a process left in it cannot block)."""
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+def tree(root: Path) -> set[str]:
+    """Every path under ``root``, relative to it: what a command created shows here."""
+    return {str(path.relative_to(root)) for path in root.rglob("*")}

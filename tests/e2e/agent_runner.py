@@ -143,6 +143,8 @@ class Trial:
             command += [PROMPT, "--request-id", REQUEST_ID]
         if not resume:
             command += ["--model", MODEL]
+        # The campaign measures durability, not approvals: its commands run unasked.
+        command += ["--permission-mode", "auto"]
         return [*command, "--mode", "json", "--faux-script", str(self.script)]
 
     def canary_files(self) -> list[str]:

@@ -192,6 +192,7 @@ def test_the_prompt_sent_again_under_another_request_id_is_reported_duplicate_s1
     [store] = trial.stores()
     command = [sys.executable, "-m", "pi_durable_tui", "--session", str(store), "-p", PROMPT]
     command += ["--request-id", "another-request", "--faux-script", str(trial.script)]
+    command += ["--permission-mode", "auto"]
     subprocess.run(
         command, cwd=trial.workspace, env=trial.environment(), capture_output=True, check=False
     )

@@ -66,7 +66,16 @@ def test_a_killed_pidurable_leaves_no_remote_command_and_continue_reports_it_int
     environ.pop("SSH_AUTH_SOCK", None)
     first = subprocess.Popen(
         _pidurable(
-            "--env", url, "--faux-script", str(script), "--model", "faux/faux-1", "-p", "go"
+            "--env",
+            url,
+            "--faux-script",
+            str(script),
+            "--model",
+            "faux/faux-1",
+            "-p",
+            "go",
+            "--permission-mode",
+            "auto",
         ),
         cwd=local,
         env=environ,
@@ -89,7 +98,7 @@ def test_a_killed_pidurable_leaves_no_remote_command_and_continue_reports_it_int
     wait_until(lambda: not group_members(command), "the remote command's group to die")
 
     second = subprocess.run(
-        _pidurable("-c", "--env", url, "-p"),
+        _pidurable("-c", "--env", url, "-p", "--permission-mode", "auto"),
         cwd=local,
         env=environ,
         stdin=subprocess.DEVNULL,

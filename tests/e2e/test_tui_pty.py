@@ -287,11 +287,11 @@ def drive_escape(terminal: Terminal) -> Run:
     # The prompt arrives in one burst with its Enter (the editor keeps typing order).
     _start(terminal, "u004 chat while reviewing", burst=True)
     terminal.wait_for(
-        lambda s: "w010" in s and "pi.subagent" in s, "the answer streaming beside the subagent"
+        lambda s: "w010" in s and "subagent:" in s, "the answer streaming beside the subagent"
     )
     terminal.press("Escape")
     run.screens["escaped"] = terminal.wait_for(
-        lambda s: "[aborted]" in s and "pi.subagent" in _after_last("─Tasks", s),
+        lambda s: "[aborted]" in s and "subagent:" in _after_last("─Tasks", s),
         "the aborted answer, the subagent still in the task tree",
     )
     return _finish(
@@ -460,7 +460,7 @@ def test_esc_aborts_the_answer_and_leaves_the_background_subagent_running_until_
     run = runs["escape"].result()
     escaped = run.screens["escaped"]
     tree = _after_last("─Tasks", escaped)
-    assert "pi.subagent" in tree, escaped
+    assert "subagent:" in tree, escaped
     assert "[background]" in tree, escaped
     _check_end(run, "u004")
     assert run.ledger == ["e"]

@@ -53,6 +53,11 @@ def asking(screen: str) -> bool:
     return "Trust them?" in flat(screen)
 
 
+def approving(screen: str) -> bool:
+    """Whether the approval prompt is up (pidurable's own files always ask)."""
+    return "Needs your decision" in flat(screen)
+
+
 def changed_from(screen: str) -> ScreenTest:
     """A screen test: the screen differs from ``screen``."""
     before = flat(screen)
@@ -63,13 +68,20 @@ def answer_until(terminal: Terminal, key: str, done: str) -> int:
     """Answer every trust prompt with ``key`` until ``done`` shows with no prompt; count them.
 
     The script runs faster than a person answers: a newer content may replace the
-    prompt before it is answered, so the prompts are answered as they come.
+    prompt before it is answered, so the prompts are answered as they come. Every
+    approval prompt (the writes of pidurable's own files) is answered ``y``: the
+    worst case, a user who lets the writes through, must still escape nothing.
     """
     answered = 0
     while True:
         screen = terminal.wait_for(
-            lambda s: asking(s) or done in flat(s), f"a trust prompt or {done!r}"
+            lambda s: asking(s) or approving(s) or done in flat(s),
+            f"a trust or approval prompt or {done!r}",
         )
+        if approving(screen):
+            terminal.press("y")
+            terminal.wait_for(changed_from(screen), "the decision taken")
+            continue
         if not asking(screen):
             return answered
         terminal.press(key)
@@ -114,6 +126,8 @@ def test_y_in_the_prompt_remembers_the_contents_hash_for_the_project(
     attack.script.write_text(json.dumps(script))
     started(terminal, "widen")
 
+    terminal.wait_for(contains("Allow write?", "Needs your decision"), "the approval prompt")
+    terminal.press("y")
     terminal.wait_for(contains("allow_outside_cwd = true", "Trust them?"), "the prompt")
     terminal.press("y")
     terminal.wait_for(contains("Trusted: allow_outside_cwd"), "the trust notice")

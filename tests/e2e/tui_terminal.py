@@ -5,7 +5,7 @@ types keys, reads the screen, kills the process with SIGKILL and runs
 ``--continue``"); reliability.md section 15 (K1 in the terminal).
 
 ``Terminal`` owns one private tmux server (``tmux -S <its own socket file>``, no
-user configuration) with one pane of 120x40 cells, in which it starts
+user configuration) with one pane of 120x40 cells (or the size a test asks for), in which it starts
 ``python -m pi_durable_tui`` with its own ``PIDURABLE_HOME`` and working
 directory. The pane is started with ``exec``, so the pane's process *is* the
 app and its PID is the one to SIGKILL; ``remain-on-exit`` keeps a dead pane
@@ -66,10 +66,12 @@ class Terminal:
         root: A fresh directory: the tmux config, ``home`` (``PIDURABLE_HOME``) and
             ``work`` (the app's working directory) are made in it.
         script: The faux script every start serves (``--faux-script``).
+        size: ``(columns, rows)`` of the pane (120x40 unless a test needs a small one).
     """
 
-    def __init__(self, root: Path, script: Path) -> None:
+    def __init__(self, root: Path, script: Path, size: tuple[int, int] = (WIDTH, HEIGHT)) -> None:
         self.root = root
+        self.width, self.height = size
         self.home = root / "home"
         self.work = root / "work"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -96,20 +98,24 @@ class Terminal:
 
     def _command(self, arguments: Sequence[str]) -> str:
         python = [sys.executable, "-m", "pi_durable_tui", "--faux-script", str(self.script)]
+        if "--permission-mode" not in arguments:
+            # The terminal tests' scripted commands run unasked, unless a test that is
+            # about approvals names its mode (issue 13).
+            python += ["--permission-mode", "auto"]
         # REMINDER: exec, so the pane's PID is the app's (the one kill() signals). The
         # app may write bytecode, as an installed one has it: each start then loads
         # its modules instead of compiling them again (0.7 s of a 2 s start here).
         words = ["exec", "env", "-u", "PYTHONDONTWRITEBYTECODE", f"PIDURABLE_HOME={self.home}"]
         # Textual asks shutil for the size, which reads these first: a start that
         # queried the new pty too early got 80x24 instead of the pane's size.
-        words += [f"COLUMNS={WIDTH}", f"LINES={HEIGHT}", *python]
+        words += [f"COLUMNS={self.width}", f"LINES={self.height}", *python]
         return shlex.join([*words, *arguments])
 
     def start(self, *arguments: str) -> None:
         """Start the app (the first time) or start it again in the dead pane."""
         command = self._command(arguments)
         if self.starts == 0:
-            size = ["-x", str(WIDTH), "-y", str(HEIGHT)]
+            size = ["-x", str(self.width), "-y", str(self.height)]
             self.tmux("new-session", "-d", "-s", "app", *size, "-c", str(self.work), command)
         else:
             self.tmux("respawn-pane", "-t", "app", "-c", str(self.work), command)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.storage import failpoints
-from pi_durable_tui.storage.errors import StorageCorrupted, StoragePoisoned
+from pi_durable_tui.storage.errors import StorageCorrupted, StoragePoisoned, StoreBusy
 from pi_durable_tui.storage.failpoints import FailpointError
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
@@ -203,4 +203,51 @@ async def test_an_open_cancelled_at_any_point_leaves_no_thread_and_no_lock(
         StoreLock.acquire(path).release()
     storage = await SqliteStorage.open(path)
     assert await storage.check_integrity() == []
+    await storage.close()
+
+
+@pytest.mark.parametrize("with_lock_file", [False, True], ids=["never-opened", "opened-before"])
+async def test_an_empty_store_file_is_reported_and_left_as_it_is(
+    tmp_path: Path, with_lock_file: bool
+) -> None:
+    path = tmp_path / "s.sqlite"
+    path.write_bytes(b"")
+    if with_lock_file:
+        StoreLock.acquire(path).release()
+
+    with pytest.raises(StorageCorrupted, match=r"is empty \(0 bytes\)"):
+        await SqliteStorage.open(path)
+
+    assert path.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["s.sqlite", "s.sqlite.lock"] if with_lock_file else ["s.sqlite"]
+    )
+
+
+async def test_a_new_store_is_created_whole_with_nothing_beside_it_but_its_lock(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.sqlite"
+
+    storage = await SqliteStorage.open(path)
+    await storage.close()
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite", "s.sqlite.lock"]
+    with sqlite3.connect(path) as db:
+        tables = {row[0] for row in db.execute("select name from sqlite_master")}
+    assert "durable_metadata" in tables
+
+
+async def test_a_store_another_sqlite_client_holds_is_refused_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    await (await SqliteStorage.open(path)).close()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreBusy, match="is locked by another SQLite client"):
+            await SqliteStorage.open(path, open_timeout=0.05)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    storage = await SqliteStorage.open(path)  # released: it opens, lock and all
     await storage.close()

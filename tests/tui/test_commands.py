@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import OptionList
 
 from pi_durable_tui.app import ConversationInfo, ModelChoice, SessionInfo, TaskNode
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
 from pi_durable_tui.tui._commands import COMMANDS, CommandError, parse_command
-from tests.tui.conftest import running, screen_name, settle, shown
+from tests.tui.conftest import running, screen_name, settle, shown, text_of
 
 
 async def run_command(app: PidurableApp, line: str, *keys: str) -> None:
@@ -73,11 +74,25 @@ async def test_model_picker_filters_and_sets_the_chosen_model(
     assert controller.called("set_model") == [("local/qwen",)]
 
 
-async def test_a_model_without_an_api_key_cannot_be_picked(
+async def test_picking_a_model_without_its_key_says_which_variable_to_set(
     app: PidurableApp, controller: RecordingController
 ) -> None:
-    controller.model_choices = [ModelChoice("openai/gpt-y", "GPT Y", "openai", configured=False)]
-    await run_command(app, "/model", *"gpt", "enter", "escape")
+    """Issue 12: Enter on a model without a key did nothing, the picker stayed open."""
+    controller.model_choices = [
+        ModelChoice("openai/gpt-y", "GPT Y", "openai", configured=False, missing_key="OPENAI_KEY")
+    ]
+    async with app.run_test() as pilot:
+        app.editor.text = "/model"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert "(set OPENAI_KEY)" in text_of(app.screen.query_one(OptionList).options[0].prompt)
+        await pilot.press(*"gpt", "enter")
+        await settle(pilot)
+        assert screen_name(app) != "PickerScreen"
+        assert app.focused is app.editor
+        notices = [notice.text for notice in app.notice_bar.shown_notices]
+        assert any("openai/gpt-y needs OPENAI_KEY: export OPENAI_KEY=" in n for n in notices)
+        assert any('"providers"' in n for n in notices)
     assert controller.called("set_model") == []
 
 
@@ -112,18 +127,29 @@ async def test_fork_picker_forks_at_the_chosen_message_and_fills_the_editor(
     assert app.editor.text == controller.fork_text
 
 
-async def test_tasks_command_hides_and_shows_the_task_tree(
-    app: PidurableApp, model: StaticScreenModel
+async def test_tasks_command_lists_ids_and_kinds_and_opens_a_subagent_while_ctrl_t_hides(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
 ) -> None:
-    model.tasks = [TaskNode(1, "pi.generation", "turn", "running")]
+    subagent = TaskNode(
+        3, "pi.subagent", "subagent: review", "running", subagent_conversation_id=12
+    )
+    model.tasks = [TaskNode(1, "pi.generation", "turn", "running", children=(subagent,))]
     async with app.run_test() as pilot:
+        assert shown(app.task_panel)
+        await pilot.press("ctrl+t")
+        assert not shown(app.task_panel)
+        await pilot.press("ctrl+t")
         assert shown(app.task_panel)
         app.editor.text = "/tasks"
         await pilot.press("end", "escape", "enter")
         await settle(pilot)
-        assert not shown(app.task_panel)
-        await pilot.press("ctrl+t")
-        assert shown(app.task_panel)
+        assert screen_name(app) == "PickerScreen"
+        rows = [text_of(o.prompt) for o in app.screen.query_one(OptionList).options]
+        assert "pi.generation · task 1" in rows[0]
+        assert "pi.subagent · task 3 · conversation 12" in rows[1]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert controller.called("switch_conversation") == [(12,)]
 
 
 async def test_theme_command_switches_theme_and_reports_unknown_names(app: PidurableApp) -> None:

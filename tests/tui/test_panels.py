@@ -18,7 +18,7 @@ TREE = [
         elapsed_s=10.0,
         children=(
             TaskNode(2, "pi.tool", "bash: npm test", "running", phase="exec", elapsed_s=4.0),
-            TaskNode(3, "pi.tool", "subagent 12", "running", subagent_conversation_id=12),
+            TaskNode(3, "pi.tool", "subagent: review", "running", subagent_conversation_id=12),
         ),
     ),
     TaskNode(7, "vacation.research", "research", "running", background=True, aborting=True),
@@ -40,9 +40,10 @@ async def test_the_task_tree_shows_nested_tasks_with_status_phase_and_flags_R126
         assert shown(app.task_panel)
         assert app.task_panel.border_title == "Tasks (4 live, ctrl+t to hide)"
         lines = panel_lines(app)
-        assert lines[0].startswith("turn  pi.generation  waiting  10s")
-        assert lines[1] == "└ bash: npm test  pi.tool  running exec  4s"
-        assert lines[2].endswith("[subagent 12]")
+        assert lines[0].startswith("turn  waiting  10s")
+        assert lines[1] == "└ bash: npm test  running exec  4s"
+        assert lines[2].endswith("[enter opens]")
+        assert not any("pi." in line or "12" in line for line in lines)  # no kinds, no ids
         assert lines[3].endswith("[background]  [aborting]")
         model.set(tasks=[])
         await pilot.pause()

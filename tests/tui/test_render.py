@@ -147,6 +147,7 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "resume",
         "export",
         "theme",
+        "skills",
         "help",
         "quit",
     }

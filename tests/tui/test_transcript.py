@@ -150,7 +150,7 @@ async def test_alt_t_folds_thinking_to_one_line(app: PidurableApp) -> None:
         assert isinstance(view, BlockView)
         assert "The failure is probably the comparison." in text_of(view.content)
         await pilot.press("alt+t")
-        assert "thinking (1 lines, alt+t to show)" in text_of(view.content)
+        assert "thinking (1 line, alt+t to show)" in text_of(view.content)
 
 
 async def test_a_10000_block_model_mounts_only_the_newest_window(
@@ -254,7 +254,7 @@ async def test_clicking_a_subagent_card_opens_its_conversation(
         await pilot.pause(0.1)
         view = app.transcript.view("e95/c9")
         assert isinstance(view, BlockView)
-        assert "Subagent 12 is working. /agents switches to it." in text_of(view.content)
+        assert "The subagent is working. /agents switches to it." in text_of(view.content)
         await pilot.click(view)
         await settle(pilot)
         assert controller.called("switch_conversation") == [(12,)]

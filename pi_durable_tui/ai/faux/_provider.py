@@ -32,12 +32,13 @@ Where it departs from pi-ai's faux provider, and why:
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import math
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pi_durable_tui.ai._events import (
     AssistantEvent,
@@ -345,47 +346,51 @@ class FauxProvider:
         abort: asyncio.Event | None,
     ) -> AsyncIterator[AssistantEvent]:
         # REMINDER: blocks in ``streamed`` are replaced, never mutated, so every
-        # event's ``partial`` stays a consistent snapshot after later deltas.
+        # event's ``partial`` stays a consistent snapshot after later deltas. A
+        # delta's snapshot is built only when read (``source``): the block is cut
+        # from the scripted one at the delta's end, so streaming costs the deltas,
+        # not one copy of the growing text per delta.
+        base = message.model_copy()
+
         def snapshot() -> AssistantMessage:
-            return message.model_copy(update={"content": list(streamed)})
+            return base.model_copy(update={"content": list(streamed)})
+
+        def snapshot_with(
+            index: int, block: Callable[[], AssistantContent]
+        ) -> Callable[[], AssistantMessage]:
+            before = streamed[:index]
+            return lambda: base.model_copy(update={"content": [*before, block()]})
 
         sizes = self._chunk_sizes(position)
         yield StartEvent(snapshot())
-        for index, block in enumerate(blocks):
-            await self._pause(0, abort)
-            if isinstance(block, ToolCall):
-                streamed.append(block.model_copy(update={"arguments": {}}))
-                yield ToolCallStartEvent(index, snapshot())
+        grown: Callable[[], AssistantContent] | None = None
+        """The block being streamed, as of its last delta (built when read)."""
+        try:
+            for index, block in enumerate(blocks):
+                await self._pause(0, abort)
+                streamed.append(_emptied(block))
+                yield _start_event(block, index, snapshot())
                 live = PartialJson()  # live arguments, as real providers give them
-                for piece in _chunks(arguments_json(block), sizes):
+                end = 0
+                for piece in _chunks(_streamed_text(block), sizes):
                     await self._pause(len(piece), abort)
-                    arguments = dict(live.feed(piece))
-                    streamed[index] = block.model_copy(update={"arguments": arguments})
-                    yield ToolCallDeltaEvent(index, piece, snapshot())
+                    end += len(piece)
+                    if isinstance(block, ToolCall):
+                        grown = functools.partial(_with_arguments, block, dict(live.feed(piece)))
+                        yield ToolCallDeltaEvent(index, piece, snapshot_with(index, grown))
+                    elif isinstance(block, ThinkingContent):
+                        grown = functools.partial(_cut, block, end)
+                        yield ThinkingDeltaEvent(index, piece, snapshot_with(index, grown))
+                    else:
+                        grown = functools.partial(_cut, block, end)
+                        yield TextDeltaEvent(index, piece, snapshot_with(index, grown))
+                grown = None
                 streamed[index] = block
-                yield ToolCallEndEvent(index, block, snapshot())
-            elif isinstance(block, ThinkingContent):
-                streamed.append(block.model_copy(update={"thinking": ""}))
-                yield ThinkingStartEvent(index, snapshot())
-                for piece in _chunks(block.thinking, sizes):
-                    await self._pause(len(piece), abort)
-                    grown = streamed[index]
-                    assert isinstance(grown, ThinkingContent)
-                    streamed[index] = grown.model_copy(update={"thinking": grown.thinking + piece})
-                    yield ThinkingDeltaEvent(index, piece, snapshot())
-                streamed[index] = block
-                yield ThinkingEndEvent(index, block.thinking, snapshot())
-            else:
-                streamed.append(block.model_copy(update={"text": ""}))
-                yield TextStartEvent(index, snapshot())
-                for piece in _chunks(block.text, sizes):
-                    await self._pause(len(piece), abort)
-                    grown = streamed[index]
-                    assert isinstance(grown, TextContent)
-                    streamed[index] = grown.model_copy(update={"text": grown.text + piece})
-                    yield TextDeltaEvent(index, piece, snapshot())
-                streamed[index] = block
-                yield TextEndEvent(index, block.text, snapshot())
+                yield _end_event(block, index, snapshot())
+        except _Aborted:
+            if grown is not None:
+                streamed[-1] = grown()
+            raise
 
     def _chunk_sizes(self, position: int) -> Iterator[int]:
         """Chunk sizes in characters for one response: cycled, or drawn per position."""
@@ -444,6 +449,51 @@ def _with_id(block: AssistantContent, position: int, index: int) -> AssistantCon
     if isinstance(block, ToolCall) and not block.id:
         return block.model_copy(update={"id": f"call_{position}_{index}"})
     return block
+
+
+def _streamed_text(block: AssistantContent) -> str:
+    """The text a block streams as deltas: its text, reasoning or arguments JSON."""
+    if isinstance(block, ToolCall):
+        return arguments_json(block)
+    if isinstance(block, ThinkingContent):
+        return block.thinking
+    return block.text
+
+
+def _emptied(block: AssistantContent) -> AssistantContent:
+    """The block as its start event shows it: no text, reasoning or arguments yet."""
+    if isinstance(block, ToolCall):
+        return block.model_copy(update={"arguments": {}})
+    if isinstance(block, ThinkingContent):
+        return block.model_copy(update={"thinking": ""})
+    return block.model_copy(update={"text": ""})
+
+
+def _cut(block: TextContent | ThinkingContent, end: int) -> AssistantContent:
+    """The block with its first ``end`` characters of text or reasoning."""
+    if isinstance(block, ThinkingContent):
+        return block.model_copy(update={"thinking": block.thinking[:end]})
+    return block.model_copy(update={"text": block.text[:end]})
+
+
+def _with_arguments(block: ToolCall, arguments: dict[str, Any]) -> AssistantContent:
+    return block.model_copy(update={"arguments": arguments})
+
+
+def _start_event(block: AssistantContent, index: int, partial: AssistantMessage) -> AssistantEvent:
+    if isinstance(block, ToolCall):
+        return ToolCallStartEvent(index, partial)
+    if isinstance(block, ThinkingContent):
+        return ThinkingStartEvent(index, partial)
+    return TextStartEvent(index, partial)
+
+
+def _end_event(block: AssistantContent, index: int, partial: AssistantMessage) -> AssistantEvent:
+    if isinstance(block, ToolCall):
+        return ToolCallEndEvent(index, block, partial)
+    if isinstance(block, ThinkingContent):
+        return ThinkingEndEvent(index, block.thinking, partial)
+    return TextEndEvent(index, block.text, partial)
 
 
 def _chunks(text: str, sizes: Iterator[int]) -> Iterator[str]:

@@ -382,8 +382,7 @@ class ResponsesParser:
                 if summary:
                     events.append(assembly.add_thinking(index, summary))
         elif kind == "message":
-            text_block = assembly.message.content[index]
-            assert isinstance(text_block, TextContent)
+            text_block = assembly.text_block(index)
             if isinstance(item_id, str):
                 text_block.text_signature = item_id
             if not text_block.text:

@@ -12,7 +12,11 @@ wire APIs (each supplies ``prepare`` and ``parser``).
 REMINDER: every event's ``partial`` is the message being assembled, shared
 and mutated in place as the stream advances (copying it per delta would make a
 long response quadratic). A consumer that keeps a snapshot must copy it. The
-terminal event's message is the same object, complete.
+terminal event's message is the same object, complete. Text and thinking
+deltas wait in a per-block buffer and are joined into the block when something
+reads it (``current``, a delta event's ``partial``, ``text_block``,
+``thinking``, ``close``): a ``str`` cannot grow in place, so joining per delta
+would copy the whole text once per token.
 """
 
 from __future__ import annotations
@@ -87,6 +91,8 @@ class MessageAssembly:
             timestamp=int(time.time() * 1000),
         )
         self.cost_multiplier = 1.0
+        self._pending: dict[int, list[str]] = {}
+        """Text and thinking deltas not yet joined into their block, by content index."""
         self._arguments: dict[int, PartialJson] = {}
         self._open: dict[int, None] = {}
         """Indexes of blocks started and not yet ended, in start order."""
@@ -94,6 +100,22 @@ class MessageAssembly:
     def start(self) -> StartEvent:
         """Return the ``start`` event."""
         return StartEvent(partial=self.message)
+
+    def current(self) -> AssistantMessage:
+        """Join every buffered delta into its block and return the message so far."""
+        for index in list(self._pending):
+            self._join(index)
+        return self.message
+
+    def _join(self, index: int) -> None:
+        pieces = self._pending.pop(index, None)
+        if not pieces:
+            return
+        block = self.message.content[index]
+        if isinstance(block, TextContent):
+            block.text += "".join(pieces)
+        elif isinstance(block, ThinkingContent):
+            block.thinking += "".join(pieces)
 
     def is_open(self, index: int) -> bool:
         """Tell whether the block at ``index`` was started and not yet ended."""
@@ -109,14 +131,20 @@ class MessageAssembly:
             The block's content index and its start event.
         """
         index = self._append(TextContent(text="", text_signature=signature))
-        return index, TextStartEvent(content_index=index, partial=self.message)
+        return index, TextStartEvent(content_index=index, partial=self.current())
 
     def add_text(self, index: int, delta: str) -> TextDeltaEvent:
         """Append text to the text block at ``index`` and return the delta event."""
+        assert isinstance(self.message.content[index], TextContent)
+        self._pending.setdefault(index, []).append(delta)
+        return TextDeltaEvent(content_index=index, delta=delta, source=self.current)
+
+    def text_block(self, index: int) -> TextContent:
+        """Return the text block at ``index``, its buffered deltas joined."""
+        self._join(index)
         block = self.message.content[index]
         assert isinstance(block, TextContent)
-        block.text += delta
-        return TextDeltaEvent(content_index=index, delta=delta, partial=self.message)
+        return block
 
     def open_thinking(
         self, *, text: str = "", signature: str | None = None, redacted: bool = False
@@ -133,16 +161,17 @@ class MessageAssembly:
         """
         block = ThinkingContent(thinking=text, thinking_signature=signature, redacted=redacted)
         index = self._append(block)
-        return index, ThinkingStartEvent(content_index=index, partial=self.message)
+        return index, ThinkingStartEvent(content_index=index, partial=self.current())
 
     def add_thinking(self, index: int, delta: str) -> ThinkingDeltaEvent:
         """Append reasoning text to the thinking block at ``index``."""
-        block = self.thinking(index)
-        block.thinking += delta
-        return ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message)
+        assert isinstance(self.message.content[index], ThinkingContent)
+        self._pending.setdefault(index, []).append(delta)
+        return ThinkingDeltaEvent(content_index=index, delta=delta, source=self.current)
 
     def thinking(self, index: int) -> ThinkingContent:
-        """Return the thinking block at ``index``."""
+        """Return the thinking block at ``index``, its buffered deltas joined."""
+        self._join(index)
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
         return block
@@ -162,7 +191,7 @@ class MessageAssembly:
         """
         index = self._append(ToolCall(id=call_id, name=name, arguments=dict(arguments or {})))
         self._arguments[index] = PartialJson()
-        return index, ToolCallStartEvent(content_index=index, partial=self.message)
+        return index, ToolCallStartEvent(content_index=index, partial=self.current())
 
     def tool_call(self, index: int) -> ToolCall:
         """Return the tool-call block at ``index``."""
@@ -174,7 +203,7 @@ class MessageAssembly:
         """Append a raw JSON fragment to a tool call and refresh its live arguments."""
         block = self.tool_call(index)
         block.arguments = self._arguments[index].feed(fragment)
-        return ToolCallDeltaEvent(content_index=index, delta=fragment, partial=self.message)
+        return ToolCallDeltaEvent(content_index=index, delta=fragment, source=self.current)
 
     def tool_arguments_text(self, index: int) -> str:
         """Return the raw argument text received so far for the tool call at ``index``."""
@@ -194,20 +223,19 @@ class MessageAssembly:
         JSON object becomes ``{}`` and is kept in the ``raw_arguments`` extra field.
         """
         del self._open[index]
-        block = self.message.content[index]
+        message = self.current()
+        block = message.content[index]
         if isinstance(block, TextContent):
-            return TextEndEvent(content_index=index, content=block.text, partial=self.message)
+            return TextEndEvent(content_index=index, content=block.text, partial=message)
         if isinstance(block, ThinkingContent):
-            return ThinkingEndEvent(
-                content_index=index, content=block.thinking, partial=self.message
-            )
+            return ThinkingEndEvent(content_index=index, content=block.thinking, partial=message)
         raw = self._arguments.pop(index).text
         if raw.strip() or not block.arguments:
             arguments, invalid = parse_tool_arguments(raw)
             block.arguments = arguments
             if invalid is not None:
                 setattr(block, RAW_ARGUMENTS_FIELD, invalid)
-        return ToolCallEndEvent(content_index=index, tool_call=block, partial=self.message)
+        return ToolCallEndEvent(content_index=index, tool_call=block, partial=message)
 
     def close_all(self) -> list[AssistantEvent]:
         """End every open block, in start order."""
@@ -242,7 +270,7 @@ class MessageAssembly:
             ``error`` event of an empty answer).
         """
         events = self.close_all()
-        message = self.message
+        message = self.current()
         if reason == "stop" and not message.text().strip() and not message.tool_calls():
             events.append(self.fail(EMPTY_ANSWER_MESSAGE, retryable=False))
             return events
@@ -271,7 +299,7 @@ class MessageAssembly:
         Returns:
             The terminal ``error`` event.
         """
-        message = self.message
+        message = self.current()
         message.stop_reason = "aborted" if aborted else "error"
         message.error_message = text
         message.error_status = status

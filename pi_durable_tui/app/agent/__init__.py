@@ -7,6 +7,8 @@ are imported from ``pi_durable_tui.app``, lazily (its face's ``_LAZY``).
 
 Its private modules, lowest first (each imports only the ones before it):
 
+- ``_permissions``: the permission mode and rules from the settings and the
+  command line (issue 13);
 - ``_config``: the settings files validated and merged into ``AppSettings`` (R34),
   a project's widening keys only as far as the user trusted them (issue 13);
 - ``_live_settings``: ``SettingsFiles``, the settings of an open session, re-read
@@ -40,6 +42,7 @@ from pi_durable_tui.app.agent._model_setup import (
     choose_model,
     list_models_text,
 )
+from pi_durable_tui.app.agent._permissions import PermissionChoices
 from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
@@ -55,6 +58,7 @@ __all__ = [
     "HeadlessMode",
     "ModelChoiceError",
     "ModelSelection",
+    "PermissionChoices",
     "RedactedWriter",
     "SettingsFiles",
     "SubagentArgs",

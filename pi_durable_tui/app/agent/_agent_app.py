@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
-import shutil
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from pi_durable_tui.ai import FauxProvider, ModelRef, Models, ThinkingLevel
 from pi_durable_tui.ai.faux import parse_faux_script
@@ -39,6 +40,7 @@ from pi_durable_tui.app.agent._config import AppSettings
 from pi_durable_tui.app.agent._demos import (
     DEMOS,
     Demo,
+    DemoMarker,
     create_workspace,
     read_marker,
     script_text,
@@ -46,6 +48,7 @@ from pi_durable_tui.app.agent._demos import (
 )
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
 from pi_durable_tui.app.agent._uncancelled import complete
@@ -53,6 +56,7 @@ from pi_durable_tui.app.files import (
     SessionUnavailable,
     database_url,
     describe_store,
+    discard_new_session,
     home,
     new_session_path,
     newest_session,
@@ -98,6 +102,8 @@ class AppOptions:
             A continued demo keeps the pace it was started with.
         env: ``--env``: an ``ssh://`` URL where the tools run (None: the user's
             ``env`` setting, else this machine).
+        permissions: ``--permission-mode``, ``--allow``, ``--deny``, and whether a
+            screen can ask (issue 13).
     """
 
     cwd: str
@@ -109,6 +115,7 @@ class AppOptions:
     demo: str | None = None
     demo_pace: float = 1.0
     env: str | None = None
+    permissions: PermissionChoices = field(default_factory=PermissionChoices)
 
 
 @dataclass(eq=False)
@@ -132,7 +139,7 @@ class AgentApp:
     """Where the tools work (None: ``cwd`` on this machine)."""
     remote: ExecutionEnv | None = None
     """The SSH environment of a remote location, closed with the app."""
-    _reopen: Callable[[AppOptions], Awaitable[AgentApp]] | None = None
+    _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
     _titled: bool = False
 
@@ -164,7 +171,18 @@ class AgentApp:
             ModelChoiceError: A malformed or unknown ``--model``, a bad ``--base-url``.
             FauxScriptError: A malformed faux script.
         """
-        opening = cls._open(options, on_report, faux, clock)
+        return await cls._open_completely(options, on_report, faux, clock, None)
+
+    @classmethod
+    async def _open_completely(
+        cls,
+        options: AppOptions,
+        on_report: Callable[[Report], None] | None,
+        faux: FauxProvider | None,
+        clock: Clock | None,
+        demo: DemoMarker | None,
+    ) -> AgentApp:
+        opening = cls._open(options, on_report, faux, clock, demo)
         return await complete(opening, undo=lambda app: app.close())
 
     @classmethod
@@ -174,9 +192,11 @@ class AgentApp:
         on_report: Callable[[Report], None] | None,
         faux: FauxProvider | None,
         clock: Clock | None,
+        inherited_demo: DemoMarker | None,
     ) -> AgentApp:
         cwd = os.path.realpath(options.cwd)
-        settings = SettingsFiles(cwd)
+        check_rules(options.permissions)
+        settings = SettingsFiles(cwd, options.permissions)
         app_settings = settings.current()
         location = resolve_location(cwd, options.env)
         if options.session:
@@ -197,7 +217,14 @@ class AgentApp:
             if options.demo is not None and created:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
                 write_marker(store, demo, create_workspace(demo, home()))
+            elif inherited_demo is not None and created:
+                # /new in a demo: the same scripted model, tools and workspace.
+                demo = inherited_demo.demo
+                write_marker(store, demo, Path(inherited_demo.workspace))
             marker = read_marker(store)
+            if marker is not None and options.permissions.mode is None:
+                # A demo's model is our own script in a temporary workspace.
+                settings.choose_permissions(mode="auto")
             provider = faux
             workspace = cwd
             model_option = options.model
@@ -208,9 +235,7 @@ class AgentApp:
                 workspace = marker.workspace
                 model_option = model_option or "faux/faux-1"
             faux_script = options.faux_script
-            if faux_script is not None:
-                remember_faux_script(store, faux_script)
-            elif provider is None:
+            if faux_script is None and provider is None:
                 faux_script = remembered_faux_script(store)
             models = build_models(
                 app_settings,
@@ -222,18 +247,29 @@ class AgentApp:
             if location.remote and marker is None:
                 remote = await open_remote_env(location, tuple(app_settings.env_allow))
                 workspace = remote.cwd
-                remember_env(store, location.key)
             try:
                 storage = await open_store(store)
             except BaseException:
                 if remote is not None:
                     await remote.close()
                 raise
+            # REMINDER: written once the store opened, so a refused start (a bad
+            # script, a damaged store, a full disk) leaves nothing beside the store.
+            try:
+                if options.faux_script is not None:
+                    remember_faux_script(store, options.faux_script)
+                if remote is not None:
+                    remember_env(store, location.key)
+            except BaseException:
+                await storage.close()
+                if remote is not None:
+                    await remote.close()
+                raise
         except BaseException as error:
             if not options.session and not options.continue_session:
                 # A session that never started leaves no empty directory behind.
-                shutil.rmtree(store.parent, ignore_errors=True)
-            if isinstance(error, StorageError):
+                discard_new_session(store)
+            if _store_failure(error):
                 raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         reports: list[Report] = []
@@ -263,7 +299,7 @@ class AgentApp:
             await storage.close()
             if remote is not None:
                 await remote.close()
-            if isinstance(error, StorageError):
+            if _store_failure(error):
                 raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
@@ -271,7 +307,7 @@ class AgentApp:
         app.options = options
         app.location = location if remote is not None else None
         app.remote = remote
-        app._reopen = lambda other: cls.open(other, on_report=on_report, faux=faux, clock=clock)
+        app._reopen = lambda other, demo: cls._open_completely(other, on_report, faux, clock, demo)
         try:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
@@ -283,6 +319,10 @@ class AgentApp:
 
     async def open_another(self, session: str | None, *, model: str | None = None) -> AgentApp:
         """Open another session of this directory with the same providers, options and hooks.
+
+        A new session keeps what serves this one's model (issue 12: ``/new`` in a
+        faux session failed with "no provider 'faux'"): the faux script it was
+        started with or remembered, and a demo's scripted model, tools and workspace.
 
         Args:
             session: A stored session's path, or ``None`` for a new session.
@@ -296,14 +336,16 @@ class AgentApp:
         """
         if self.options is None or self._reopen is None:
             raise RuntimeError("Only a session opened with AgentApp.open can open another one")
+        inherited = remembered_faux_script(self.store) if session is None else None
         options = replace(
             self.options,
             session=session,
             continue_session=False,
             demo=None,
             model=model if session is None else None,
+            faux_script=self.options.faux_script or inherited,
         )
-        return await self._reopen(options)
+        return await self._reopen(options, read_marker(self.store) if session is None else None)
 
     async def close(self) -> None:
         """Close the harness and the store; idempotent, never raises for a closed store.
@@ -364,6 +406,19 @@ class AgentApp:
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""
         return self.settings.current()
+
+
+def _store_failure(error: BaseException) -> TypeGuard[Exception]:
+    """Whether opening failed at the store or its disk (not a bug, nor a bad option)."""
+    if isinstance(error, (StorageError, sqlite3.Error)):
+        return True
+    # A file of the session (its directory, faux-script.txt) that cannot be written;
+    # a write cut by a full disk may fail at its close, naming no file.
+    return isinstance(error, OSError) and (error.filename is not None or error.errno in _DISK)
+
+
+_DISK = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+"""The errors of a disk that refuses writes (full, read-only, no permission, failing)."""
 
 
 def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:

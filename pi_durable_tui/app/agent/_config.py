@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
+from pi_durable_tui.app.agent._permissions import PermissionRules
 from pi_durable_tui.app.files import (
     DATABASE_KEY,
     SETTINGS_NAME,
@@ -42,7 +43,13 @@ from pi_durable_tui.app.files import (
     with_values,
     without_widening,
 )
-from pi_durable_tui.harness import CompactionSettings, ProgressSettings, RetrySettings, Settings
+from pi_durable_tui.harness import (
+    CompactionSettings,
+    PermissionMode,
+    ProgressSettings,
+    RetrySettings,
+    Settings,
+)
 from pi_durable_tui.storage.json_ops import describe_json, printable
 
 
@@ -72,6 +79,10 @@ class AppSettings(BaseModel):
     database: str | None = None
     """The PostgreSQL URL sessions live in (the user's file only: ``_settings_files``)."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
+    permission_mode: PermissionMode | None = None
+    """The permission mode (default ``auto-edit``; ``--permission-mode`` wins)."""
+    permissions: PermissionRules = Field(default_factory=PermissionRules)
+    """``{"allow": [...], "deny": [...]}``: rules such as ``bash(npm test)`` (issue 13)."""
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
 

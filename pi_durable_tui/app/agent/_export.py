@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import html
+import io
 import json
 import os
 import re
@@ -26,9 +27,11 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal, TextIO
 
-from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
+from pi_durable_tui.app._terminal_text import visible_controls
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.files import (
     NoSession,
+    SessionPathError,
     SessionUnavailable,
     newest_session,
     open_store,
@@ -108,19 +111,9 @@ _CSS = (
 )
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_C1 = re.compile(r"[\x7f-\x9f]")
-"""What JSON leaves unescaped of the control characters (DEL and C1)."""
-
-
-def _visible_controls(text: str) -> str:
-    r"""``text`` with each control character but newline and tab as visible ``\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def _escaped(text: str) -> str:
     r"""``text`` as HTML text: entities for markup, ``\xNN`` for control characters."""
-    return html.escape(_visible_controls(text))
+    return html.escape(visible_controls(text))
 
 
 def _html_entry(entry: EntryRecord) -> str:
@@ -172,10 +165,9 @@ async def export_transcript(
     async for entry in entries_of(storage):
         count += 1
         if fmt == "jsonl":
-            line = json.dumps(entry.to_json(), ensure_ascii=False)
-            out.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line) + "\n")
+            out.write(json_line(entry.to_json()) + "\n")
         elif fmt == "markdown":
-            text = _visible_controls(_markdown_entry(entry))
+            text = visible_controls(_markdown_entry(entry))
             if text:
                 out.write(text + "\n")
         else:
@@ -185,7 +177,13 @@ async def export_transcript(
 
 
 def export_main(argv: Sequence[str]) -> int:
-    """Run ``pidurable export``; returns the exit status."""
+    r"""Run ``pidurable export``; returns the exit status.
+
+    A session that does not exist is an error (exit 2), never a new store. What
+    the output cannot encode (a lone surrogate a tool's output held) is written
+    as a backslash escape: ``\udcff``, which is also valid inside a JSON string.
+    A reader that leaves early (``| head``) raises ``BrokenPipeError`` to the caller.
+    """
     parser = argparse.ArgumentParser(prog="pidurable export", description="Write a transcript.")
     parser.add_argument(
         "--session",
@@ -197,8 +195,11 @@ def export_main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     try:
         cwd = os.getcwd()
-        path = resolve_session(args.session, cwd) if args.session else newest_session(cwd)
-    except (NoSession, SessionUnavailable) as error:
+        if args.session:
+            path = resolve_session(args.session, cwd, existing=True)
+        else:
+            path = newest_session(cwd)
+    except (NoSession, SessionUnavailable, SessionPathError) as error:
         sys.stderr.write(f"pidurable export: {error}\n")
         return 2
 
@@ -206,14 +207,17 @@ def export_main(argv: Sequence[str]) -> int:
         storage = await open_store(path)
         try:
             if args.output:
-                with open(args.output, "w", encoding="utf-8") as out:
+                with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as out:
                     return await export_transcript(storage, args.format, out)
             return await export_transcript(storage, args.format, sys.stdout)
         finally:
             await storage.close()
 
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     try:
         asyncio.run(run())
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
     except StorageError as error:
         sys.stderr.write(f"pidurable export: {error}\n")
         return 2

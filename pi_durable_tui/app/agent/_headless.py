@@ -6,18 +6,27 @@ submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
 prints its answer. Everything printed derives from commits, and passes the
-harness's redactor once more on its way out (``RedactedWriter``, issue 13):
+harness's redactor once more on its way out (``RedactedWriter``, issue 13);
+printed text (the answer, every stderr line) loses its escape sequences and
+control characters, since a pipe ends in a terminal often enough, and JSON
+lines escape every control character:
 
 - ``text``: the answer's text on ``out``; on ``err``, one line each time a failed
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
-  4s (attempt 2): <error>``.
+  4s (attempt 2): <error>``, and one line for each call refused because it needs
+  the user's approval (issue 13), with the flags that allow it.
 - ``json``: every event as one JSON line on ``out`` as its commit publishes it:
   first a ``snapshot`` (without past entries), then the batches of the run, up to
-  the commit that settles the input.
+  the commit that settles the input (a refused call shows as ``permission_request``
+  then ``permission_decision`` with ``"by": "headless"``).
 
 A settings edit during the run that cannot be used (malformed) prints one line
-on ``err``; the settings from before stay in force. So does each skill file that
-cannot be used (issue 16), before the run. Project settings whose
+on ``err``; the settings from before stay in force. So does each skill or command
+file that cannot be used (issue 16), before the run. A prompt naming a custom
+command (``/review calc.py``) sends that command's text, as typing it does
+(``expand_command_line``), with its notes on ``err``; a command whose file cannot
+be used ends the run with one line and status 1 instead of sending the raw text.
+Project settings whose
 widening keys the user has not confirmed (issue 13) are not asked about: the
 keys are ignored, with one line on ``err`` per run saying how to trust them.
 
@@ -28,13 +37,19 @@ unanswered (a provider error, a missing key, no model, an abort).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Literal, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
-from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
-from pi_durable_tui.app.files import TrustRequest, discover_skills
+from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
+from pi_durable_tui.app.files import (
+    FrontMatterError,
+    TrustRequest,
+    discover_commands,
+    discover_skills,
+    expand_command_line,
+)
 from pi_durable_tui.harness import EventStream, Input, text_of, watch_events
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -105,6 +120,21 @@ def retry_line(attempt: int, delay_ms: float, error: str) -> str:
     return f"pidurable: retrying in {_seconds(delay_ms)} (attempt {attempt + 1}): {error}\n"
 
 
+def refusal_line(request: JsonObject) -> str:
+    """The line print mode writes when it refused a call that needs approval (issue 13).
+
+    Args:
+        request: The committed request (``tool``, ``suggestion``, ``reason``).
+
+    Returns:
+        ``pidurable: refused bash(make test) (...): it needs approval; rerun with ...``.
+    """
+    what = request.get("suggestion") or request.get("tool")
+    return (
+        f"pidurable: refused {what} ({request.get('reason')}): it needs approval; {HEADLESS_HINT}\n"
+    )
+
+
 class _EventPrinter:
     """Writes a run's events as they are committed (JSON lines, or retry notices)."""
 
@@ -116,6 +146,7 @@ class _EventPrinter:
         self._err = err
         self._now = now
         self._writable = True
+        self._requests: dict[str, JsonObject] = {}
 
     async def run(self, stream: EventStream) -> None:
         async for batch in stream:
@@ -124,8 +155,13 @@ class _EventPrinter:
 
     def _print(self, event: JsonObject) -> None:
         if self._mode == "json":
-            self._write(self._out, json.dumps(event, ensure_ascii=False) + "\n")
+            self._write(self._out, json_line(event) + "\n")
             return
+        if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
+            request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
+            self._write(self._err, refusal_line(request))
+        elif event["type"] == "permission_request":
+            self._requests[event["tool_call_id"]] = event["request"]
         if event["type"] == "auto_retry_start":
             line = retry_line(event["attempt"], event["delay_ms"], event["error_message"])
             self._write(self._err, line)
@@ -211,10 +247,34 @@ async def run_headless(
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
     """
+    app.settings.choose_permissions(interactive=False)  # no one to ask here (issue 13)
     redact = app.harness.redactor.text
-    return await _run(
-        app, prompt, RedactedWriter(out, redact), RedactedWriter(err, redact), mode, request_id
-    )
+    # REMINDER: text goes to a terminal sooner or later (``| cat``, ``less -R``):
+    # printed text is always made terminal-safe; JSON escapes instead.
+    printed = RedactedWriter(out, redact, terminal=mode == "text")
+    errors = RedactedWriter(err, redact, terminal=True)
+    return await _run(app, prompt, printed, errors, mode, request_id)
+
+
+def _expanded(app: AgentApp, prompt: str | None, err: TextSink) -> str | None:
+    """The prompt to send: a custom command's text for ``/name ...`` (issue 16).
+
+    Unusable skill and command files are reported first, one line each.
+
+    Raises:
+        FrontMatterError: The prompt names a command whose file cannot be used.
+    """
+    problems = list(discover_commands(app.cwd).problems)
+    if app.remote is None:
+        problems += discover_skills(app.cwd).problems
+    for problem in problems:
+        _line(err, f"pidurable: {problem}\n")
+    expansion = None if prompt is None else expand_command_line(prompt, app.cwd)
+    if expansion is None:
+        return prompt
+    for note in expansion.notes:
+        _line(err, f"pidurable: {note}\n")
+    return expansion.text
 
 
 async def _run(
@@ -225,11 +285,12 @@ async def _run(
     mode: HeadlessMode,
     request_id: str | None,
 ) -> int:
+    try:
+        prompt = _expanded(app, prompt, err)
+    except FrontMatterError as error:
+        _line(err, f"pidurable: not sent: {error}\n")
+        return EXIT_FAILED
     unwatch = app.settings.on_error(lambda error: _line(err, settings_warning(error)))
-    if app.remote is None:
-        for problem in discover_skills(app.cwd).problems:
-            _line(err, f"pidurable: {problem}\n")
-
     warned: list[TrustRequest] = []
 
     def untrusted(request: TrustRequest) -> None:

@@ -26,8 +26,12 @@ digest; ``decline(request)`` keeps the old values and asks no more this session.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.app.agent._config import (
@@ -36,14 +40,21 @@ from pi_durable_tui.app.agent._config import (
     effective_settings,
     read_project_settings,
 )
+from pi_durable_tui.app.agent._permissions import (
+    PermissionChoices,
+    permission_settings,
+    settings_rules,
+)
 from pi_durable_tui.app.files import (
     SettingsError,
     TrustRequest,
+    read_settings_file,
     remember_trust,
+    settings_digest,
     settings_sources,
     trusted_digest,
 )
-from pi_durable_tui.harness import Settings
+from pi_durable_tui.harness import RuleSpec, Settings
 
 
 class SettingsFiles:
@@ -51,10 +62,16 @@ class SettingsFiles:
 
     Args:
         cwd: The working directory (its ``.pidurable/settings.json`` overrides).
+        permissions: What the command line chose about permissions (issue 13).
     """
 
-    def __init__(self, cwd: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, cwd: str | os.PathLike[str], permissions: PermissionChoices | None = None
+    ) -> None:
         self._cwd = cwd
+        self.permissions = permissions or PermissionChoices()
+        self._rules: list[RuleSpec] = []
+        self._harness: tuple[AppSettings, Settings] | None = None
         self._stamp: tuple[tuple[int, int], ...] | None = None
         self._value: AppSettings | None = None
         self._error_listeners: list[Callable[[SettingsError], None]] = []
@@ -116,6 +133,47 @@ class SettingsFiles:
         if self._pending is not None and self._pending.digest == request.digest:
             self._pending = None
 
+    def add_project_rule(self, rule: str) -> None:
+        """Add ``rule`` to the project's ``permissions.allow`` (the user's ``p``, issue 13).
+
+        pidurable writes the file, never the model. The new content is trusted
+        only when what it replaced was (trusted, or without widening keys): a
+        rule the user allowed must not launder keys the model wrote beside it,
+        which then still wait for the user's confirmation.
+
+        Raises:
+            SettingsError: The project's file is malformed (it is left as it is).
+            OSError: The file cannot be written.
+        """
+        before = read_project_settings(self._cwd)
+        trusted_before = (
+            not before.widening
+            or before.digest in self._trusted
+            or (before.digest is not None and trusted_digest(before.project) == before.digest)
+        )
+        data = dict(before.data)
+        permissions = dict(data.get("permissions") or {})
+        allow = list(permissions.get("allow") or [])
+        if rule in allow:
+            return
+        permissions["allow"] = [*allow, rule]
+        data["permissions"] = permissions
+        raw = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+        before.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = before.path.with_name(f".{before.path.name}.{os.getpid()}.tmp")
+        try:
+            temporary.write_bytes(raw)
+            os.replace(temporary, before.path)
+        finally:
+            temporary.unlink(missing_ok=True)
+        if trusted_before:
+            digest = settings_digest(raw)
+            self._trusted.add(digest)
+            with contextlib.suppress(OSError):  # trusted for this session at least
+                remember_trust(before.project, digest)
+        self._stamp = None
+        self.current()
+
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
         stamps: list[tuple[int, int]] = []
@@ -139,7 +197,9 @@ class SettingsFiles:
             try:
                 project = read_project_settings(self._cwd)
                 confirmed, request = self._gate(project)
-                self._value = effective_settings(self._cwd, project, confirmed)
+                value = effective_settings(self._cwd, project, confirmed)
+                self._rules = settings_rules(self._rule_sections(project, confirmed))
+                self._value = value
             except SettingsError as error:
                 if self._value is None:
                     raise
@@ -151,9 +211,49 @@ class SettingsFiles:
             self._stamp = stamp
         return self._value
 
+    def _rule_sections(
+        self, project: ProjectSettings, confirmed: Mapping[str, Any]
+    ) -> list[tuple[Path, str, Mapping[str, Any]]]:
+        """The permission rules in force by file: the project's ``allow`` only if trusted."""
+        user = settings_sources(self._cwd)[0]
+        mine = read_settings_file(user).get("permissions")
+        theirs = project.data.get("permissions")
+        return [
+            (user, "user settings", mine if isinstance(mine, dict) else {}),
+            (
+                project.path,
+                "project settings",
+                {
+                    "deny": theirs.get("deny") if isinstance(theirs, dict) else None,
+                    "allow": confirmed.get("permissions.allow"),
+                },
+            ),
+        ]
+
+    def choose_permissions(self, **changes: Any) -> None:
+        """Change the command line's permission choices from now on.
+
+        ``interactive=False`` (print mode) refuses at once a call that would wait;
+        ``mode="auto"`` is what a demo's own scripted model runs in.
+        """
+        self.permissions = replace(self.permissions, **changes)
+        self._harness = None
+
+    def rules(self) -> list[RuleSpec]:
+        """The settings files' permission rules in force now, each with its source."""
+        self.current()
+        return list(self._rules)
+
     def harness(self) -> Settings:
         """The harness's settings now (the harness calls this at every decision)."""
-        return self.current().harness_settings()
+        current = self.current()
+        if self._harness is None or self._harness[0] is not current:
+            permissions = permission_settings(
+                self.permissions, current.permission_mode, self._rules
+            )
+            settings = current.harness_settings().model_copy(update={"permissions": permissions})
+            self._harness = (current, settings)
+        return self._harness[1]
 
     def _gate(self, project: ProjectSettings) -> tuple[Mapping[str, Any], TrustRequest | None]:
         """The project's widening values in force, and the request its content needs."""

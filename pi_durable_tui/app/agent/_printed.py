@@ -13,15 +13,24 @@ local variable would otherwise print a key.
   providers the settings declare.
 - ``RedactedWriter``: a text stream that redacts what goes through it, line by
   line, so a secret cut between two ``write`` calls is still found; ``flush``
-  writes the unfinished line too.
+  writes the unfinished line too. Given ``terminal=True`` (text a person reads:
+  the ``-p`` answer, stderr lines) it also removes escape sequences and control
+  characters (``terminal_safe``), so an answer holding OSC 52 does not write the
+  clipboard of the terminal it ends up in, through a pipe or not (issue 13).
+- ``json_line(value)``: one JSON line with every control character escaped,
+  DEL and C1 too (``json.dumps`` leaves those raw), for ``--mode json`` and
+  ``export --format jsonl``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app.agent._config import AppSettings
 from pi_durable_tui.env import SecretRedactor
 
@@ -65,11 +74,15 @@ class RedactedWriter:
     Args:
         inner: The stream written to.
         redact: Redacts one complete text (``SecretRedactor.text``).
+        terminal: Whether what is written is text for a terminal (escape
+            sequences and control characters are removed).
     """
 
-    def __init__(self, inner: TextSink, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self, inner: TextSink, redact: Callable[[str], str], *, terminal: bool = False
+    ) -> None:
         self._inner = inner
-        self._redact = redact
+        self._redact = (lambda text: terminal_safe(redact(text))) if terminal else redact
         self._pending = ""
 
     def write(self, text: str) -> int:
@@ -87,3 +100,13 @@ class RedactedWriter:
             pending, self._pending = self._pending, ""
             self._inner.write(self._redact(pending))
         self._inner.flush()
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
+"""The control characters ``json.dumps`` writes as they are (DEL and C1)."""
+
+
+def json_line(value: Any) -> str:
+    """``value`` as one line of JSON with no raw control character in it."""
+    line = json.dumps(value, ensure_ascii=False)
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", line)

@@ -19,7 +19,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_project_files``: the working directory's files for ``@`` completion;
 - ``_front_matter``: Markdown files with YAML front matter, and where skills and
   custom commands live;
-- ``_skills``: the skills listed in the system prompt (issue 16).
+- ``_skills``: the skills listed in the system prompt (issue 16);
+- ``_commands``: custom slash commands and their expansion (issue 16).
 
 REMINDER: the screen reads sessions and the theme before its first paint, through
 this part's face: its modules import the standard library and ``app._view``
@@ -28,6 +29,15 @@ only, never a layer below the app (``tests/tui/test_opening.py`` checks it);
 or list a database's sessions.
 """
 
+from pi_durable_tui.app.files._commands import (
+    CommandScan,
+    CustomCommand,
+    Expansion,
+    UnknownCommand,
+    discover_commands,
+    expand_command,
+    expand_command_line,
+)
 from pi_durable_tui.app.files._context_files import MAX_BYTES as MAX_CONTEXT_BYTES
 from pi_durable_tui.app.files._context_files import (
     ContextFile,
@@ -42,10 +52,12 @@ from pi_durable_tui.app.files._project_files import SKIPPED_DIRS, ProjectFiles
 from pi_durable_tui.app.files._sessions import (
     DATABASE_ENV,
     NoSession,
+    SessionPathError,
     SessionUnavailable,
     StoredSession,
     database_url,
     describe_store,
+    discard_new_session,
     list_sessions,
     new_session_path,
     newest_session,
@@ -93,22 +105,31 @@ __all__ = [
     "SKIPPED_DIRS",
     "TRUST_NAME",
     "WIDENING_KEYS",
+    "CommandScan",
     "ContextFile",
+    "CustomCommand",
+    "Expansion",
     "FrontMatterError",
     "NoSession",
     "ProjectFiles",
+    "SessionPathError",
     "SessionUnavailable",
     "SettingsError",
     "Skill",
     "SkillScan",
     "StoredSession",
     "TrustRequest",
+    "UnknownCommand",
     "context_candidates",
     "context_text",
     "database_url",
     "describe_store",
+    "discard_new_session",
+    "discover_commands",
     "discover_context_files",
     "discover_skills",
+    "expand_command",
+    "expand_command_line",
     "global_context_file",
     "home",
     "list_sessions",
@@ -133,7 +154,6 @@ __all__ = [
     "settings_sources",
     "settings_theme",
     "skills_prompt",
-
     "trusted_digest",
     "widening_values",
     "with_values",

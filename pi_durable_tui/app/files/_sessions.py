@@ -27,6 +27,7 @@ import concurrent.futures
 import hashlib
 import os
 import re
+import shutil
 import time
 import uuid
 from collections.abc import Coroutine
@@ -56,6 +57,14 @@ DATABASE_ENV = "PIDURABLE_DATABASE_URL"
 
 class NoSession(LookupError):
     """No stored session matches what was asked for."""
+
+
+class SessionPathError(ValueError):
+    """``--session PATH`` names no place for a store: a directory, or a missing directory's file.
+
+    A store is made at a given path only in a directory that exists: a typo never
+    creates directories (``/nonexistent/`` included).
+    """
 
 
 class SessionUnavailable(Exception):
@@ -95,6 +104,23 @@ def new_session_path(cwd: str | os.PathLike[str]) -> Path:
     directory = sessions_dir(cwd) / name
     directory.mkdir(parents=True, exist_ok=False)
     return directory / STORE_NAME
+
+
+def discard_new_session(store: Path) -> None:
+    """Remove a session that never started: its directory, and the empty ones above it.
+
+    A start refused at opening (a full disk, a damaged script) leaves nothing in
+    the home it did not find there; directories holding anything else stay.
+    """
+    shutil.rmtree(store.parent, ignore_errors=True)
+    top = home()
+    for directory in store.parent.parents:
+        if directory == top.parent or not directory.is_relative_to(top):
+            return
+        try:
+            directory.rmdir()  # only when empty
+        except OSError:
+            return
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +165,22 @@ def describe_store(store: Path) -> str:
     return store_name(store) if _in_database(store) else str(store)
 
 
-def resolve_session(text: str, cwd: str | os.PathLike[str]) -> Path:
+def resolve_session(text: str, cwd: str | os.PathLike[str], *, existing: bool = False) -> Path:
     """The store ``--session`` names.
 
     With a database, a session ID (``<cwd key>/<timestamp>-<uuid>``, or
     ``<timestamp>-<uuid>`` of this directory) names a session in it; anything
     else, and everything without one, is a SQLite file.
+
+    Args:
+        text: What ``--session`` was given.
+        cwd: The working directory (the key of its sessions in a database).
+        existing: The session must exist already (``export``): a missing file is
+            ``NoSession``, never a new store.
+
+    Raises:
+        SessionPathError: The file path is a directory, or its directory does not exist.
+        NoSession: ``existing`` and there is no store at that path.
     """
     if database_url() is not None:
         if _SESSION_DIR.match(text):
@@ -152,7 +188,20 @@ def resolve_session(text: str, cwd: str | os.PathLike[str]) -> Path:
         key, _, name = text.partition("/")
         if _CWD_KEY.match(key) and _SESSION_DIR.match(name):
             return home() / "sessions" / key / name / STORE_NAME
-    return Path(text).expanduser().resolve()
+    path = Path(text).expanduser().resolve()
+    if path.is_dir():
+        raise SessionPathError(
+            f"--session {text} is a directory, not a session store; name the store file "
+            f"(such as {os.path.join(text, STORE_NAME)})"
+        )
+    if existing and not path.exists():
+        raise NoSession(f"No session store at {path}; `pidurable -r` lists this directory's")
+    if not path.parent.is_dir():
+        raise SessionPathError(
+            f"--session {text}: the directory {path.parent} does not exist; create it "
+            "first, or name a store in an existing directory"
+        )
+    return path
 
 
 async def open_store(store: Path) -> Storage:

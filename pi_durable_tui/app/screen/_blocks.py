@@ -10,7 +10,8 @@ shown conversation's ``pi.live`` value, and gets ``Block`` values back.
   ``compaction`` block, ``pi.reset`` a ``reset`` block, ``pi.system`` a ``system``
   block (hidden unless verbose).
 - ``pi.tool-result`` fills the card of its call: ``done``, ``error``,
-  ``interrupted`` or ``aborted`` (by the error diagnostic's code), its output and
+  ``interrupted`` or ``aborted`` (by the error diagnostic's code), its output (the
+  result text the model received, which replaces the streamed output) and
   details (a ``read`` range, a ``write`` preview, an ``edit`` diff, ``bash``'s
   exit code and duration, a subagent's conversation).
 - ``pi.live`` adds what streams: the partial assistant message (``live``), cards
@@ -145,7 +146,9 @@ def apply_result(card: ToolCard, entry: EntryRecord) -> ToolCard:
         status=status,
         error=error,
         result_text=text,
-        output=text if card.name in ("bash", "") or not card.output else card.output,
+        # REMINDER: what the model received, not the last live output: that one was
+        # committed up to 100 ms before the end and misses the final lines (issue 12).
+        output=text or card.output,
         duration_ms=message.get("duration_ms") or details.get("duration_ms"),
     )
     if card.name == "bash":

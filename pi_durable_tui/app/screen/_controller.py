@@ -32,26 +32,32 @@ from typing import Any, TypeVar
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ExportFormat
 from pi_durable_tui.app._view import (
+    CommandInfo,
     ConversationInfo,
     ModelChoice,
     NoticeLevel,
     SessionInfo,
     SkillInfo,
+    missing_key_hint,
 )
 from pi_durable_tui.app.agent import AgentApp, export_transcript
 from pi_durable_tui.app.files import (
     SKIPPED_DIRS,
+    Expansion,
     ProjectFiles,
     SettingsError,
     TrustRequest,
+    discover_commands,
     discover_skills,
+    expand_command,
+    expand_command_line,
     session_infos,
     sessions_dir,
 )
+from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
-from pi_durable_tui.app.screen._screen_model import LiveScreenModel, conversation_label
-from pi_durable_tui.harness import LIVE_DOC, AgentChange, Input, WhenBusy
-from pi_durable_tui.storage import EntryRecord
+from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.harness import CHOICES, LIVE_DOC, AgentChange, DecisionRejected, Input, WhenBusy
 
 T = TypeVar("T")
 HISTORY_NAME = "history.txt"
@@ -213,15 +219,24 @@ class AgentController:
                 context_window=m.context_window,
                 reasoning=m.reasoning,
                 configured=self.app.models.missing_key(m) is None,
+                missing_key=self.app.models.missing_key(m),
             )
             for m in self.app.models.list()
         ]
 
     async def set_model(self, ref: str) -> None:
-        """Use a model in the shown conversation (the thinking level is clamped to it)."""
+        """Use a model in the shown conversation (the thinking level is clamped to it).
+
+        Raises:
+            ValueError: The model's key is missing (the message names the variable
+                to set and how to declare a local server instead, issue 12).
+        """
 
         async def set_model() -> None:
             model = self.app.models.resolve(ref)
+            missing = self.app.models.missing_key(model)
+            if missing is not None:
+                raise ValueError(missing_key_hint(f"{model.provider}/{model.id}", missing))
             level = clamp_thinking_level(model, self.model.footer.thinking_level)  # type: ignore[arg-type]
             change = AgentChange(model=ModelRef(model.provider, model.id), thinking_level=level)
             await self._conversation.configure(change)
@@ -238,7 +253,7 @@ class AgentController:
             for record in page.items:
                 first = await storage.scan_entries(record.id, order="asc", limit=5)
                 title = next(
-                    (_entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
+                    (entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
                 )
                 label = conversation_label(record.id, record.owner is not None, self.app.root.id)
                 live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
@@ -272,7 +287,7 @@ class AgentController:
             stored = await storage.entry(entry_id, self.model.conversation_id)
             if stored is None:
                 raise ValueError(f"Entry {entry_id} is not in this conversation")
-            text = _entry_text(stored.entry)
+            text = entry_text(stored.entry)
             before = await storage.scan_entries(
                 self.model.conversation_id, max_entry_id=entry_id - 1, order="desc", limit=1
             )
@@ -328,6 +343,30 @@ class AgentController:
             await export_transcript(self.app.harness.session.storage, fmt, out)
         return str(target)
 
+    def custom_commands(self) -> list[CommandInfo]:
+        """The custom slash commands of the project and the user (``files._commands``)."""
+        return [
+            CommandInfo(c.name, c.argument_hint, c.description, c.source)
+            for c in discover_commands(self.app.cwd).commands
+        ]
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Send a custom command's text (read now) as a typed message; notes become notices."""
+        await self._send(expand_command(name, arguments, self.app.cwd))
+
+    async def submit_line(self, text: str) -> None:
+        """Submit a line given on the command line: a custom command runs, else a message."""
+        expansion = expand_command_line(text, self.app.cwd)
+        if expansion is None:
+            await self.submit(text)
+        else:
+            await self._send(expansion)
+
+    async def _send(self, expansion: Expansion) -> None:
+        for note in expansion.notes:
+            self.model.add_notice("info", note)
+        await self.submit(expansion.text)
+
     def skills(self) -> list[SkillInfo]:
         """The skills the system prompt lists (none over SSH); a bad file is a notice."""
         if self.app.remote is not None:
@@ -340,14 +379,17 @@ class AgentController:
     def complete_path(self, prefix: str) -> list[str]:
         """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
 
-        A bare name of two characters or more also finds files anywhere below the
+        Relative to the shown conversation's working directory, where its tools
+        resolve paths (issue 12: a demo's workspace, not the directory ``pidurable``
+        was started in). A bare name of two characters or more also finds files anywhere below the
         working directory whose path contains it (``ProjectFiles``), after the
         entries of the working directory itself.
         """
         if self.app.remote is not None:
             return []  # the files are on another host: listing them per keystroke costs trips
         directory, _, stem = prefix.rpartition("/")
-        base = Path(self.app.cwd) / directory
+        root = self.model.working_directory
+        base = Path(root) / directory
         found: list[str] = []
         with contextlib.suppress(OSError):
             for entry in sorted(os.scandir(base), key=lambda e: e.name):
@@ -362,8 +404,8 @@ class AgentController:
         if directory or len(stem) < 2:
             return found
         files = self._project_files
-        if files is None or files.root != self.app.cwd:  # another session may work elsewhere
-            files = self._project_files = ProjectFiles(self.app.cwd)
+        if files is None or files.root != root:  # another session may work elsewhere
+            files = self._project_files = ProjectFiles(root)
         listed = set(found)
         found += [path for path in files.matching(stem, COMPLETIONS) if path not in listed]
         return found[:COMPLETIONS]
@@ -417,6 +459,44 @@ class AgentController:
                 self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
         self.model.trust_changed()
 
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """Commit the user's decision on a call waiting for approval (issue 13).
+
+        ``once`` runs the call; ``session`` adds its suggested rule for this session;
+        ``project`` adds it to the project's ``.pidurable/settings.json`` too
+        (written by pidurable, never by the model; the content pidurable wrote is
+        trusted only when what it replaced was); ``deny`` refuses it, with
+        ``message`` for the model. A call that no longer waits (decided elsewhere,
+        aborted) is a notice, not an error.
+        """
+        if choice not in CHOICES:
+            raise ValueError(f"unknown decision {choice!r}: use one of {', '.join(CHOICES)}")
+        waiting = self.model.approval
+        rule = waiting.suggestion if waiting is not None and waiting.call_id == call_id else None
+        try:
+            await self.app.harness.decide(
+                self.model.conversation_id,
+                call_id,
+                choice,  # checked against CHOICES above
+                message=message,
+            )
+        except DecisionRejected as error:
+            self.model.add_notice("warning", f"Not decided: {error}")
+            return
+        if choice == "project" and rule is not None:
+            try:
+                self.app.settings.add_project_rule(rule)
+            except (OSError, SettingsError) as error:
+                self.model.add_notice(
+                    "warning",
+                    f"Allowed {rule} for this session; the project's settings could not be "
+                    f"written ({error})",
+                )
+            else:
+                self.model.add_notice("info", f"Allowed always in this project: {rule}")
+        elif choice == "session" and rule is not None:
+            self.model.add_notice("info", f"Allowed for this session: {rule}")
+
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""
         if self._closed:
@@ -468,16 +548,6 @@ def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
     error = outcome.get("error")
     error = error if isinstance(error, dict) else {}
     return "error", f"Compaction {status}: {error.get('message', 'no reason given')}"
-
-
-def _entry_text(entry: EntryRecord) -> str:
-    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(
-        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
-    )
 
 
 def _model_of(ref: str) -> ModelRef | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app.screen._screen_model import conversation_label
+from pi_durable_tui.app.screen._names import conversation_label, conversation_title
 from pi_durable_tui.app.screen._task_tree import describe_call, tool_call_of
 from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
@@ -43,8 +43,9 @@ async def recovery_report(app: AgentApp) -> list[str]:
         if record.conversation_id not in label:
             conversation = await storage.conversation(record.conversation_id)
             owned = conversation is not None and conversation.owner is not None
+            title = await conversation_title(storage, record.conversation_id)
             label[record.conversation_id] = conversation_label(
-                record.conversation_id, owned, app.root.id
+                record.conversation_id, owned, app.root.id, title
             )
         where = label[record.conversation_id]
         checkpoint = record.state.get("checkpoint") if isinstance(record.state, dict) else None

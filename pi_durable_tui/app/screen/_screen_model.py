@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
+    ApprovalQuestion,
     Block,
     Footer,
     Notice,
@@ -43,6 +45,7 @@ from pi_durable_tui.app.screen._blocks import (
     status_line,
     visible,
 )
+from pi_durable_tui.app.screen._names import conversation_label, conversation_title
 from pi_durable_tui.app.screen._task_tree import TaskTree
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Tx
@@ -169,6 +172,11 @@ class LiveScreenModel:
             request.digest, request.question(), request.shown_values(), request.heading()
         )
 
+    @property
+    def approval(self) -> ApprovalQuestion | None:
+        """The oldest call of the shown conversation waiting for a decision (issue 13)."""
+        return _approval(self._live_doc)
+
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
         self._emit(ViewChange(trust=True))
@@ -224,6 +232,8 @@ class LiveScreenModel:
         self.detach()
         session = self._app.harness.session
         storage = session.storage
+        root = conversation_id == self._app.root.id  # "main" needs no words
+        title = "" if root else await conversation_title(storage, conversation_id)
 
         async def mount(tx: Tx) -> None:
             record = await tx.conversation(conversation_id)
@@ -244,7 +254,8 @@ class LiveScreenModel:
             # subscribed while this commit holds the line, so no later commit can be
             # published before the mount (it would be lost) or applied to the old one.
             self.conversation_id = conversation_id
-            self._label = conversation_label(record.id, record.owner is not None, self._app.root.id)
+            owned = record.owner is not None
+            self._label = conversation_label(record.id, owned, self._app.root.id, title)
             entries = [stored.entry for stored in page.items]
             self._mount(entries, docs)
             self._unsubscribe = session.subscribe(self._on_commit)
@@ -322,6 +333,7 @@ class LiveScreenModel:
         added: list[str] = []
         changed: list[str] = []
         footer = bool(entries) and self._append_entries(entries, changed, added)
+        waiting = _approval(self._live_doc)
         flags = self._apply_docs(docs) if docs else {}
         removed: list[str] = []
         status = False
@@ -339,6 +351,7 @@ class LiveScreenModel:
             footer=footer or flags.get("footer", False),
             status=status,
             notices=notices,
+            approval=_approval(self._live_doc) != waiting,
         )
         if change != ViewChange():
             self._emit(change)
@@ -459,11 +472,16 @@ class LiveScreenModel:
             cost=totals["cost"],
             context_tokens=self._context_tokens,
             context_window=window,
-            cwd=self._app.where(str(agent.get("cwd") or self._app.workspace)),
+            cwd=self._app.where(self.working_directory),
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
         )
+
+    @property
+    def working_directory(self) -> str:
+        """Where the shown conversation's tools work (a demo's workspace, a subagent's cwd)."""
+        return str(self._agent.get("cwd") or self._app.workspace)
 
     def _reindex(self) -> None:
         self._index = {block.key: i for i, block in enumerate(self._stored)}
@@ -526,13 +544,6 @@ def _with_result(block: Block, entry: EntryRecord) -> Block:
     return replace(block, tool=apply_result(block.tool, entry), streaming=False)
 
 
-def conversation_label(conversation_id: int, owned: bool, root_id: int) -> str:
-    """``main``, ``subagent <id>`` (owned by a task) or ``fork <id>`` (another root)."""
-    if conversation_id == root_id:
-        return "main"
-    return f"subagent {conversation_id}" if owned else f"fork {conversation_id}"
-
-
 def _queue_item(item: Mapping[str, Any]) -> QueueItem:
     mode = item.get("mode")
     if mode == "write":
@@ -549,3 +560,25 @@ def _queue_item(item: Mapping[str, Any]) -> QueueItem:
         )
     )
     return QueueItem(int(item["id"]), "steer" if mode == "steer" else "follow_up", text)
+
+
+def _approval(live: Mapping[str, Any]) -> ApprovalQuestion | None:
+    """The first slot of ``pi.live`` whose request waits for a decision (issue 13)."""
+    for slot in live.get("tools") or []:
+        approval = slot.get("approval")
+        if not isinstance(approval, dict) or "decision" in approval:
+            continue
+        request = approval.get("request")
+        if not isinstance(request, dict):
+            continue
+        suggestion = request.get("suggestion")
+        return ApprovalQuestion(
+            call_id=str(slot.get("call_id", "")),
+            tool=terminal_safe(str(request.get("tool", slot.get("name", "")))),
+            argument=terminal_safe(str(request.get("argument") or "")),
+            reason=terminal_safe(str(request.get("reason") or "")),
+            mode=str(request.get("mode") or ""),
+            protected=bool(request.get("protected")),
+            suggestion=terminal_safe(suggestion) if isinstance(suggestion, str) else None,
+        )
+    return None

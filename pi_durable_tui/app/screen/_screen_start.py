@@ -18,6 +18,7 @@ without Textual, so print-free tests and the TUI run the same path:
 from __future__ import annotations
 
 from pi_durable_tui.app.agent import AgentApp
+from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -35,7 +36,8 @@ async def start_screen(
         reopened: The session existed before (``--continue``, ``--resume``,
             ``--session``): show what recovery does.
         verbose: Show system-prompt changes in the transcript.
-        prompt: Sent as the first message, as the controller sends a typed one.
+        prompt: Sent as the first message, as the controller sends a typed one (a
+            custom command line, ``/review calc.py``, sends that command's text).
 
     Returns:
         ``(model, controller)``, following the main conversation.
@@ -54,8 +56,10 @@ async def start_screen(
         elif not model.footer.model:
             model.add_notice("warning", NO_MODEL)
         controller.skills()  # listed once at start, so an unusable skill file is a notice now
+        for problem in discover_commands(app.cwd).problems:
+            model.add_notice("warning", problem)
         if prompt:
-            await controller.submit(prompt)
+            await controller.submit_line(prompt)
     except BaseException:
         await controller.close()
         raise

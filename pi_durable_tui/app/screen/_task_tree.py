@@ -2,9 +2,11 @@
 
 Roots are tasks without an owner task whose conversation no live task owns;
 children are the tasks a node owns, then the conversation-owned tasks of the
-conversations it owns. Labels are words a person reads: ``turn`` for a
-generation, ``bash: npm test`` for a tool call, ``compaction (threshold)``,
-``subagent: <task>`` for a background subagent.
+conversations it owns. Labels are words a person reads, never bare ids
+(issue 12): ``turn`` for a generation (under its subagent when it is one's),
+``turn in fork of <first words>`` for a fork's, ``bash: npm test`` for a tool
+call, ``compaction (threshold)``, ``subagent: <task>`` for a background subagent.
+The ids and kinds stay on each ``TaskNode`` (``/tasks`` lists them).
 
 ``TaskTree`` follows the session: the view model calls ``schedule()`` after each
 commit that touched tasks; refreshes coalesce (one runs at a time, and a commit
@@ -20,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pi_durable_tui.app._view import TaskNode
+from pi_durable_tui.app.screen._names import conversation_label, conversation_title
 from pi_durable_tui.kernel import Session
 from pi_durable_tui.storage import TaskRecord
 
@@ -176,11 +179,15 @@ class TaskTree:
         if record.kind == "pi.generation":
             if record.conversation_id == self._root_id:
                 return "turn"
-            return f"turn (conversation {record.conversation_id})"
+            conversation = await self._session.storage.conversation(record.conversation_id)
+            if conversation is None or conversation.owner is not None:
+                return "turn"  # the main conversation's, or shown under its subagent
+            title = await conversation_title(self._session.storage, record.conversation_id)
+            return "turn in " + conversation_label(conversation.id, False, self._root_id, title)
         if record.kind == "pi.compaction":
             return f"compaction ({data.get('reason', 'manual')})"
         if record.kind == "pi.subagent":
-            return "subagent: " + describe_call("", {"task": data.get("prompt", "")}, 40)[1]
+            return conversation_label(-1, True, self._root_id, str(data.get("prompt", "")))
         if record.kind == "pi.tool":
             name, what = describe_call(*await tool_call_of(self._session, record))
             return f"{name}: {what}" if what else name

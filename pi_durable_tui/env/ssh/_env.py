@@ -45,7 +45,7 @@ from pi_durable_tui.env._types import (
     SpillPolicy,
 )
 from pi_durable_tui.env.ssh._connection import Link, open_link
-from pi_durable_tui.env.ssh._remote_command import RemoteCommand, run_remote
+from pi_durable_tui.env.ssh._remote_command import RemoteCommand, run_remote, when_a_session_is_free
 from pi_durable_tui.env.ssh._remote_shell import (
     SHELL_ADDED_NAMES,
     encode_header,
@@ -482,7 +482,9 @@ class SshEnv:
         if not ids:
             return
         line = kill_groups_line(ids, self._kill_grace)
-        await self._call(lambda: self._link.connection.run(line, check=False))
+        await self._call(
+            lambda: when_a_session_is_free(lambda: self._link.connection.run(line, check=False))
+        )
 
     async def _kill_group(self, group: int) -> None:
         await self._kill_groups([group])

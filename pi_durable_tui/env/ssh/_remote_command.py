@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 import asyncssh
 
@@ -54,6 +54,10 @@ GUARD_ANSWER_SECONDS = 3.0
 LOST_EXIT_CODE = 255
 """The exit code of a command whose channel closed without a status (as ``ssh`` reports)."""
 
+SESSION_WAIT_SECONDS = 30.0
+"""How long a channel open refused by the server's session limit is retried."""
+
+_T = TypeVar("_T")
 _MAX_READY_PREFIX = 1 << 20
 BATCH_BYTES = 1 << 20
 """Most bytes of packets joined before they are routed."""
@@ -135,8 +139,8 @@ class RemoteCommand:
 
     async def start(self, connection: asyncssh.SSHClientConnection, header: bytes) -> None:
         """Open the channel and send the header (the command starts on the remote)."""
-        channel, _ = await connection.create_session(
-            lambda: _Session(self), COMMAND_LINE, encoding=None
+        channel, _ = await when_a_session_is_free(
+            lambda: connection.create_session(lambda: _Session(self), COMMAND_LINE, encoding=None)
         )
         self._channel = channel
         channel.write(header)
@@ -442,3 +446,35 @@ def _start_error(state: str, cwd: str, program: str) -> FileError | None:
             "shell_unavailable", "No shell found: install bash or sh, or put one on PATH"
         )
     return None
+
+
+async def when_a_session_is_free(open_channel: Callable[[], Awaitable[_T]]) -> _T:
+    """Open a channel, waiting while the server's session limit refuses it.
+
+    ``SharedLink.channels`` keeps the commands under OpenSSH's ``MaxSessions``,
+    but a session the client has closed still counts on the server until the
+    server's side of the close arrives, and a kill of a group opens one more: on
+    a loaded machine an open can meet a full server for a moment. That refusal
+    (``ChannelOpenError``) is transient, so the open is tried again, backing off,
+    for ``SESSION_WAIT_SECONDS``; then the error stands.
+
+    Args:
+        open_channel: Opens the channel (called once per try).
+
+    Returns:
+        What ``open_channel`` returned.
+
+    Raises:
+        asyncssh.ChannelOpenError: The server still refused after the wait.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SESSION_WAIT_SECONDS
+    pause = 0.02
+    while True:
+        try:
+            return await open_channel()
+        except asyncssh.ChannelOpenError:
+            if loop.time() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from pi_durable_tui.ai import ImageContent, TextContent, Usage
 from pi_durable_tui.harness.extensions._bounds import OutputLimits
 from pi_durable_tui.harness.extensions._ports import Severity as Severity
+from pi_durable_tui.harness.permissions import SubjectKind
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 if TYPE_CHECKING:
@@ -39,6 +40,20 @@ ExecutionMode = Literal["parallel", "sequential"]
 P = TypeVar("P", bound=BaseModel)
 
 _SECTION_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAccess:
+    """What a tool's calls touch, for the permission engine (issue 13).
+
+    Args:
+        kind: ``path``: the main argument is a file the tool changes (or reads);
+            ``command``: a shell command line (read-only commands are recognized).
+        argument: Returns the main argument from the validated arguments.
+    """
+
+    kind: SubjectKind
+    argument: Callable[[Any], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +137,8 @@ class Tool(Generic[P]):
     execution_mode: ExecutionMode = "parallel"
     output: OutputLimits = field(default_factory=OutputLimits)
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    read_only: bool = False
+    access: ToolAccess | None = None
 
     @functools.cached_property
     def _spec(self) -> JsonObject:
@@ -148,6 +165,8 @@ def define_tool(
     execution_mode: ExecutionMode = "parallel",
     output: OutputLimits | None = None,
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    read_only: bool = False,
+    access: ToolAccess | None = None,
 ) -> Tool[P]:
     """Define a tool.
 
@@ -164,6 +183,10 @@ def define_tool(
         output: Limits of the retained output (default 2000 lines / 50 KiB, head).
         prepare_arguments: Repairs the raw arguments before validation, on a copy;
             the stored call keeps what the model sent (R94).
+        read_only: The tool only reads: it runs in every permission mode, ``plan``
+            included (issue 13). A tool that does not say so follows ``bash``'s policy.
+        access: Its main argument (a path, a command) for permission rules
+            (``write(src/**)``) and protected paths.
 
     Returns:
         The tool.
@@ -186,6 +209,8 @@ def define_tool(
         execution_mode=execution_mode,
         output=output if output is not None else OutputLimits(),
         prepare_arguments=prepare_arguments,
+        read_only=read_only,
+        access=access,
     )
 
 

@@ -345,7 +345,7 @@ async def _stream(
             elif isinstance(event, ErrorEvent):
                 final = event.error
             else:
-                committer.update(event.partial)
+                committer.update(event)
     finally:
         await committer.stop()
         await stream.aclose()

@@ -5,8 +5,11 @@ committed. At most one partial commit is in
 flight; a new partial schedules a commit at most every
 ``progress.partial_interval_ms`` (100 ms by default), the first one an interval
 after the request started (a response that completes sooner commits no partial:
-its classification shows it whole); the partial is copied when the commit runs,
-so the newest one wins. ``stop()`` ends the throttle and awaits a
+its classification shows it whole); the partial is read (and copied) when the
+commit runs, so the newest one wins. The committer keeps the newest *event*,
+not its partial: a delta event builds its partial only when read
+(``pi_durable_tui.ai`` stream events), so a long answer pays for its growing
+text once per commit, not once per delta. ``stop()`` ends the throttle and awaits a
 commit in flight, so no stale partial lands after the classification commit.
 
 A partial is a text still growing: a secret can be cut anywhere by the chunks
@@ -29,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pi_durable_tui.ai import AssistantMessage
+from pi_durable_tui.ai import AssistantEvent, StartEvent
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness.state import LIVE_DOC, dump
 from pi_durable_tui.kernel import TaskGateClosed, Tx
@@ -48,7 +51,7 @@ class PartialCommitter:
         self._runtime = runtime
         self._attempt = attempt
         self._interval = interval_ms / 1000
-        self._latest: AssistantMessage | None = None
+        self._latest: AssistantEvent | None = None
         self._dirty = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._in_commit = False
@@ -64,11 +67,15 @@ class PartialCommitter:
         """Whether ``stop()`` was called."""
         return self._stopped
 
-    def update(self, partial: AssistantMessage) -> None:
-        """Offer the newest partial; empty ones are ignored (R85)."""
-        if self._stopped or not partial.content:
+    def update(self, event: AssistantEvent) -> None:
+        """Offer the newest event's partial; empty ones are ignored (R85).
+
+        Only ``start`` has an empty partial (every later event follows a block's
+        start), so the partial itself is not read here.
+        """
+        if self._stopped or (isinstance(event, StartEvent) and not event.partial.content):
             return
-        self._latest = partial
+        self._latest = event
         self._dirty.set()
         if self._loop is None:
             self._loop = asyncio.ensure_future(self._run())
@@ -93,8 +100,11 @@ class PartialCommitter:
             return
 
     async def _commit(self) -> None:
-        message = self._latest
-        if message is None:
+        event = self._latest
+        if event is None:
+            return
+        message = getattr(event, "partial", None)
+        if message is None or not message.content:
             return
         stored = withheld(dump(message), services_of(self._runtime).redactor.streaming)
         conversation_id = self._runtime.conversation_id

@@ -87,5 +87,9 @@ USAGE_DOC = define_doc(
     "pi.usage", initial=lambda: {"models": {}, "tools": {}}, checkpoint_when=_always
 )
 """``pi.usage``: tokens and cost per model and per tool (R115)."""
+PERMISSIONS_DOC = define_doc(
+    "pi.permissions", initial=dict, scope="session", checkpoint_when=_always
+)
+"""``pi.permissions`` (session scope): ``{"mode"?, "allow": [rules]}``, the user's choices."""
 BUILTIN_DOCS = (AGENT_DOC, PROVIDER_DOC, LIVE_DOC, INBOX_DOC, USAGE_DOC)
 """In the order views mount them."""

@@ -11,14 +11,34 @@ Its private modules, lowest first (each imports only the ones before it):
   R103, R105);
 - ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and
   its progress commits (R102-R104);
+- ``_approval``: the permission gate and durable approvals (issue 13);
 - ``_tool_task``: the task: call phase, execution, result (R93-R101, R106).
 
 Outside itself this part imports the runtime and services, and the parts
 ``extensions`` and ``state``; never a conversation's inbox nor the generation.
 """
 
+from pi_durable_tui.harness.tool._approval import (
+    CHOICES,
+    Choice,
+    DecisionRejected,
+    commit_decision,
+    session_policy,
+    set_session_mode,
+)
 from pi_durable_tui.harness.tool._output import OutputChange, ToolOutputBuffer
 from pi_durable_tui.harness.tool._throttle import ProgressThrottle
 from pi_durable_tui.harness.tool._tool_task import TOOL_TASK
 
-__all__ = ["TOOL_TASK", "OutputChange", "ProgressThrottle", "ToolOutputBuffer"]
+__all__ = [
+    "CHOICES",
+    "TOOL_TASK",
+    "Choice",
+    "DecisionRejected",
+    "OutputChange",
+    "ProgressThrottle",
+    "ToolOutputBuffer",
+    "commit_decision",
+    "session_policy",
+    "set_session_mode",
+]

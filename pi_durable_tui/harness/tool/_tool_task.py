@@ -1,12 +1,15 @@
 """The tool task ``pi.tool``: one tool call from resolution to its result entry (R93-R107).
 
-Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call`` and
+Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call``,
+``approval {"arguments"}`` (waiting for the user's decision, ``_approval``) and
 ``execute {"arguments", "replay"}`` (the durable intent); result
 ``{"entry_id", "control"?}``.
 
 - ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
   arguments, run the ``before_tool`` chain, validate again - none of which records
-  intent - then commit the intent (checkpoint ``execute`` and slot ``running``),
+  intent - then pass the permission gate (``_approval``: run, refuse, or wait
+  durably for the user's decision), then commit the intent (checkpoint
+  ``execute`` and slot ``running``),
   build the environment, execute, run the ``after_tool`` chain and commit the
   result (R96-R98, R106).
 - ``execute`` is reached only after a crash or close during execution (R95): the
@@ -55,6 +58,7 @@ from pi_durable_tui.harness.state import (
     slot_of_task,
     tool_result_message,
 )
+from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
 from pi_durable_tui.harness.tool._tool_api import ToolCallApi
 from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
@@ -369,6 +373,62 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                 await _error_result(runtime, call, "invalid_arguments", problem)
                 return
     assert validated is not None
+    outcome, code, text = await gate(runtime, agent, tool, arguments, validated)
+    if outcome == "refused":
+        await _error_result(runtime, call, code, text)
+    elif outcome == "wait":
+        await _decided(runtime, agent, tool, call, arguments, validated)
+    else:
+        await _start(runtime, agent, tool, call, arguments, validated)
+
+
+async def _decided(
+    runtime: HarnessRuntime,
+    agent: ResolvedAgent,
+    tool: Tool[Any],
+    call: _Call,
+    arguments: dict[str, Any],
+    validated: BaseModel,
+) -> None:
+    """Wait for the committed decision of a call that asked, then act on it (issue 13)."""
+    decision = await await_decision(runtime)
+    if decision.get("choice") == "deny":
+        if decision.get("by") == "headless":
+            hint = services_of(runtime).settings().permissions.hint
+            text = refusal_text(decision.get("request") or {"tool": call.name}, hint)
+            await _error_result(runtime, call, "permission_required", text)
+        else:
+            await _error_result(runtime, call, "permission_denied", denial_text(decision))
+        return
+    await _start(runtime, agent, tool, call, arguments, validated)
+
+
+async def _approval_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+    """A call waiting for its decision when a crash or close cut it (issue 13)."""
+    services = services_of(runtime)
+    call = await _read_call(services, task)
+    arguments = (task.state.get("checkpoint") or {}).get("arguments") or {}
+    agent = await runtime.agent()
+    tool = agent.tool(call.name)
+    if tool is None:
+        await _error_result(runtime, call, "tool_unavailable", f"Tool {call.name} is not available")
+        return
+    validated, problem = _validate(tool, arguments)
+    if validated is None:
+        await _error_result(runtime, call, "invalid_arguments", problem)
+        return
+    await _decided(runtime, agent, tool, call, arguments, validated)
+
+
+async def _start(
+    runtime: HarnessRuntime,
+    agent: ResolvedAgent,
+    tool: Tool[Any],
+    call: _Call,
+    arguments: dict[str, Any],
+    validated: BaseModel,
+) -> None:
+    """Commit the durable intent, then execute (R93)."""
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
     checkpoint: JsonObject = {"phase": "execute", "arguments": arguments, "replay": tool.replay}
@@ -432,6 +492,11 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     tool = agent.tool(call.name)
     limits = tool.output if tool is not None else OutputLimits()
     slot = await _slot(runtime)
+    approval = (slot or {}).get("approval") or {}
+    if approval and "decision" not in approval:
+        text = "Not run: the user stopped the turn before deciding on this call."
+        await _error_result(runtime, call, "aborted", text, "aborted")
+        return
     result = _from_slot(slot, False, limits)
     text = f"Tool {call.name} was aborted"
     result.diagnostics.append(Diagnostic("error", text, "aborted"))
@@ -470,7 +535,7 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
 TOOL_TASK = define_task(
     "pi.tool",
     initial=lambda _input: {"phase": "call"},
-    phases={"call": _call_phase, "execute": _execute_phase},
+    phases={"call": _call_phase, "approval": _approval_phase, "execute": _execute_phase},
     abort=_abort,
 )
 """The built-in tool task (R93-R107)."""

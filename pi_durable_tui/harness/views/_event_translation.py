@@ -5,7 +5,8 @@ before and after a commit (``_view_mount``) and reads the commit's records
 (entries, tasks with their previous records, submissions) to produce that
 commit's batch of coding-agent events, in the order R125 fixes:
 
-1. progress: ``tool_execution_start`` (a slot became ``running``), the first
+1. progress: ``tool_execution_start`` (a slot became ``running``),
+   ``permission_request`` / ``permission_decision`` (issue 13), the first
    partial's ``message_start``, ``message_update``, ``tool_execution_update``,
    then ``auto_retry_start`` / ``auto_retry_end``;
 2. entries in append order: ``message_start`` (skipped for the assistant entry
@@ -271,6 +272,7 @@ def _progress(commit: _Commit) -> list[JsonObject]:
                     "args": _arguments(commit.tasks, slot.get("task_id")),
                 }
             )
+    events.extend(_permission_events(commit, slots_before))
     generation_before: JsonObject = commit.was.get("generation") or {}
     generation: JsonObject = commit.live.get("generation") or {}
     partial_before, partial = commit.partial_before(), generation.get("message")
@@ -301,6 +303,26 @@ def _progress(commit: _Commit) -> list[JsonObject]:
         )
     if retry_before is not None and retry is None:
         events.append({"type": "auto_retry_end", "attempt": generation_before.get("attempt", 1)})
+    return events
+
+
+def _permission_events(commit: _Commit, slots_before: dict[str, JsonObject]) -> list[JsonObject]:
+    """The permission events of a commit (issue 13).
+
+    ``permission_request`` when a call starts waiting for the user's decision,
+    ``permission_decision`` when its decision is committed.
+    """
+    events: list[JsonObject] = []
+    for slot in commit.slots():
+        approval = slot.get("approval")
+        if not isinstance(approval, dict):
+            continue
+        was = slots_before.get(slot["call_id"], {}).get("approval") or {}
+        ids = {"tool_call_id": slot["call_id"], "tool_name": slot["name"]}
+        if "request" not in was:
+            events.append({"type": "permission_request", **ids, "request": approval["request"]})
+        if "decision" in approval and "decision" not in was:
+            events.append({"type": "permission_decision", **ids, "decision": approval["decision"]})
     return events
 
 

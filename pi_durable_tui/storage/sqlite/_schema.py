@@ -62,12 +62,13 @@ make reopen proportional to history, which DESIGN.md section 4 forbids; run
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pi_durable_tui.storage.errors import StorageCorrupted, StorageError
+from pi_durable_tui.storage.errors import StorageCorrupted, StorageError, StoreBusy
 from pi_durable_tui.storage.records import FIRST_MINTED_ID
 
 Synchronous = Literal["NORMAL", "FULL"]
@@ -220,8 +221,7 @@ def damaged(path: Path, error: sqlite3.Error) -> StorageCorrupted:
 
 def is_damage(error: sqlite3.Error) -> bool:
     """Whether an sqlite3 error reports a damaged file rather than a passing condition."""
-    code = getattr(error, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    return _code(error) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def _metadata_row(conn: sqlite3.Connection) -> tuple[int, int, int]:
@@ -339,16 +339,65 @@ def _migrate(conn: sqlite3.Connection, path: Path, version: int, target: int) ->
         raise
 
 
+CREATING_SUFFIX = ".creating"
+"""Beside a store being created: the file it is built in, renamed over the store when whole."""
+
+
+def create(path: Path) -> None:
+    """Create the store file at ``path`` atomically: its path holds a whole store, or nothing.
+
+    The schema is built in ``<path>.creating`` (left over by a creation that was
+    killed: built again), flushed to disk and renamed to ``path``. So an empty
+    or half-made file at a store's path was never made by an open that stopped
+    midway: it is reported (``StorageCorrupted``), never made into a store. The
+    caller holds the store's lock.
+    """
+    building = path.with_name(path.name + CREATING_SUFFIX)
+    building.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(building, isolation_level=None)
+        try:
+            conn.execute("PRAGMA synchronous = OFF")  # one fsync below covers the file
+            _migrate(conn, path, 0, schema_version())
+        finally:
+            conn.close()
+        descriptor = os.open(building, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(building, path)
+    except BaseException:
+        building.unlink(missing_ok=True)  # a full disk, a signal: nothing is left behind
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # the rename itself survives a crash
+    finally:
+        os.close(directory)
+
+
 def configure(
     conn: sqlite3.Connection,
     path: Path,
     synchronous: Synchronous,
     wal_autocheckpoint: int | None,
     busy_timeout_ms: int,
+    open_timeout_ms: int | None = None,
 ) -> Metadata:
-    """Apply and assert the connection's configuration, then prepare the schema."""
+    """Apply and assert the connection's configuration, then prepare the schema.
+
+    Until the schema is ready and the write lock was claimed once, another
+    client's lock is waited for ``open_timeout_ms`` (default: ``busy_timeout_ms``);
+    from then on, ``busy_timeout_ms``.
+
+    Raises:
+        StoreBusy: Another SQLite client held the write lock all that time.
+        StorageCorrupted: The file is damaged or not a pidurable store.
+    """
+    opening_ms = busy_timeout_ms if open_timeout_ms is None else open_timeout_ms
     try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute(f"PRAGMA busy_timeout = {int(opening_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -359,7 +408,7 @@ def configure(
             "journal_mode": "wal",
             "synchronous": _SYNCHRONOUS_LEVELS[synchronous],
             "foreign_keys": 1,
-            "busy_timeout": int(busy_timeout_ms),
+            "busy_timeout": int(opening_ms),
             "wal_autocheckpoint": pages,
         }
         for pragma, want in expected.items():
@@ -369,11 +418,28 @@ def configure(
                 raise StorageError(
                     f"SQLite store {path}: PRAGMA {pragma} is {got!r}, not {want!r}{hint}"
                 )
-        return prepare_schema(conn, path)
+        metadata = prepare_schema(conn, path)
+        # REMINDER: the single-writer lock keeps other pidurables out, not other
+        # SQLite clients: claim the write lock once, within the open's timeout, so
+        # one that holds it is found here rather than by the first commit.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        return metadata
     except sqlite3.DatabaseError as error:
         if is_damage(error):
             raise damaged(path, error) from error
+        if _code(error) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise StoreBusy(
+                f"SQLite store {path} is locked by another SQLite client "
+                f"(still after {opening_ms / 1000:g} s)"
+            ) from error
         raise
+
+
+def _code(error: sqlite3.Error) -> int | None:
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
 
 
 def checkpoint(conn: sqlite3.Connection) -> None:

@@ -50,12 +50,13 @@ import aiosqlite
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
+    StorageCorrupted,
     StoragePoisoned,
     StorageRejected,
 )
 from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
-from pi_durable_tui.storage.lock import StoreLock
+from pi_durable_tui.storage.lock import LOCK_SUFFIX, StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     MAX_ID,
@@ -78,6 +79,7 @@ from pi_durable_tui.storage.sqlite._schema import (
     Synchronous,
     checkpoint,
     configure,
+    create,
     damaged,
     integrity_problems,
     is_damage,
@@ -157,6 +159,7 @@ class SqliteStorage:
         synchronous: Synchronous = "NORMAL",
         wal_autocheckpoint: int | None = None,
         busy_timeout: float = 10.0,
+        open_timeout: float = 2.0,
     ) -> SqliteStorage:
         """Open (or create) the store at ``path`` and take its single-writer lock.
 
@@ -168,14 +171,19 @@ class SqliteStorage:
                 commit path (``_checkpoints``). A number: SQLite's own automatic
                 checkpoint instead, inside the commit that takes the WAL to that
                 many pages (``0``: no checkpoint until ``close``).
-            busy_timeout: Seconds to wait for another connection's write lock.
+            busy_timeout: Seconds a commit waits for another connection's write lock.
+            open_timeout: Seconds the open waits for it (it claims the lock once, so a
+                store another SQLite client holds is refused at open, not at the
+                first commit).
 
         Returns:
             The open store.
 
         Raises:
             StoreLocked: Another process, or another open in this one, holds it.
-            StorageCorrupted: The file is not a SQLite database, is damaged, has
+            StoreBusy: Another SQLite client held its write lock for ``open_timeout``.
+            StorageCorrupted: The file is empty (0 bytes, no WAL beside it: never a
+                store, or a store cut to nothing), not a SQLite database, is damaged, has
                 lost its metadata (``Durable SQLite metadata is missing``), or holds
                 tables that are not a pidurable store.
             UnsupportedSchema: A newer pidurable wrote the store.
@@ -187,12 +195,23 @@ class SqliteStorage:
             not isinstance(wal_autocheckpoint, int) or wal_autocheckpoint < 0
         ):
             raise ValueError(f"wal_autocheckpoint must be >= 0, got {wal_autocheckpoint!r}")
-        if not busy_timeout >= 0:
-            raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}")
+        if not busy_timeout >= 0 or not open_timeout >= 0:
+            raise ValueError(
+                f"busy_timeout and open_timeout must be >= 0 seconds, got "
+                f"{busy_timeout!r} and {open_timeout!r}"
+            )
         store = Path(path)
+        if not store.with_name(store.name + LOCK_SUFFIX).exists():
+            _refuse_empty(store)  # never opened by a pidurable: refused without a lock file
         lock = StoreLock.acquire(store)
         db: aiosqlite.Connection | None = None
         try:
+            if store.exists():
+                _refuse_empty(store)
+            else:
+                # REMINDER: synchronous on purpose (a few milliseconds, once per store):
+                # a thread cancelled here could still rename after the lock is released.
+                create(store)
             connecting = aiosqlite.connect(store, isolation_level=None, cached_statements=256)
             # REMINDER: a process must never hang at exit. aiosqlite's worker thread is
             # not a daemon, so a store a bug leaves open would keep the process alive;
@@ -209,6 +228,7 @@ class SqliteStorage:
                 synchronous,
                 wal_autocheckpoint,
                 round(busy_timeout * 1000),
+                round(open_timeout * 1000),
             )
             # REMINDER: the tables are used on the worker thread only.
             tables = await run_on_worker(db, Queries, metadata.newest_entry)
@@ -516,3 +536,29 @@ class SqliteStorage:
 
 def _without_connection(conn: sqlite3.Connection, call: Callable[[], T]) -> T:
     return call()
+
+
+def _refuse_empty(store: Path) -> None:
+    """Refuse a store file that exists and holds nothing: it is never initialised over.
+
+    Stores are created whole (``create``), so an empty file at a store's path
+    never was one. A store made before that whose file is still empty but whose
+    WAL holds its commits (killed before its first checkpoint) is a store:
+    SQLite reads it from the WAL.
+
+    Raises:
+        StorageCorrupted: The file has 0 bytes and no WAL beside it holds anything.
+    """
+    try:
+        if store.stat().st_size > 0:
+            return
+    except FileNotFoundError:
+        return  # a new store
+    wal = store.with_name(store.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return
+    raise StorageCorrupted(
+        f"SQLite store {store} is empty (0 bytes): it holds no session, and an empty "
+        "file is not made into one; move it aside and start a new session, "
+        "or restore it from a backup"
+    )

@@ -42,15 +42,17 @@ def define_search_tool(
     parameters: type[P],
     execute: Callable[[P, ToolApi], Awaitable[ToolResult]],
 ) -> Tool[P]:
-    """Define a search tool: it only reads, so it is replay-safe (R95), bounded by ``LIMITS``."""
-    # REMINDER: these tools are read-only for the permission modes. When define_tool
-    # gains the read-only flag (branch perms), set it here, once, for all three.
+    """Define a search tool: it only reads, so it is replay-safe (R95), bounded by ``LIMITS``.
+
+    It is read-only for the permission engine too: it runs in every mode (issue 13).
+    """
     return define_tool(
         name,
         description=description,
         parameters=parameters,
         execute=execute,
         replay="safe",
+        read_only=True,
         output=LIMITS,
     )
 

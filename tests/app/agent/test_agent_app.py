@@ -108,4 +108,25 @@ async def test_a_new_session_that_cannot_start_leaves_no_directory_behind(
         await AgentApp.open(AppOptions(cwd=str(project), model="openai/nope"))
 
     assert list_sessions(project) == []
-    assert list(sessions_dir(project).iterdir()) == []
+    assert not sessions_dir(project).exists()  # nor the empty directories above it
+
+
+async def test_a_new_session_of_a_continued_faux_session_keeps_its_remembered_script(
+    home: Path, project: Path
+) -> None:
+    """Issue 12: ``/new`` in a faux session failed with "no provider 'faux'"."""
+    script = str(write_script(project, text("scripted answer")))
+    first = await AgentApp.open(AppOptions(cwd=str(project), model=FAUX, faux_script=script))
+    await first.close()
+    continued = await AgentApp.open(AppOptions(cwd=str(project), continue_session=True))
+    try:
+        assert continued.options is not None
+        assert continued.options.faux_script is None
+        fresh = await continued.open_another(None, model=FAUX)
+        try:
+            assert fresh.store != continued.store
+            assert fresh.models.get(FAUX) is not None
+        finally:
+            await fresh.close()
+    finally:
+        await continued.close()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from pi_durable_tui.app import PermissionChoices
 from pi_durable_tui.app.agent._headless import describe_failure, retry_line
 from pi_durable_tui.harness import USER
 from pi_durable_tui.storage.records import SubmissionRecord
@@ -19,6 +21,7 @@ from tests.app.support import (
     write_script,
     write_settings,
 )
+from tests.harness.run_support import within
 
 RATE_LIMITED = {"error": {"message": "rate limited", "status": 429, "retry_after_ms": 300}}
 
@@ -161,21 +164,33 @@ def test_a_retry_wait_is_shown_in_seconds(delay_ms: float, shown: str) -> None:
     assert retry_line(1, delay_ms, "busy") == f"pidurable: retrying in {shown} (attempt 2): busy\n"
 
 
+async def appears(path: Path) -> None:
+    """Return once ``path`` exists (callers bound it with ``within``)."""
+    while not path.exists():
+        await asyncio.sleep(0.01)
+
+
 async def test_a_bad_settings_edit_during_the_run_is_one_stderr_line_and_the_run_goes_on(
     open_app: OpenApp, project: Path
 ) -> None:
     settings = project / ".pidurable" / "settings.json"
     write_settings(settings, {"retry": {"max_retries": 1}})
-    bad = '{"retry": {"max_retries": "many"}}'
     script = write_script(
         project,
-        tool_call("write", {"path": ".pidurable/settings.json", "content": bad}),
+        tool_call("bash", {"command": "touch started; while [ ! -e go ]; do sleep 0.01; done"}),
         tool_call("bash", {"command": "echo again"}),
         text("Done."),
     )
-    app = await open_app(model=FAUX, faux_script=str(script))
-
-    printed = await run(app, "go")
+    # The user edits the file while the first command runs (the model may not:
+    # pidurable's own files are protected, issue 13).
+    app = await open_app(
+        model=FAUX, faux_script=str(script), permissions=PermissionChoices(mode="auto")
+    )
+    running = asyncio.ensure_future(run(app, "go"))
+    await within(appears(project / "started"))
+    settings.write_text('{"retry": {"max_retries": "many"}}')
+    (project / "go").touch()
+    printed = await within(running)
 
     assert (printed.status, printed.out) == (0, "Done.\n")
     assert printed.err == (

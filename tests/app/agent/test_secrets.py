@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_durable_tui.app import PermissionChoices
 from pi_durable_tui.harness import TOOL_RESULT, text_of
 from tests.app.conftest import OpenApp
 from tests.app.support import (
@@ -30,7 +31,10 @@ def store_bytes(store: Path) -> bytes:
 async def env_printed_by_bash(open_app: OpenApp, project: Path) -> tuple[Path, str]:
     """Run a session whose bash step prints its environment; return the store and the output."""
     script = write_script(project, tool_call("bash", {"command": "env"}), text("Printed."))
-    app = await open_app(model=FAUX, faux_script=str(script))
+    # `env` is not read-only (it runs commands): allowed by a rule, as a user would
+    app = await open_app(
+        model=FAUX, faux_script=str(script), permissions=PermissionChoices(allow=("bash(env)",))
+    )
     assert (await run(app, "show the environment")).status == 0
     await app.close()
     [result] = [e for e in await stored_entries(app.store) if e.kind == TOOL_RESULT]

@@ -18,7 +18,9 @@ from pi_durable_tui.ai import (
     faux_thinking,
     faux_tool_call,
 )
-from pi_durable_tui.app.screen._blocks import status_line
+from pi_durable_tui.app import ToolCard
+from pi_durable_tui.app.screen._blocks import apply_result, status_line
+from pi_durable_tui.storage import EntryRecord
 from tests.app.screen_support import FAST, ScreenFactory, call, gate_command, say
 from tests.harness.run_support import within
 
@@ -258,3 +260,21 @@ def test_the_status_line_takes_the_first_match_of_retry_compaction_tool_and_run(
     live: dict[str, object], status: str
 ) -> None:
     assert status_line(live, now_ms=0) == status
+
+
+def test_a_finished_card_shows_the_output_the_model_received_not_the_last_live_tail() -> None:
+    """Issue 12: a ``search`` card of the planner demo stopped before its final lines.
+
+    The live output was committed up to 100 ms before the call returned, so it
+    misses what the call printed last; the result entry holds all of it.
+    """
+    live = ToolCard("c1", "search", "running", {"topic": "trains"}, output="source 1/2\n")
+    result = EntryRecord(
+        7,
+        1,
+        "pi.tool-result",
+        model=[{"role": "tool", "content": "source 1/2\nsource 2/2\n- Railjet 07:25\n"}],
+    )
+    done = apply_result(live, result)
+    assert done.status == "done"
+    assert done.output.splitlines()[-1] == "- Railjet 07:25"

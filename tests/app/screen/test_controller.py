@@ -110,7 +110,7 @@ async def test_fork_from_a_user_message_shows_the_history_before_it_and_returns_
     fork = rig.model.conversation_id
     assert fork != rig.app.root.id
     assert [(b.kind, b.text) for b in rig.model.blocks] == [("user", "first"), ("assistant", "one")]
-    assert rig.model.footer.conversation_label == f"fork {fork}"
+    assert rig.model.footer.conversation_label == "fork of first"  # issue 12: no ids
     await rig.ask("second, differently")
     assert rig.texts("assistant") == ["one", "other two"]
     first = rig.blocks("user")[0]
@@ -200,7 +200,7 @@ async def test_conversations_lists_main_first_then_subagents_newest_first_with_t
     await within(rig.controller.switch_conversation(child))
     assert rig.model.conversation_id == child
     assert rig.texts("assistant") == ["Child A."]
-    assert rig.model.footer.conversation_label == f"subagent {child}"
+    assert rig.model.footer.conversation_label == "subagent: [a] first job"
     assert any(change.transcript_reset for change in rig.changes[before:])
     assert [c.shown for c in await within(rig.controller.conversations())] == [False, False, True]
 
@@ -279,6 +279,17 @@ async def test_complete_path_of_a_bare_name_also_finds_files_deeper_below(
     assert rig.controller.complete_path("m") == ["model_card.md"]  # one letter: no search
 
 
+async def test_complete_path_is_relative_to_the_demo_workspace_not_the_start_directory(
+    open_screen: ScreenFactory,
+) -> None:
+    """Issue 12: ``@`` in ``--demo`` listed the directory pidurable was started in."""
+    rig = await open_screen(demo="coding", demo_pace=0)
+    (rig.workdir / "started_here.txt").write_text("x")
+    assert rig.model.working_directory != str(rig.workdir)
+    assert rig.controller.complete_path("calc") == ["calc.py", "test_calc.py"]
+    assert rig.controller.complete_path("start") == []
+
+
 async def test_history_keeps_each_prompt_once_oldest_first(open_screen: ScreenFactory) -> None:
     rig = await open_screen(say("1"), say("2"), say("3"))
     for prompt in ("first", "second", "first"):
@@ -332,3 +343,35 @@ async def test_close_closes_the_session_once(open_screen: ScreenFactory) -> None
     await within(rig.controller.close())
     with pytest.raises(HarnessClosed):
         await rig.app.harness.wait_for_idle()
+
+
+async def test_new_session_in_a_demo_keeps_its_scripted_model_tools_and_workspace(
+    open_screen: ScreenFactory,
+) -> None:
+    """Issue 12: ``/new`` works in every session, the demo's faux one included."""
+    rig = await open_screen(demo="planner", demo_pace=0)
+    await rig.idle()
+    first, workspace = rig.app, rig.model.footer.cwd
+    await within(rig.controller.new_session())
+    assert rig.app is not first
+    assert rig.app.demo is not None
+    assert rig.app.demo.name == "planner"
+    assert rig.model.footer.model == "faux/faux-1"
+    assert rig.model.footer.cwd == workspace
+    await rig.ask("Plan a weekend in Vienna for two.")
+    assert rig.texts("assistant")  # the scripted model answered in the new session
+    assert rig.texts("user")[0] == "Plan a weekend in Vienna for two."
+
+
+async def test_choosing_a_model_without_its_key_names_the_variable_and_keeps_the_model(
+    open_screen: ScreenFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: ``/model`` without a key said nothing; now it says what to set."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    rig = await open_screen()
+    choice = next(c for c in rig.controller.models() if c.provider == "anthropic")
+    assert not choice.configured
+    assert choice.missing_key == "ANTHROPIC_API_KEY"
+    with pytest.raises(ValueError, match="needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY="):
+        await within(rig.controller.set_model(choice.ref))
+    assert rig.model.footer.model == "faux/faux-1"

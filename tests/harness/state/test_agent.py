@@ -444,6 +444,8 @@ def test_r34_settings_defaults_and_object_fields_merge_key_by_key() -> None:
         "follow_up_mode": "one-at-a-time",
         "context_retention_ms": 600000,
         "extensions": None,
+        # issue 13: by default the harness gate lets every call run, as the reference does
+        "permissions": {"mode": "auto", "rules": (), "protected": (), "on_ask": "wait", "hint": ""},
     }
     merged = Settings.model_validate({"retry": {"enabled": False}})
     assert merged.retry.enabled is False

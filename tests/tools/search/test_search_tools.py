@@ -18,12 +18,12 @@ async def search(run_tool: RunTool, name: str, arguments: dict[str, Any]) -> Any
     return await run_tool(name, arguments, extension=WALK)
 
 
-def test_the_search_tools_are_replay_safe_and_in_order() -> None:
+def test_the_search_tools_are_replay_safe_read_only_and_in_order() -> None:
     assert FileSearchTools.name == "file-search-tools"
-    assert [(tool.name, tool.replay) for tool in FileSearchTools.tools] == [
-        ("grep", "safe"),
-        ("find", "safe"),
-        ("ls", "safe"),
+    assert [(tool.name, tool.replay, tool.read_only) for tool in FileSearchTools.tools] == [
+        ("grep", "safe", True),
+        ("find", "safe", True),
+        ("ls", "safe", True),
     ]
 
 

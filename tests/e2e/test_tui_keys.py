@@ -1,0 +1,91 @@
+"""Keys in a real terminal where Pilot cannot show them (issue 12): focus, a 24-row screen.
+
+The real app runs in tmux (``tui_terminal``) at 80x24 on a faux model whose
+answer streams slowly, so the agent works while the keys are pressed:
+
+- Tab while the agent works leaves the focus in the editor: what is typed next
+  shows there (it used to go to a panel that dropped it);
+- Alt+Down moves into the queue, whose title says it has the focus, and typing
+  there goes to the editor;
+- F1 at 24 rows shows the help inside the screen and PageDown scrolls it to the
+  commands; the transcript and the footer stay on screen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tui_terminal import TMUX, ScreenTest, Terminal, contains
+
+WORDS = " ".join(f"w{n:03d}" for n in range(1, 400))
+SCRIPT = {
+    "tokens_per_second": 25,
+    "responses": [
+        {"content": [{"type": "text", "text": f"Streaming slowly: {WORDS} END-SLOW"}]},
+        {"content": [{"type": "text", "text": "Steered. END-STEER"}]},
+    ],
+}
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    if shutil.which(TMUX) is None:
+        message = "tmux is not installed (apt-get install tmux)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    made = Terminal(tmp_path / "t", script, size=(80, 24))
+    yield made
+    made.close()
+
+
+def changed_from(before: str) -> ScreenTest:
+    """A screen test: the screen is no longer ``before``."""
+    return lambda now: now != before
+
+
+def start_working(terminal: Terminal) -> None:
+    """Start the app and send a prompt whose answer streams for a while."""
+    terminal.start("--model", "faux/faux-1")
+    terminal.wait_for(contains("F1 help"), "the first frame")
+    terminal.submit("go")
+    terminal.wait_for(contains("Streaming slowly"), "the answer streaming")
+
+
+def test_tab_while_the_agent_works_keeps_typing_in_the_editor_and_alt_down_enters_the_queue(
+    terminal: Terminal,
+) -> None:
+    start_working(terminal)
+    terminal.press("Tab")
+    terminal.type("after tab")  # waits until the editor shows it: nothing was dropped
+    terminal.press("Enter")  # a steer, queued behind the streaming answer
+    terminal.wait_for(contains("[steer] after tab"), "the queued steer")
+    terminal.press("M-Down")
+    terminal.wait_for(contains("focused: esc back to the editor"), "the focused queue")
+    terminal.type("typed in the queue")
+    screen = terminal.wait_for(contains("Queued (1, delete withdraws)"), "focus back in the editor")
+    assert "focused:" not in screen
+
+
+def test_the_help_fits_a_24_row_screen_and_page_down_scrolls_it(terminal: Terminal) -> None:
+    start_working(terminal)
+    terminal.press("F1")
+    screen = terminal.wait_for(contains("Keys"), "the help")
+    assert len(screen.splitlines()) <= 24
+    assert "Esc, F1 or q closes this help." not in screen  # more than fits: it scrolls
+    for _ in range(8):  # one page at a time, as a person presses (each press animates)
+        if "Esc, F1 or q closes this help." in screen:
+            break
+        terminal.press("NPage")
+        screen = terminal.wait_for(changed_from(screen), "the help scrolled")
+    assert "Esc, F1 or q closes this help." in screen
+    terminal.press("Escape")
+    screen = terminal.wait_for(lambda s: "closes this help" not in s, "the help closed")
+    assert "Streaming slowly" in screen or "END-SLOW" in screen  # the transcript is visible
+    assert "F1 help" in screen.splitlines()[-1]  # the footer is the last row
