@@ -14,6 +14,7 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_hook_calls``: calling a callback that may be sync or async (R78, R117);
 - ``_ports``: ``ToolApi`` and ``ToolConversation``, what a tool's ``execute`` holds
   (R102-R107, R118);
+- ``_schema_parameters``: tool parameters given as a raw JSON schema (issue 16);
 - ``_define``: tools, sections, hooks, wrappers and extensions (R30, R31, R89, R95);
 - ``_registry``: the registry of extensions and tasks, and the built-in task
   names (R32, R35).
@@ -59,6 +60,10 @@ from pi_durable_tui.harness.extensions._define import (
 from pi_durable_tui.harness.extensions._hook_calls import invoke
 from pi_durable_tui.harness.extensions._ports import Severity, ToolApi, ToolConversation
 from pi_durable_tui.harness.extensions._registry import BUILTIN_TASKS, Registry, RegistrySnapshot
+from pi_durable_tui.harness.extensions._schema_parameters import (
+    SchemaArguments,
+    schema_parameters,
+)
 from pi_durable_tui.harness.extensions._task_def import HarnessTask, define_task
 
 __all__ = [
@@ -73,6 +78,7 @@ __all__ = [
     "OutputLimits",
     "Registry",
     "RegistrySnapshot",
+    "SchemaArguments",
     "Section",
     "SectionInput",
     "SectionWrapper",
@@ -96,6 +102,7 @@ __all__ = [
     "head_window",
     "hook",
     "invoke",
+    "schema_parameters",
     "section",
     "tail_window",
     "truncation_notice",
