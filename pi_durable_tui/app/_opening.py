@@ -234,6 +234,14 @@ class OpeningSession:
         """Move to the next thinking level once the session is open."""
         return await (await self._controlled()).cycle_thinking()
 
+    async def cycle_permission_mode(self) -> str:
+        """Move to the next permission mode once the session is open."""
+        return await (await self._controlled()).cycle_permission_mode()
+
+    async def permissions(self) -> list[str]:
+        """The mode and rules in force once the session is open."""
+        return await (await self._controlled()).permissions()
+
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers; none until the session is open."""
         return [] if self._controller is None else self._controller.models()

@@ -129,6 +129,14 @@ class Controller(Protocol):
         """Move to the model's next thinking level; returns it (Shift+Tab)."""
         ...
 
+    async def cycle_permission_mode(self) -> str:
+        """Move to the next permission mode (plan, auto-edit, ask, auto); returns it (F4)."""
+        ...
+
+    async def permissions(self) -> list[str]:
+        """The permission mode and rules in force, one line each, with their source."""
+        ...
+
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers: the catalog and configured custom providers."""
         ...

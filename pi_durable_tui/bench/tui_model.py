@@ -210,6 +210,16 @@ class RecordingController:
         """Record a compaction request."""
         self._record("compact", instructions)
 
+    async def cycle_permission_mode(self) -> str:
+        """Record the cycle; the mode after ``auto-edit``."""
+        self._record("cycle_permission_mode")
+        return "ask"
+
+    async def permissions(self) -> list[str]:
+        """Record the call; the default mode and no rules."""
+        self._record("permissions")
+        return ["mode: auto-edit (default)"]
+
     async def cycle_thinking(self) -> str:
         """Record the cycle; return the next level."""
         self._record("cycle_thinking")

@@ -292,6 +292,12 @@ async def _skills(host: CommandHost, arg: str) -> None:
         host.set_editor_text(f"Use the {name} skill: ")
 
 
+async def _permissions(host: CommandHost, arg: str) -> None:
+    lines = await host.controller.permissions()
+    items = [PickerItem(Content(line), str(index)) for index, line in enumerate(lines)]
+    await host.pick("Permissions in force (F4 cycles the mode)", items)
+
+
 async def _help(host: CommandHost, arg: str) -> None:
     host.open_help()
 
@@ -311,6 +317,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("export", "[jsonl|markdown|html] [path]", "Write the transcript to a file", _export),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
+    Command("permissions", "", "List the permission mode and rules in force", _permissions),
     Command("help", "", "List every key and command", _help),
     Command("quit", "", "Exit pidurable", _quit),
 )

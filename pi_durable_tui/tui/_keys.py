@@ -59,6 +59,12 @@ KEY_BINDINGS: list[BindingType] = [
     ),
     Binding(THINKING_KEY, "toggle_thinking", "Show or fold thinking", priority=True),
     Binding("shift+tab", "cycle_thinking", "Cycle the thinking level", priority=True),
+    Binding(
+        "f4",
+        "cycle_permission_mode",
+        "Cycle the permission mode: plan, auto-edit, ask, auto (also /permissions)",
+        priority=True,
+    ),
     Binding("ctrl+t", "toggle_tasks", "Show or hide the task tree (also /tasks)", priority=True),
     Binding("alt+up", "pull_queued", "Take the newest queued message back", priority=True),
     Binding(
@@ -181,6 +187,10 @@ class KeyActions:
     def action_cycle_thinking(self) -> None:
         """Move to the model's next thinking level (the footer shows it)."""
         self.call("thinking level", self.controller.cycle_thinking)
+
+    def action_cycle_permission_mode(self) -> None:
+        """Move to the session's next permission mode (a notice names it)."""
+        self.call("permission mode", self.controller.cycle_permission_mode)
 
     def action_toggle_tasks(self) -> None:
         """Hide or show the task tree."""

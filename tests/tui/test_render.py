@@ -148,6 +148,7 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "export",
         "theme",
         "skills",
+        "permissions",
         "help",
         "quit",
     }

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
@@ -57,7 +58,15 @@ from pi_durable_tui.app.files import (
 from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
-from pi_durable_tui.harness import CHOICES, LIVE_DOC, AgentChange, DecisionRejected, Input, WhenBusy
+from pi_durable_tui.harness import (
+    CHOICES,
+    LIVE_DOC,
+    MODES,
+    AgentChange,
+    DecisionRejected,
+    Input,
+    WhenBusy,
+)
 
 T = TypeVar("T")
 HISTORY_NAME = "history.txt"
@@ -208,6 +217,27 @@ class AgentController:
             return level
 
         return await self._serial(cycle)
+
+    async def cycle_permission_mode(self) -> str:
+        """Commit the session's next permission mode (F4, issue 13); a notice names it.
+
+        The session's mode wins over the settings' for the rest of the session; the
+        order is ``MODES`` (plan, auto-edit, ask, auto).
+        """
+        current = (await self.app.harness.permission_policy()).mode
+        mode = MODES[(MODES.index(current) + 1) % len(MODES)] if current in MODES else MODES[0]
+        await self.app.harness.set_permission_mode(mode)
+        self.model.add_notice("info", f"Permission mode: {mode}")
+        return mode
+
+    async def permissions(self) -> list[str]:
+        """The mode and rules in force, each with where it came from (``/permissions``)."""
+        policy = await self.app.harness.permission_policy()
+        lines = [f"mode: {policy.mode}"]
+        for rule in policy.rules:
+            lines.append(f"{rule.effect} {rule.text}  ({rule.source})")
+        lines += [f"protected (always asks): {path}" for path in policy.protected]
+        return [terminal_safe(line) for line in lines]
 
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers."""
