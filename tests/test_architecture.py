@@ -169,6 +169,8 @@ def _layer_problem(found: Import) -> str | None:
         return None
     if source == "tui" and target not in TUI_MAY_IMPORT:
         return "the TUI imports app only"
+    if source == "ai" and target != "":
+        return "the model layer stands on nothing of the package (DESIGN.md section 1)"
     if LAYERS[target] >= LAYERS[source]:
         return f"layer {LAYERS[source]} may not import layer {LAYERS[target]}"
     return None

@@ -93,7 +93,6 @@ from pi_durable_tui.ai.faux._steps import (
     faux_thinking,
     faux_tool_call,
 )
-from pi_durable_tui.storage.json_ops import describe_json
 
 DEMO_SCRIPT = "data/demo-script.json"
 """The packaged demo script, relative to the ``pi_durable_tui.ai`` package."""
@@ -257,6 +256,19 @@ def faux_script_from_data(data: object, source: str = "<script>") -> FauxScript:
     return _ScriptReader(source).script(data)
 
 
+def _describe(value: object) -> str:
+    # REMINDER: ai stands on nothing of the package (storage's describe_json is out of
+    # reach); json.dumps with its default ensure_ascii escapes every control
+    # character, so a script's value never writes a sequence to the terminal.
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {json.dumps(value if len(value) <= 40 else value[:37] + '...')}"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 class _ScriptReader:
     """Walks a parsed script, failing at the first problem with its JSON path."""
 
@@ -267,7 +279,7 @@ class _ScriptReader:
         raise FauxScriptError(self.source, path or "top level", problem)
 
     def expect(self, path: str, expected: str, value: object) -> NoReturn:
-        self.fail(path, f"expected {expected}, got {describe_json(value)}")
+        self.fail(path, f"expected {expected}, got {_describe(value)}")
 
     def mapping(
         self, value: object, path: str, allowed: Sequence[str], required: Sequence[str] = ()
