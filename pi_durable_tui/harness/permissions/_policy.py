@@ -212,8 +212,14 @@ def _working_suggestion(call: PermissionCall, policy: PermissionPolicy) -> str |
 
     A rule covers only lines the reader follows whole (``echo x >> f`` or
     ``a; b`` are not covered by ``bash(...)`` of themselves): offering a rule
-    that would never match would ask again at the next identical call.
+    that would never match would ask again at the next identical call. An
+    argument holding pattern characters gets none: its rule would cover more
+    than the call the user saw.
     """
+    # REMINDER: the argument is the model's: a rule must name exactly this call,
+    # never a pattern (``x:*``, ``**``, ``?``, ``[``) the model smuggled into it.
+    if call.argument is not None and any(c in call.argument for c in "*?[]()"):
+        return None
     suggestion = _suggestion(call)
     try:
         rule = parse_rule(suggestion, "allow", "session")

@@ -166,3 +166,28 @@ def test_session_rules_and_mode_come_on_top_of_the_settings() -> None:
 def test_a_malformed_rule_is_refused_with_a_message(text: str) -> None:
     with pytest.raises(RuleError, match="tool or tool\\(pattern\\)"):
         parse_rule(text, "allow", "command line")
+
+
+@pytest.mark.parametrize(
+    ("kind", "argument"),
+    [
+        ("command", "rm -rf /:*"),
+        ("command", "make test)"),
+        ("path", "src/**"),
+        ("path", "a?.txt"),
+        ("path", "[ab].txt"),
+    ],
+)
+def test_an_argument_holding_pattern_characters_is_offered_no_rule(
+    kind: str, argument: str
+) -> None:
+    tool = "bash" if kind == "command" else "write"
+    call = PermissionCall(tool, False, kind, argument, "/work")  # type: ignore[arg-type]
+    decision = decide(call, PermissionSettings(mode="ask").policy())
+    assert decision.outcome == "ask"
+    assert decision.suggestion is None  # "allow always" would widen past what was shown
+
+
+def test_a_plain_command_is_offered_the_rule_that_names_exactly_it() -> None:
+    call = PermissionCall("bash", False, "command", "make test", "/work")
+    assert decide(call, PermissionSettings(mode="ask").policy()).suggestion == "bash(make test)"
