@@ -458,6 +458,7 @@ class AgentController:
         """Re-read the settings files if they changed (a malformed edit is a notice)."""
         with contextlib.suppress(SettingsError):  # reported by ``on_error`` (never first)
             self.app.settings.current()
+            self.model.permissions_changed()  # a new ``permission_mode`` shows in the footer
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Trust, or not, the project settings content the user was shown (issue 13).

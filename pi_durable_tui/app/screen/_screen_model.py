@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
@@ -46,8 +45,9 @@ from pi_durable_tui.app.screen._blocks import (
     visible,
 )
 from pi_durable_tui.app.screen._names import conversation_label, conversation_title
+from pi_durable_tui.app.screen._permission_view import approval_question, chosen_mode
 from pi_durable_tui.app.screen._task_tree import TaskTree
-from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
+from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, PERMISSIONS_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Tx
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
@@ -107,6 +107,8 @@ class LiveScreenModel:
         self._agent: JsonObject = {}
         self._label = "main"
         self._usage: JsonObject = {}
+        self._chosen_mode: str | None = None  # the session's mode (F4) in ``pi.permissions``
+        self._settings_mode = ""  # the settings' mode, read at mount and each settings check
         self._unplaced_results: dict[str, EntryRecord] = {}
         self._notices: list[Notice] = []
         self._notice_id = 0
@@ -175,7 +177,7 @@ class LiveScreenModel:
     @property
     def approval(self) -> ApprovalQuestion | None:
         """The oldest call of the shown conversation waiting for a decision (issue 13)."""
-        return _approval(self._live_doc)
+        return approval_question(self._live_doc)
 
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
@@ -244,6 +246,7 @@ class LiveScreenModel:
                 definition.kind: await session.snapshot(definition, conversation_id) or {}
                 for definition in (LIVE_DOC, INBOX_DOC, USAGE_DOC, AGENT_DOC)
             }
+            chosen = await session.snapshot(PERMISSIONS_DOC) or {}
             # Open submissions are watched like those sent from this screen: a turn a
             # killed process left, resumed after --continue, must not fail silently.
             pending = await storage.scan_submissions(
@@ -257,6 +260,8 @@ class LiveScreenModel:
             owned = record.owner is not None
             self._label = conversation_label(record.id, owned, self._app.root.id, title)
             entries = [stored.entry for stored in page.items]
+            self._chosen_mode = chosen_mode(chosen)
+            self._settings_mode = self._read_settings_mode()
             self._mount(entries, docs)
             self._unsubscribe = session.subscribe(self._on_commit)
 
@@ -333,8 +338,12 @@ class LiveScreenModel:
         added: list[str] = []
         changed: list[str] = []
         footer = bool(entries) and self._append_entries(entries, changed, added)
-        waiting = _approval(self._live_doc)
+        waiting = approval_question(self._live_doc)
         flags = self._apply_docs(docs) if docs else {}
+        for doc in info.documents:
+            if doc.address.kind == PERMISSIONS_DOC.kind and doc.address.scope.kind == "session":
+                self._chosen_mode = chosen_mode(doc.value)
+                flags["footer"] = self._update_footer() or flags.get("footer", False)
         removed: list[str] = []
         status = False
         if entries or LIVE_DOC.kind in docs:
@@ -351,7 +360,7 @@ class LiveScreenModel:
             footer=footer or flags.get("footer", False),
             status=status,
             notices=notices,
-            approval=_approval(self._live_doc) != waiting,
+            approval=approval_question(self._live_doc) != waiting,
         )
         if change != ViewChange():
             self._emit(change)
@@ -455,7 +464,24 @@ class LiveScreenModel:
             flags["footer"] = True
         return flags
 
-    def _update_footer(self) -> None:
+    def permissions_changed(self) -> None:
+        """Show the mode in force again (the settings' ``permission_mode`` may have changed)."""
+        self._settings_mode = self._read_settings_mode()
+        if self._update_footer():
+            self._emit(ViewChange(footer=True))
+
+    def _read_settings_mode(self) -> str:
+        with contextlib.suppress(Exception):  # a malformed settings file is reported elsewhere
+            return self._app.settings.harness().permissions.mode
+        return self._settings_mode
+
+    def _permission_mode(self) -> str:
+        """The mode in force: the session's choice (F4), else the settings'."""
+        return self._chosen_mode if self._chosen_mode is not None else self._settings_mode
+
+    def _update_footer(self) -> bool:
+        """Compute the footer again; returns whether it changed."""
+        before = self._footer
         agent = self._agent
         totals = _usage_total(self._usage)
         model = agent.get("model") if isinstance(agent.get("model"), dict) else None
@@ -476,7 +502,9 @@ class LiveScreenModel:
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
+            permission_mode=self._permission_mode(),
         )
+        return self._footer != before
 
     @property
     def working_directory(self) -> str:
@@ -560,25 +588,3 @@ def _queue_item(item: Mapping[str, Any]) -> QueueItem:
         )
     )
     return QueueItem(int(item["id"]), "steer" if mode == "steer" else "follow_up", text)
-
-
-def _approval(live: Mapping[str, Any]) -> ApprovalQuestion | None:
-    """The first slot of ``pi.live`` whose request waits for a decision (issue 13)."""
-    for slot in live.get("tools") or []:
-        approval = slot.get("approval")
-        if not isinstance(approval, dict) or "decision" in approval:
-            continue
-        request = approval.get("request")
-        if not isinstance(request, dict):
-            continue
-        suggestion = request.get("suggestion")
-        return ApprovalQuestion(
-            call_id=str(slot.get("call_id", "")),
-            tool=terminal_safe(str(request.get("tool", slot.get("name", "")))),
-            argument=terminal_safe(str(request.get("argument") or "")),
-            reason=terminal_safe(str(request.get("reason") or "")),
-            mode=str(request.get("mode") or ""),
-            protected=bool(request.get("protected")),
-            suggestion=terminal_safe(suggestion) if isinstance(suggestion, str) else None,
-        )
-    return None
