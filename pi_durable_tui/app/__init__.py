@@ -15,17 +15,23 @@ This module is its one public face. Behind it, in the direction imports run
 
 1. ``_terminal_text``: ``terminal_safe``, no control sequence reaches the
    terminal; ``_view``: the plain, frozen values the screen renders, each made
-   terminal-safe when built;
+   terminal-safe when built; ``_wire``: the messages between a session's host
+   and its clients (issue 15); ``_socket``: the socket beside a store, its
+   mode and its peers' credentials;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
 3. ``_opening``: what the screen shows until the session is open;
    ``_location``: where the tools work (``--env ssh://...``, the user's ``env``
    setting; it imports ``env.ssh`` only for a URL);
 4. ``agent/``: settings, models, the prompt, subagents, demos, ``AgentApp``,
-   the headless modes and export;
+   the headless modes and export; ``client/``: ``HostLink``, a client's
+   connection to the host of a session open elsewhere (it needs no layer
+   below the app but the JSON operations);
 5. ``_startup_errors``: one line for a problem that stops the start;
    ``screen/``: the live view model and the controller over an open ``AgentApp``;
-6. this face.
+6. ``host/``: ``SessionHost``, the process holding the store serves its
+   session to other clients (issue 15);
+7. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -92,6 +98,7 @@ if TYPE_CHECKING:
         output_redactor,
         run_headless,
     )
+    from pi_durable_tui.app.client import HostGone, HostLink, HostRefused
     from pi_durable_tui.app.files import (
         ContextFile,
         NoSession,
@@ -107,6 +114,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
+    from pi_durable_tui.app.host import SessionHost
     from pi_durable_tui.app.screen import (
         AgentController,
         LiveScreenModel,
@@ -162,6 +170,10 @@ _LAZY: dict[str, str] = {
     "describe_startup_error": "_startup_errors",
     "SUBAGENTS": "agent",
     "SubagentArgs": "agent",
+    "HostGone": "client",
+    "HostLink": "client",
+    "HostRefused": "client",
+    "SessionHost": "host",
 }
 """Where each name not needed by the screen lives, imported on first use."""
 
@@ -194,6 +206,9 @@ __all__ = [
     "ExportFormat",
     "Footer",
     "HeadlessMode",
+    "HostGone",
+    "HostLink",
+    "HostRefused",
     "LiveScreenModel",
     "Location",
     "LocationError",
@@ -209,6 +224,7 @@ __all__ = [
     "RedactedWriter",
     "RemoteUnavailable",
     "ScreenModel",
+    "SessionHost",
     "SessionInfo",
     "SessionNotOpened",
     "SessionPathError",

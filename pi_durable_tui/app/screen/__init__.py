@@ -14,6 +14,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 
+``TaskTree`` is also what a session's host sends its clients (``app.host``).
+
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
@@ -22,5 +24,6 @@ from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
+from pi_durable_tui.app.screen._task_tree import TaskTree
 
-__all__ = ["AgentController", "LiveScreenModel", "recovery_report", "start_screen"]
+__all__ = ["AgentController", "LiveScreenModel", "TaskTree", "recovery_report", "start_screen"]
