@@ -30,7 +30,8 @@ This module is its one public face. Behind it, in the direction imports run
 5. ``_startup_errors``: one line for a problem that stops the start;
    ``screen/``: the live view model and the controller over an open ``AgentApp``;
 6. ``host/``: ``SessionHost``, the process holding the store serves its
-   session to other clients (issue 15);
+   session to other clients (issue 15); ``remote/``: ``attach_screen``, the
+   same view model over a session hosted elsewhere, and its controller;
 7. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
         settings_theme,
     )
     from pi_durable_tui.app.host import SessionHost
+    from pi_durable_tui.app.remote import RemoteController, RemoteFeed, attach_screen
     from pi_durable_tui.app.screen import (
         AgentController,
         LiveScreenModel,
@@ -174,6 +176,9 @@ _LAZY: dict[str, str] = {
     "HostLink": "client",
     "HostRefused": "client",
     "SessionHost": "host",
+    "RemoteController": "remote",
+    "RemoteFeed": "remote",
+    "attach_screen": "remote",
 }
 """Where each name not needed by the screen lives, imported on first use."""
 
@@ -222,6 +227,8 @@ __all__ = [
     "PermissionChoices",
     "QueueItem",
     "RedactedWriter",
+    "RemoteController",
+    "RemoteFeed",
     "RemoteUnavailable",
     "ScreenModel",
     "SessionHost",
@@ -239,6 +246,7 @@ __all__ = [
     "ToolCard",
     "TrustQuestion",
     "ViewChange",
+    "attach_screen",
     "build_models",
     "choose_model",
     "describe_run_failure",
