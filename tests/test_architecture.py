@@ -85,8 +85,8 @@ PARTS: dict[str, dict[str, int]] = {
         "_startup_errors": 5,
         "screen": 5,
         "host": 6,  # serves the open session to clients (issue 15): above the screen it reuses
-        "remote": 6,  # the same screen model over a session hosted elsewhere (issue 15)
-        "": 7,  # the face
+        "remote": 7,  # the same screen model over a session hosted elsewhere (issue 15)
+        "": 8,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

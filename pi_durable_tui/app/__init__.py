@@ -30,9 +30,10 @@ This module is its one public face. Behind it, in the direction imports run
 5. ``_startup_errors``: one line for a problem that stops the start;
    ``screen/``: the live view model and the controller over an open ``AgentApp``;
 6. ``host/``: ``SessionHost``, the process holding the store serves its
-   session to other clients (issue 15); ``remote/``: ``attach_screen``, the
-   same view model over a session hosted elsewhere, and its controller;
-7. this face.
+   session to other clients (issue 15), and ``start_hosted_screen``;
+7. ``remote/``: ``attach_screen``, the same view model over a session hosted
+   elsewhere, and its controller;
+8. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -115,8 +116,13 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import SessionHost
-    from pi_durable_tui.app.remote import RemoteController, RemoteFeed, attach_screen
+    from pi_durable_tui.app.host import SessionHost, start_hosted_screen
+    from pi_durable_tui.app.remote import (
+        RemoteController,
+        RemoteFeed,
+        attach_if_hosted,
+        attach_screen,
+    )
     from pi_durable_tui.app.screen import (
         AgentController,
         LiveScreenModel,
@@ -179,6 +185,8 @@ _LAZY: dict[str, str] = {
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
+    "attach_if_hosted": "remote",
+    "start_hosted_screen": "host",
 }
 """Where each name not needed by the screen lives, imported on first use."""
 
@@ -246,6 +254,7 @@ __all__ = [
     "ToolCard",
     "TrustQuestion",
     "ViewChange",
+    "attach_if_hosted",
     "attach_screen",
     "build_models",
     "choose_model",
@@ -266,6 +275,7 @@ __all__ = [
     "session_infos",
     "sessions_dir",
     "settings_theme",
+    "start_hosted_screen",
     "start_screen",
     "terminal_safe",
 ]

@@ -295,12 +295,25 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
     async def open_session() -> tuple[ScreenModel, Controller]:
         await asyncio.to_thread(_import_session_layers)
-        from pi_durable_tui.app import AgentApp, start_screen
+        from pi_durable_tui.app import (
+            AgentApp,
+            SessionUnavailable,
+            attach_if_hosted,
+            start_hosted_screen,
+        )
 
-        app = await AgentApp.open(_app_options(args, session))
+        try:
+            app = await AgentApp.open(_app_options(args, session))
+        except SessionUnavailable as error:
+            # Open in another pidurable that serves it (issue 15): attach to that host.
+            attached = await attach_if_hosted(error)
+            if attached is None:
+                raise
+            screen.log_path = error.store.parent / "pidurable.log"
+            return attached
         screen.log_path = app.store.parent / "pidurable.log"
         screen.redact = app.harness.redactor.text
-        return await start_screen(app, reopened=reopened, prompt=args.prompt)
+        return await start_hosted_screen(app, reopened=reopened, prompt=args.prompt)
 
     def failed(error: BaseException) -> None:
         failures.append(error)

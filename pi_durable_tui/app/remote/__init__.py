@@ -9,11 +9,12 @@ Its private modules, lowest first:
 - ``_controller``: ``RemoteController``, the screen's actions as calls;
 - ``_attach``: ``attach_screen``, both over a new link.
 
-At the level of ``host``: it imports ``client`` and ``screen`` (the one view model).
+Above ``host`` (its presence notices): it imports ``client``, ``files``,
+``screen`` (the one view model) and ``host``.
 """
 
-from pi_durable_tui.app.remote._attach import attach_screen
+from pi_durable_tui.app.remote._attach import attach_if_hosted, attach_screen
 from pi_durable_tui.app.remote._controller import RemoteController
 from pi_durable_tui.app.remote._feed import RemoteFeed
 
-__all__ = ["RemoteController", "RemoteFeed", "attach_screen"]
+__all__ = ["RemoteController", "RemoteFeed", "attach_if_hosted", "attach_screen"]

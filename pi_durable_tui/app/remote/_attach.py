@@ -15,10 +15,11 @@ from pathlib import Path
 from pi_durable_tui.app._socket import socket_path
 from pi_durable_tui.app._wire import WINDOW
 from pi_durable_tui.app.client import HostGone, HostLink
+from pi_durable_tui.app.files import SessionUnavailable
+from pi_durable_tui.app.host import presence_notices
 from pi_durable_tui.app.remote._controller import RemoteController
 from pi_durable_tui.app.remote._feed import RemoteFeed
 from pi_durable_tui.app.screen import LiveScreenModel
-
 
 TAKE_OVER = "quit (Ctrl+D) and run `pidurable --continue` to take over: nothing committed is lost"
 
@@ -53,7 +54,33 @@ async def attach_screen(
         await model.attach(feed.root_id)
         feed.on_gone(lambda reason: model.add_notice("error", host_gone(reason)))
         feed.on_error(lambda message: model.add_notice("warning", message))
+        feed.on_clients(presence_notices(model, list(feed.clients)))
+        host = next((c for c in feed.clients if c.get("host")), None)
+        where = (
+            f"process {feed.host_pid}"
+            if host is None
+            else f"the terminal of process {feed.host_pid}"
+        )
+        model.add_notice("info", f"Attached to this session, hosted by {where}")
     except BaseException:
         await link.close()
         raise
     return model, RemoteController(feed, model)
+
+
+async def attach_if_hosted(
+    error: SessionUnavailable, *, verbose: bool = False
+) -> tuple[LiveScreenModel, RemoteController] | None:
+    """Attach to the host of a store that was locked, or ``None`` when nobody serves it.
+
+    A store locked by a process that serves no socket (an older pidurable, a
+    headless run) stays the refusal it was.
+    """
+    from pi_durable_tui.storage import StoreLocked
+
+    if not isinstance(error.cause, StoreLocked) or not socket_path(error.store).exists():
+        return None
+    try:
+        return await attach_screen(error.store, verbose=verbose)
+    except (OSError, HostGone):
+        return None

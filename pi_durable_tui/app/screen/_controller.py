@@ -94,6 +94,11 @@ class AgentController:
         self._waiters: set[asyncio.Future[None]] = set()
         self._project_files: ProjectFiles | None = None
         self._unwatch_settings = self._watch_settings(app)
+        self._before_close: list[Callable[[], Awaitable[None]]] = []
+
+    def before_close(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` first when closing (the session's host says bye to its clients)."""
+        self._before_close.append(step)
 
     def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
         """Report settings problems and trust requests to the screen.
@@ -529,6 +534,9 @@ class AgentController:
         if self._closed:
             return
         self._closed = True
+        for step in self._before_close:
+            with contextlib.suppress(Exception):
+                await step()
         for waiter in list(self._waiters):
             waiter.cancel()
         await self.model.close()
