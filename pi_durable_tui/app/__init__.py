@@ -116,7 +116,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import SessionHost, start_hosted_screen
+    from pi_durable_tui.app.host import Lingering, SessionHost, start_hosted_screen
     from pi_durable_tui.app.remote import (
         RemoteController,
         RemoteFeed,
@@ -182,6 +182,7 @@ _LAZY: dict[str, str] = {
     "HostLink": "client",
     "HostRefused": "client",
     "SessionHost": "host",
+    "Lingering": "host",
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
@@ -222,6 +223,7 @@ __all__ = [
     "HostGone",
     "HostLink",
     "HostRefused",
+    "Lingering",
     "LiveScreenModel",
     "Location",
     "LocationError",

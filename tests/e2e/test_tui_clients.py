@@ -7,8 +7,8 @@ attaches instead of being refused. Then, on the screens themselves:
 
 - a prompt typed in the second terminal is answered on both;
 - Esc in the first aborts the command the second started, for both;
-- the host quits: the second says the host stopped and how to take over, and
-  ``pidurable -c`` there opens the store itself and shows the same transcript;
+- the hosting terminal quits: it says it keeps serving, and the second goes on
+  (a prompt is answered) until it leaves, when the first process exits;
 - ``kill -9`` of a host: the attached terminal says the host is gone and how
   to take over, and the take-over finds everything committed.
 """
@@ -79,17 +79,19 @@ def test_a_prompt_typed_in_the_second_terminal_is_answered_on_both_and_esc_in_on
     for terminal in (first, second):
         terminal.wait_for(contains("[aborted]"), "aborted on both")
         terminal.wait_for(not_on("esc to abort"), "idle on both")
-    # The host quits: the attached terminal says so and how to take over.
+    # The hosting terminal quits: it keeps serving the second until it leaves.
     first.press("C-d")
-    first.wait_dead()
-    second.wait_for(contains("stopped serving", "--continue"), "the host's end")
+    first.wait_for(lambda _: "keeps serving the session" in flat(first.history()), "the word")
+    assert not first.dead()
+    second.wait_for(contains("hosting terminal left"), "the host's screen left")
+    second.submit("still answered")
+    second.wait_for(contains("still answered", "END-TWO"), "the session goes on")
     second.press("C-d")
     second.wait_dead()
+    assert first.wait_dead() == "status 0"
+    # Nothing is lost: the next pidurable -c holds the store itself.
     second.start("-c")
-    second.wait_for(contains("asked from the second", "END-ONE", "F1 help"), "taken over")
-    second.wait_for(not_on("Attached to this session"), "it holds the store itself")
-    second.submit("now you host")
-    second.wait_for(contains("END-TWO"), "the new host answers")
+    second.wait_for(contains("asked from the second", "END-TWO", "F1 help"), "reopened")
 
 
 def test_kill_9_of_the_host_the_attached_terminal_says_so_and_takes_over(

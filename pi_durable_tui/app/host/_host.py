@@ -150,6 +150,16 @@ class SessionHost:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
+    @property
+    def attached(self) -> int:
+        """How many clients are attached (the host's own screen not counted)."""
+        return len(self._connections)
+
+    def screen_left(self) -> None:
+        """The host's own screen is gone (it quit while others stay): say so to them."""
+        self.name = None
+        self._presence_changed()
+
     async def alone(self) -> None:
         """Wait until no client is attached."""
         await self._alone.wait()

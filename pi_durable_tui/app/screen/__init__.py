@@ -22,7 +22,7 @@ The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
-from pi_durable_tui.app.screen._controller import AgentController
+from pi_durable_tui.app.screen._controller import AgentController, KeepServing
 from pi_durable_tui.app.screen._feed import (
     Frame,
     LocalFeed,
@@ -39,6 +39,7 @@ from pi_durable_tui.app.screen._task_tree import TaskTree
 __all__ = [
     "AgentController",
     "Frame",
+    "KeepServing",
     "LiveScreenModel",
     "LocalFeed",
     "Mounted",

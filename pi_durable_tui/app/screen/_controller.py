@@ -68,6 +68,16 @@ from pi_durable_tui.harness import (
 )
 
 T = TypeVar("T")
+
+
+class KeepServing(Exception):
+    """Raised by a ``before_close`` step: other clients are attached, leave the session open.
+
+    The screen's model closes; the session and its host stay until whoever
+    raised it closes them (issue 15: the hosting terminal quits, the others go on).
+    """
+
+
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
 COMPLETIONS = 50
@@ -534,13 +544,19 @@ class AgentController:
         if self._closed:
             return
         self._closed = True
+        keep = False
         for step in self._before_close:
-            with contextlib.suppress(Exception):
+            try:
                 await step()
+            except KeepServing:
+                keep = True
+            except Exception:
+                pass
         for waiter in list(self._waiters):
             waiter.cancel()
         await self.model.close()
-        await self.app.close()
+        if not keep:
+            await self.app.close()
 
 
 def settings_notice(error: SettingsError) -> str:
