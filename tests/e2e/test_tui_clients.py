@@ -5,6 +5,7 @@ one working directory. The first opens the session and hosts it; ``pidurable
 -c`` in the second finds the store locked by a process that serves it and
 attaches instead of being refused. Then, on the screens themselves:
 
+- ``/clients`` in the second lists it and the hosting terminal;
 - a prompt typed in the second terminal is answered on both;
 - Esc in the first aborts the command the second started, for both;
 - the hosting terminal quits: it says it keeps serving, and the second goes on
@@ -69,6 +70,10 @@ def test_a_prompt_typed_in_the_second_terminal_is_answered_on_both_and_esc_in_on
 ) -> None:
     first, second = pair
     attach_second(first, second)
+    second.submit("/clients")
+    second.wait_for(contains("this terminal (pid", "hosting the session (pid"), "/clients")
+    second.press("Escape")
+    second.wait_for(not_on("hosting the session (pid"), "the list closed")
     second.submit("asked from the second")
     for terminal in (first, second):
         terminal.wait_for(contains("asked from the second", "END-ONE"), "the answer on both")

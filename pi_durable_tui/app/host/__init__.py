@@ -18,6 +18,17 @@ The highest part of the app but the face: it imports ``app._wire``,
 """
 
 from pi_durable_tui.app.host._host import SessionHost
-from pi_durable_tui.app.host._hosted import Lingering, presence_notices, start_hosted_screen
+from pi_durable_tui.app.host._hosted import (
+    Lingering,
+    describe_clients,
+    presence_notices,
+    start_hosted_screen,
+)
 
-__all__ = ["Lingering", "SessionHost", "presence_notices", "start_hosted_screen"]
+__all__ = [
+    "Lingering",
+    "SessionHost",
+    "describe_clients",
+    "presence_notices",
+    "start_hosted_screen",
+]

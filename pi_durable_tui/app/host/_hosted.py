@@ -47,6 +47,17 @@ def presence_notice(before: list[dict[str, Any]], after: list[dict[str, Any]]) -
     return f"A {who.get('name', 'client')} {verb} (pid {who.get('pid')}); {count}"
 
 
+def describe_clients(clients: list[dict[str, Any]], own: int) -> list[str]:
+    """One line per attached client for ``/clients``: this terminal first, then the host."""
+    lines = []
+    for client in sorted(clients, key=lambda c: (c["id"] != own, not c.get("host"), c["id"])):
+        role = "this terminal" if client["id"] == own else f"a {client.get('name') or 'client'}"
+        if client.get("host"):
+            role += ", hosting the session"
+        lines.append(f"{role} (pid {client.get('pid')})")
+    return lines
+
+
 def presence_notices(
     model: LiveScreenModel, clients: list[dict[str, Any]]
 ) -> Callable[[list[dict[str, Any]]], None]:
@@ -128,5 +139,6 @@ async def start_hosted_screen(
         await host.close()
 
     controller.before_close(before_close)
+    controller.presence = lambda: describe_clients(host.clients, 0)
     host.on_clients(presence_notices(model, host.clients))
     return model, controller

@@ -9,7 +9,7 @@ Its private modules, lowest first:
 - ``_controller``: ``RemoteController``, the screen's actions as calls;
 - ``_attach``: ``attach_screen``, both over a new link.
 
-Above ``host`` (its presence notices): it imports ``client``, ``files``,
+Above ``host`` (its presence words): it imports ``client``, ``files``,
 ``screen`` (the one view model) and ``host``.
 """
 

@@ -27,6 +27,7 @@ from pi_durable_tui.app._view import (
     SkillInfo,
 )
 from pi_durable_tui.app.client import HostGone, HostRefused
+from pi_durable_tui.app.host import describe_clients
 from pi_durable_tui.app.remote._feed import RemoteFeed
 from pi_durable_tui.app.screen import LiveScreenModel
 
@@ -100,6 +101,10 @@ class RemoteController:
     async def permissions(self) -> list[str]:
         """Permission rules are read where the store is held."""
         raise _refused("Listing the permission rules")
+
+    async def clients(self) -> list[str]:
+        """Who is attached, as the host last said."""
+        return describe_clients(self.feed.clients, self.feed.client_id)
 
     def models(self) -> list[ModelChoice]:
         """The host knows its providers; ``/model provider/id`` still works."""

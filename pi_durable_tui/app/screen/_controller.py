@@ -105,6 +105,8 @@ class AgentController:
         self._project_files: ProjectFiles | None = None
         self._unwatch_settings = self._watch_settings(app)
         self._before_close: list[Callable[[], Awaitable[None]]] = []
+        self.presence: Callable[[], list[str]] | None = None
+        """Who is attached (set by the session's host, issue 15); ``None`` when not served."""
 
     def before_close(self, step: Callable[[], Awaitable[None]]) -> None:
         """Run ``step`` first when closing (the session's host says bye to its clients)."""
@@ -252,6 +254,12 @@ class AgentController:
             lines.append(f"{rule.effect} {rule.text}  ({rule.source})")
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
+
+    async def clients(self) -> list[str]:
+        """Who is attached to the session (``/clients``), this terminal first."""
+        if self.presence is None:
+            return ["this terminal (the session is not served to others)"]
+        return self.presence()
 
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers."""
