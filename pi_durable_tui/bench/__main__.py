@@ -22,6 +22,10 @@ BENCHMARKS = {
     ),
     "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
     "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
+    "clients": (
+        "pi_durable_tui.bench.clients",
+        "attached clients: attach on 10,000 vs 10 entries, wire bytes, 1/5/20 followers",
+    ),
 }
 
 

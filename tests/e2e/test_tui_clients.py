@@ -51,8 +51,8 @@ def pair(tmp_path: Path) -> Iterator[tuple[Terminal, Terminal]]:
     first.close()
 
 
-def attach_second(first: Terminal, second: Terminal) -> None:
-    first.start("--model", "faux/faux-1")
+def attach_second(first: Terminal, second: Terminal, *options: str) -> None:
+    first.start("--model", "faux/faux-1", *options)
     first.wait_for(contains("F1 help"), "the host's first frame")
     sockets = "sessions/*/*/session.sqlite.sock"
     first.wait_for(lambda _: any(first.home.glob(sockets)), "the host's socket")
@@ -112,3 +112,35 @@ def test_kill_9_of_the_host_the_attached_terminal_says_so_and_takes_over(
     second.wait_dead()
     second.start("-c")
     second.wait_for(contains("asked before the kill", "END-ONE", "F1 help"), "taken over")
+
+
+APPROVAL_SCRIPT = {
+    "responses": [
+        {
+            "content": [
+                {
+                    "type": "tool_call",
+                    "name": "bash",
+                    "arguments": {"command": "touch made && echo approved-run"},
+                }
+            ]
+        },
+        {"content": [{"type": "text", "text": "Ran it. END-APPROVED"}]},
+    ],
+}
+
+
+def test_an_approval_asked_on_both_terminals_is_answered_from_the_second(
+    pair: tuple[Terminal, Terminal],
+) -> None:
+    first, second = pair
+    first.script.write_text(json.dumps(APPROVAL_SCRIPT))
+    attach_second(first, second, "--permission-mode", "auto-edit")
+    second.submit("make the file")
+    for terminal in (first, second):
+        terminal.wait_for(contains("Needs your decision"), "the question on both")
+    second.press("y")
+    for terminal in (first, second):
+        terminal.wait_for(contains("approved-run", "END-APPROVED"), "the call ran, seen on both")
+        terminal.wait_for(not_on("Needs your decision"), "the question gone on both")
+    assert (first.work / "made").exists()
