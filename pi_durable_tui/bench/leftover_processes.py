@@ -145,6 +145,7 @@ def _run(root: Path, rounds: int, kill: bool) -> tuple[int, int, int]:
     if not kill:
         started = 4 * rounds
     _wait_for(lambda: not sleepers(duration), 5)  # the run guard's sweep, after a kill
+    _wait_for(lambda: not leftover_files(temp), 5)  # then it removes the spill directory
     return started, len(sleepers(duration)), len(leftover_files(temp))
 
 

@@ -334,7 +334,13 @@ async def _end_strays(
     spared = {known.leader for known in live_groups() if known is not group}
     if RUN_GUARD.pid is not None:
         spared.add(RUN_GUARD.pid)
-    left = strays(mark, group.leader, children_before=children_before, spared=spared)
+    left = strays(
+        mark,
+        group.leader,
+        children_before=children_before,
+        spared=spared,
+        subreaper=become_subreaper(),
+    )
     await end_processes(left, grace)
     group.alive()  # reaps the group's members, forgets an empty group
 

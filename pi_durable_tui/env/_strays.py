@@ -38,6 +38,7 @@ MARK_NAME = "PIDURABLE_RUN"
 
 _PROC = Path("/proc")
 _POLL_SECONDS = 0.005
+_FIRST_POLL_SECONDS = 0.0005
 _KILL_WAIT_SECONDS = 5.0
 _token: str | None = None
 _calls = 0
@@ -70,11 +71,29 @@ class ProcessInfo:
     """The command line, arguments joined by spaces (the name in brackets when empty)."""
 
 
-def _stat(pid: int) -> tuple[str, str, int, int] | None:
+def _read(pid: int, name: str) -> bytes | None:
+    # REMINDER: raw os.open/os.read: pathlib costs four times as much, and a search
+    # reads every process's stat.
     try:
-        text = (_PROC / str(pid) / "stat").read_text()
+        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _stat(pid: int) -> tuple[str, str, int, int] | None:
+    raw = _read(pid, "stat")
+    if raw is None:
+        return None
+    text = raw.decode("utf-8", "replace")
     name, _, rest = text.partition(" (")[2].rpartition(")")
     fields = rest.split()
     if len(fields) < 3:
@@ -88,19 +107,15 @@ def describe(pid: int) -> ProcessInfo | None:
     if found is None:
         return None
     name, state, ppid, pgid = found
-    try:
-        raw = (_PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        raw = b""
+    raw = _read(pid, "cmdline") or b""
     command = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace") or f"[{name}]"
     return ProcessInfo(pid, ppid, pgid, state, command)
 
 
 def mark_of(pid: int) -> str | None:
     """The mark in a process's environment (None: no mark, or not readable)."""
-    try:
-        environ = (_PROC / str(pid) / "environ").read_bytes()
-    except OSError:
+    environ = _read(pid, "environ")
+    if environ is None:
         return None
     key = MARK_NAME.encode() + b"="
     for item in environ.split(b"\0"):
@@ -111,7 +126,7 @@ def mark_of(pid: int) -> str | None:
 
 def _pids() -> list[int]:
     try:
-        return [int(entry.name) for entry in _PROC.iterdir() if entry.name.isdigit()]
+        return [int(name) for name in os.listdir(_PROC) if name.isdigit()]
     except OSError:
         return []
 
@@ -162,6 +177,7 @@ def strays(
     *,
     children_before: set[int],
     spared: Iterable[int] = (),
+    subreaper: bool = False,
 ) -> set[int]:
     """The processes one command left: marked, in its group, their descendants, its orphans.
 
@@ -170,6 +186,9 @@ def strays(
         group: Its process group.
         children_before: This process's children when the command started.
         spared: PIDs never counted (leaders of other commands, the run guard).
+        subreaper: Whether this process is the child subreaper: then every process a
+            command left is a descendant of ours, and only those are looked at (an
+            environment read each, the cost of the search).
     """
     me = os.getpid()
     spared_set = set(spared) | {me}
@@ -178,9 +197,10 @@ def strays(
         stat = _stat(pid)
         if stat is not None:
             table[pid] = (stat[2], stat[3], stat[1])
+    candidates = _descendants(table, me) if subreaper else set(table)
     found: set[int] = set()
     for pid, (ppid, pgid, state) in table.items():
-        if pid in spared_set or state in ("Z", "X"):
+        if pid in spared_set or state in ("Z", "X") or pid not in candidates:
             continue
         other_mark = mark_of(pid)
         if other_mark == mark or pgid == group:
@@ -194,6 +214,20 @@ def strays(
             if ppid in found and pid not in found and pid not in spared_set and state != "Z":
                 found.add(pid)
                 grown = True
+    return found
+
+
+def _descendants(table: dict[int, tuple[int, int, str]], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
     return found
 
 
@@ -216,10 +250,13 @@ async def end_processes(pids: Iterable[int], grace: float) -> None:
     if not left:
         return
     _signal(left, signal.SIGTERM)
+    polls = 0
     for signum, seconds in ((signal.SIGKILL, grace), (None, _KILL_WAIT_SECONDS)):
         deadline = time.monotonic() + seconds
         while left and time.monotonic() < deadline:
-            await asyncio.sleep(_POLL_SECONDS)
+            # Most die within a millisecond of SIGTERM: look often at first.
+            polls += 1
+            await asyncio.sleep(_FIRST_POLL_SECONDS if polls <= 10 else _POLL_SECONDS)
             left = {pid for pid in left if not _gone(pid)}
         if not left:
             return
