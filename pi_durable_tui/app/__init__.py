@@ -116,7 +116,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import Lingering, SessionHost, start_hosted_screen
+    from pi_durable_tui.app.host import Lingering, SessionHost, serve_main, start_hosted_screen
     from pi_durable_tui.app.remote import (
         RemoteController,
         RemoteFeed,
@@ -183,6 +183,7 @@ _LAZY: dict[str, str] = {
     "HostRefused": "client",
     "SessionHost": "host",
     "Lingering": "host",
+    "serve_main": "host",
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
@@ -274,6 +275,7 @@ __all__ = [
     "recovery_report",
     "resolve_location",
     "run_headless",
+    "serve_main",
     "session_infos",
     "sessions_dir",
     "settings_theme",
