@@ -10,7 +10,8 @@ a line bounds a message without a length prefix the other side must trust.
 
 Host to client:
 
-- ``welcome`` ``{v, client, clients, root, cwd, host_pid}``: the answer to ``hello``.
+- ``welcome`` ``{v, client, clients, root, cwd, session, host_pid, windows}``: the
+  answer to ``hello`` (``windows``: each host model's context window, for footers).
 - ``snapshot`` ``{seq, conversation, entries, has_older, docs, tasks}``: the
   current view of one conversation at commit ``seq``: the NEWEST ``window``
   entries (oldest first), never the history (a late joiner of a 10,000-entry

@@ -70,6 +70,8 @@ def test_a_prompt_typed_in_the_second_terminal_is_answered_on_both_and_esc_in_on
 ) -> None:
     first, second = pair
     attach_second(first, second)
+    for terminal in (first, second):
+        terminal.wait_for(contains("+1 attached"), "the footer counts the other terminal")
     second.submit("/clients")
     second.wait_for(contains("this terminal (pid", "hosting the session (pid"), "/clients")
     second.press("Escape")

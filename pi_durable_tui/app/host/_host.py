@@ -288,6 +288,9 @@ class SessionHost:
             "cwd": app.where(app.workspace),
             "session": app.session_id,
             "host_pid": os.getpid(),
+            # The footer's context window of each model the host can use (a client
+            # has no provider configuration of its own).
+            "windows": {f"{m.provider}/{m.id}": m.context_window for m in app.models.list()},
         }
 
     async def _read_loop(self, reader: asyncio.StreamReader, connection: Connection) -> None:

@@ -59,15 +59,20 @@ def describe_clients(clients: list[dict[str, Any]], own: int) -> list[str]:
 
 
 def presence_notices(
-    model: LiveScreenModel, clients: list[dict[str, Any]]
+    model: LiveScreenModel, clients: list[dict[str, Any]], own: int
 ) -> Callable[[list[dict[str, Any]]], None]:
-    """A ``clients`` listener that puts each join and leave on ``model`` as a notice."""
+    """A ``clients`` listener: each join and leave is a notice on ``model``.
+
+    The count of the others (``own`` is this screen's client id) is in its footer.
+    """
     seen = clients
+    model.set_attached(sum(1 for c in clients if c["id"] != own))
 
     def changed(now: list[dict[str, Any]]) -> None:
         nonlocal seen
         text = presence_notice(seen, now)
         seen = now
+        model.set_attached(sum(1 for c in now if c["id"] != own))
         if text is not None:
             model.add_notice("info", text)
 
@@ -140,5 +145,5 @@ async def start_hosted_screen(
 
     controller.before_close(before_close)
     controller.presence = lambda: describe_clients(host.clients, 0)
-    host.on_clients(presence_notices(model, host.clients))
+    host.on_clients(presence_notices(model, host.clients, 0))
     return model, controller

@@ -76,6 +76,8 @@ class RemoteFeed:
         self.client_id = int(welcome.get("client") or 0)
         self.clients: list[dict[str, Any]] = list(welcome.get("clients") or [])
         self._context_window = context_window
+        windows = welcome.get("windows")
+        self._windows: dict[str, int] = dict(windows) if isinstance(windows, dict) else {}
         self._mirror = Mirror()
         self._trees: list[_RemoteTree] = []
         self._mounting: tuple[Callable[[Mounted], None], asyncio.Future[None]] | None = None
@@ -102,8 +104,9 @@ class RemoteFeed:
         await asyncio.sleep(max(0.0, (at_ms - self.now()) / 1000))
 
     def context_window(self, ref: str) -> int:
-        """From this process's model catalog."""
-        return self._context_window(ref)
+        """As the host's models say, else this process's lookup."""
+        found = self._windows.get(ref)
+        return int(found) if isinstance(found, int) else self._context_window(ref)
 
     def trust_question(self) -> TrustQuestion | None:
         """Project settings are read and trusted where the store is held: never here."""

@@ -117,6 +117,7 @@ class LiveScreenModel:
         self._tree = self._new_tree()
         self._ticker: asyncio.Task[None] | None = None
         self._resumed = 0
+        self._attached = 0
         self.watched: set[int] = set()
         """Submissions sent from this screen or open when a conversation was shown: their
         ``unanswered`` settlements become notices."""
@@ -172,6 +173,13 @@ class LiveScreenModel:
     def approval(self) -> ApprovalQuestion | None:
         """The oldest call of the shown conversation waiting for a decision (issue 13)."""
         return _approval(self._live_doc)
+
+    def set_attached(self, count: int) -> None:
+        """Show how many other terminals and clients share the session (the footer)."""
+        if count != self._attached:
+            self._attached = count
+            self._update_footer()
+            self._emit(ViewChange(footer=True))
 
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
@@ -455,6 +463,7 @@ class LiveScreenModel:
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
+            attached=self._attached,
         )
 
     @property

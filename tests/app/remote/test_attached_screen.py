@@ -57,6 +57,7 @@ async def test_an_attached_screen_shows_what_the_hosts_screen_shows_at_once(
     assert model.has_older
     assert model.footer.model == served.rig.model.footer.model
     assert model.footer.tokens_out == served.rig.model.footer.tokens_out
+    assert model.footer.context_window == served.rig.model.footer.context_window > 0
     assert await within(model.load_older(30)) == 30
 
 
