@@ -165,6 +165,8 @@ class Footer(TerminalSafe):
     permission_mode: str = ""
     """The session's permission mode in force (``plan``, ``auto-edit``, ``ask``,
     ``auto``; issue 13), empty before the session is open."""
+    attached: int = 0
+    """How many other terminals and clients share this session (issue 15)."""
 
     @property
     def context_percent(self) -> float | None:

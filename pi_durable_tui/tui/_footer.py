@@ -77,6 +77,7 @@ def footer_lines(footer: Footer, hints: str) -> Content:
         (f"thinking:{footer.thinking_level}", "$secondary"),
         "  ",
         *((mode, "  ") if mode[0] else ()),
+        *((f"+{footer.attached} attached", "$accent"), "  ") if footer.attached else (),
         (hints, "$text-muted"),
     )
 

@@ -61,6 +61,7 @@ from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.harness import (
     LIVE_DOC,
     MODES,
+    PERMISSIONS_DOC,
     AgentChange,
     DecisionRejected,
     Input,
@@ -68,6 +69,16 @@ from pi_durable_tui.harness import (
 )
 
 T = TypeVar("T")
+
+
+class KeepServing(Exception):
+    """Raised by a ``before_close`` step: other clients are attached, leave the session open.
+
+    The screen's model closes; the session and its host stay until whoever
+    raised it closes them (issue 15: the hosting terminal quits, the others go on).
+    """
+
+
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
 COMPLETIONS = 50
@@ -88,12 +99,20 @@ class AgentController:
         model: LiveScreenModel,
     ) -> None:
         self.app = app
+        self._session_mode: str | None = None  # the mode F4 chose (pi.permissions)
         self.model = model
         self._lock = asyncio.Lock()
         self._closed = False
         self._waiters: set[asyncio.Future[None]] = set()
         self._project_files: ProjectFiles | None = None
         self._unwatch_settings = self._watch_settings(app)
+        self._before_close: list[Callable[[], Awaitable[None]]] = []
+        self.presence: Callable[[], list[str]] | None = None
+        """Who is attached (set by the session's host, issue 15); ``None`` when not served."""
+
+    def before_close(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` first when closing (the session's host says bye to its clients)."""
+        self._before_close.append(step)
 
     def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
         """Report settings problems and trust requests to the screen.
@@ -226,6 +245,8 @@ class AgentController:
         current = (await self.app.harness.permission_policy()).mode
         mode = MODES[(MODES.index(current) + 1) % len(MODES)] if current in MODES else MODES[0]
         await self.app.harness.set_permission_mode(mode)
+        self._session_mode = mode
+        self.show_permission_mode()
         self.model.add_notice("info", f"Permission mode: {mode}")
         return mode
 
@@ -237,6 +258,12 @@ class AgentController:
             lines.append(f"{rule.effect} {rule.text}  ({rule.source})")
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
+
+    async def clients(self) -> list[str]:
+        """Who is attached to the session (``/clients``), this terminal first."""
+        if self.presence is None:
+            return ["this terminal (the session is not served to others)"]
+        return self.presence()
 
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers."""
@@ -361,6 +388,7 @@ class AgentController:
         await old.close()
         self.model.rebind(opened)
         await self.model.attach(opened.root.id)
+        await self.read_permission_mode()
         self.model.show_recovery(report)
         opened.harness.resume()
 
@@ -458,7 +486,23 @@ class AgentController:
         """Re-read the settings files if they changed (a malformed edit is a notice)."""
         with contextlib.suppress(SettingsError):  # reported by ``on_error`` (never first)
             self.app.settings.current()
-            self.model.permissions_changed()  # a new ``permission_mode`` shows in the footer
+        self.show_permission_mode()  # an edited ``permission_mode`` shows in the footer
+
+    def show_permission_mode(self) -> None:
+        """Put the mode in force in the footer: the session's (F4), else the settings'."""
+        mode = self._session_mode
+        if mode is None:
+            with contextlib.suppress(SettingsError):
+                mode = self.app.settings.harness().permissions.mode
+        if mode is not None:
+            self.model.set_permission_mode(mode)
+
+    async def read_permission_mode(self) -> None:
+        """Read the session's chosen mode (a continued session keeps its F4 choice)."""
+        chosen = await self.app.harness.session.snapshot(PERMISSIONS_DOC) or {}
+        mode = chosen.get("mode")
+        self._session_mode = mode if isinstance(mode, str) else None
+        self.show_permission_mode()
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Trust, or not, the project settings content the user was shown (issue 13).
@@ -530,10 +574,19 @@ class AgentController:
         if self._closed:
             return
         self._closed = True
+        keep = False
+        for step in self._before_close:
+            try:
+                await step()
+            except KeepServing:
+                keep = True
+            except Exception:
+                pass
         for waiter in list(self._waiters):
             waiter.cancel()
         await self.model.close()
-        await self.app.close()
+        if not keep:
+            await self.app.close()
 
 
 def settings_notice(error: SettingsError) -> str:
