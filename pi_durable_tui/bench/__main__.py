@@ -11,6 +11,10 @@ BENCHMARKS = {
     "tool-engines": ("pi_durable_tui.bench.tool_engines", "edit, diff and read engines vs stdlib"),
     "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
     "turn": ("pi_durable_tui.bench.agent_turn", "one tool round against one Session commit"),
+    "rounds": (
+        "pi_durable_tui.bench.agent_rounds",
+        "200 read rounds on SQLite and in memory vs an aiosqlite commit; resume after kill",
+    ),
     "stream": ("pi_durable_tui.bench.agent_stream", "a streamed answer through the harness vs raw"),
     "large-message": (
         "pi_durable_tui.bench.large_message",
@@ -21,7 +25,15 @@ BENCHMARKS = {
         "1 GiB of bash output through the harness vs cat",
     ),
     "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
+    "leftovers": (
+        "pi_durable_tui.bench.leftover_processes",
+        "a hostile script's background processes through the product: how many are left",
+    ),
     "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
+    "clients": (
+        "pi_durable_tui.bench.clients",
+        "attached clients: attach on 10,000 vs 10 entries, wire bytes, 1/5/20 followers",
+    ),
 }
 
 

@@ -27,13 +27,15 @@ from pi_durable_tui.tools import CodingTools
 
 
 class CommitCounter:
-    """Counts commits and the JSON bytes of their document operations."""
+    """Counts stored commits and the JSON bytes of their document operations."""
 
     def __init__(self) -> None:
         self.commits = 0
         self.op_bytes = 0
 
     def __call__(self, info: CommitInfo) -> None:
+        if not info.stored:
+            return  # a reservation only the live index took in: no write transaction
         self.commits += 1
         for change in info.documents:
             self.op_bytes += len(json.dumps(change.ops))

@@ -223,6 +223,8 @@ class CommitLine:
             finally:
                 staged.close()
             if not writes:
+                if staged.tasks:  # only reservations no reader of the store can observe
+                    self._publisher.publish(self._adopt(staged, self.storage.last_seq, []))
                 return result
             store = asyncio.ensure_future(self._store(staged, writes))
             store.add_done_callback(_retrieve)
@@ -280,6 +282,7 @@ class CommitLine:
                 listener(self.failed)
 
     def _adopt(self, staged: StagedCommit, seq: int, writes: list[Write]) -> CommitInfo:
+        """Take the commit into the live index and the documents; its ``CommitInfo``."""
         for conversation in (*staged.loaded_conversations, *staged.conversations.values()):
             self.live.add_conversation(conversation)
         previous: dict[int, TaskRecord | None] = {}
@@ -297,6 +300,7 @@ class CommitLine:
             previous_tasks=previous,
             submissions=tuple(staged.submissions.values()),
             documents=changes,
+            stored=bool(writes),
         )
 
 

@@ -37,6 +37,8 @@ class CommitInfo:
     """The live record each written task had before (``None`` for a new task)."""
     submissions: tuple[SubmissionRecord, ...] = ()
     documents: tuple[DocChange, ...] = ()
+    stored: bool = True
+    """False for a commit that changed only the live index (``StagedCommit.reserve_task``)."""
 
 
 Listener = Callable[[CommitInfo], None]

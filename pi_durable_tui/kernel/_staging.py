@@ -86,6 +86,8 @@ class StagedCommit:
         self.entries: list[EntryRecord] = []
         self.tasks: dict[int, TaskRecord] = {}
         self.new_task_ids: list[int] = []
+        self.unstored_tasks: set[int] = set()
+        """Staged tasks whose new record no reader of the store could observe (``reserve_task``)."""
         self.submissions: dict[int, SubmissionRecord] = {}
         self.loaded_conversations: list[ConversationRecord] = []
         """Committed conversations the live index learns about with this commit."""
@@ -108,6 +110,27 @@ class StagedCommit:
         """Stage a task's whole new record."""
         self.wrote_table = True
         self.tasks[record.id] = record
+        self.unstored_tasks.discard(record.id)
+
+    def reserve_task(self, record: TaskRecord) -> None:
+        """Stage a task's move to ``running`` for the live index only, not for storage (R36).
+
+        The caller guarantees the move changes nothing a reader of the store could
+        act on: only the status (``pending``/``waiting`` to ``running``) and
+        ``started_at``. The record is adopted into the live index and published
+        like any other; the next commit that writes the task stores it whole.
+
+        # REMINDER: this is true only because the store has one writer (the
+        # single-writer lock, ``storage/lock.py``): no other process reads a
+        # ``running`` status to decide anything, and reopen turns a surviving
+        # ``running`` back into ``pending`` anyway (R22), so a crash before the next
+        # write of the task finds the same state either way.
+        """
+        if record.id in self.tasks and record.id not in self.unstored_tasks:
+            self.tasks[record.id] = record  # a durable write staged earlier stays durable
+            return
+        self.tasks[record.id] = record
+        self.unstored_tasks.add(record.id)
 
     def settle(self) -> None:
         """End the callback's part: revoke its handle and detach its drafts (R6, R7).
@@ -151,7 +174,7 @@ class StagedCommit:
         """Return the table writes of this commit (documents come from ``documents``)."""
         writes: list[Write] = [PutConversation(r) for r in self.conversations.values()]
         writes.extend(PutEntry(r) for r in self.entries)
-        writes.extend(PutTask(r) for r in self.tasks.values())
+        writes.extend(PutTask(r) for r in self.tasks.values() if r.id not in self.unstored_tasks)
         writes.extend(PutSubmission(r) for r in self.submissions.values())
         return writes
 

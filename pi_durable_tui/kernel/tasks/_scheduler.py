@@ -8,7 +8,10 @@ change, ended invocation and backoff timer, and runs a *pass*:
 1. reconcile (``_reconcile``): derived abort marks and held tasks whose owned
    work drained, in commits of their own (R48, R52, R53, R54);
 2. one reservation commit decides, on the line, which live tasks can run and
-   moves them to ``running`` (R36): a ``pending`` task, a ``waiting`` task whose
+   moves them to ``running`` (R36) - in the live index only, unless the task
+   migrates: a ``running`` status in a store nobody else writes is seen by no
+   reader, and reopen turns it back into ``pending`` anyway (R22); the task's
+   next commit stores it (issue 14): a ``pending`` task, a ``waiting`` task whose
    ``on`` is all terminal, an abort-marked task whose ordinary owned work drained
    (R47). A task whose definition is newer is migrated in that same commit
    (R44); a held (``completing``) task is never reserved. Then an invocation
@@ -246,15 +249,23 @@ class Scheduler:
                 reserved.append((record.id, definition, mode))
                 if record.status == "running" and record.version == definition.version:
                     continue  # already reserved: its invocation ended early (R37 3b, R45)
-                staged.put_task(
-                    with_state(
-                        record,
-                        {"status": "running", "checkpoint": checkpoint},
-                        input=task_input,
-                        version=definition.version,
-                        started_at=record.started_at if record.started_at is not None else now,
-                    )
+                reserved_record = with_state(
+                    record,
+                    {"status": "running", "checkpoint": checkpoint},
+                    input=task_input,
+                    version=definition.version,
+                    started_at=record.started_at if record.started_at is not None else now,
                 )
+                if (
+                    record.version == definition.version
+                    and task_input == record.input
+                    and checkpoint == checkpoint_of(record)
+                ):
+                    # Only the status and started_at change: nothing the store's
+                    # readers act on (see ``StagedCommit.reserve_task``).
+                    staged.reserve_task(reserved_record)
+                else:
+                    staged.put_task(reserved_record)  # a migration is durable (R44)
 
         await self._host.run(reserve)
         for task_id, definition, mode in reserved:

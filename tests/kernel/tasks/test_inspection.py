@@ -110,6 +110,8 @@ async def test_r28_inspect_reports_running_completing_and_waiting_on_live_member
     await hold_gate.wait_reached()
     await kit.status_is(holder_task.id, "completing")
     await kit.status_is(waiter_task.id, "waiting")
+    while await kit.activity(waiter_task.id) == {"running": True}:
+        await asyncio.sleep(0)  # its invocation ends just after the Waiting commit
     report = await kit.session.inspect()
     assert report["scheduling"] == "running"
     found = activities(report)

@@ -115,6 +115,30 @@ async def test_r22_reopen_makes_running_tasks_pending_keeping_checkpoint_memos_m
     assert aborts == [aborting.id, aborting.id]  # the abort handler may rerun
 
 
+async def test_r36_a_reservation_is_running_in_the_session_and_reopen_reads_what_the_store_holds(
+    kits: Kits,
+) -> None:
+    gate = Gate()
+    job = define("job", {"run": gated(gate, complete())})
+    kit = await kits.open(job)
+    conv = await kit.conversation()
+    task = await kit.create(job, conversation_id=conv)
+    seq = kit.storage.last_seq
+    kit.session.resume()
+    await gate.wait_reached()
+
+    assert (await kit.task(task.id)).status == "running"
+    assert kit.storage.last_seq == seq, "the reservation wrote nothing"
+    stored = await kit.storage.task(task.id)
+    assert stored is not None
+    assert stored.status == "pending"
+    kit = await kits.reopen(kit)
+    reopened = await kit.task(task.id)
+    assert reopened.state == stored.state
+    gate.open()
+    assert outcome_of(await kit.finished(task.id))["status"] == "completed"
+
+
 async def test_r22_reopen_leaves_waiting_tasks_waiting(kits: Kits) -> None:
     gate = Gate()
     slow = define("slow", {"run": gated(gate, complete())})
