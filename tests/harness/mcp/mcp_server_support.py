@@ -1,0 +1,102 @@
+"""A real MCP server written with the ``mcp`` SDK, started by the tests (issue 16).
+
+``SERVER_SOURCE`` is a program: over stdio by default, over streamable HTTP on
+127.0.0.1 when given ``http <port>``. Its tools: ``echo`` (read-only), ``note``
+(writes a line to ``$NOTES``; not read-only), ``broken`` (raises), ``pixel``
+(returns an image), ``pid`` (the server's process id, read-only).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SERVER_SOURCE = r'''
+import base64, os, sys
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.types import Image
+from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("probe")
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str) -> str:
+    """Say the text back."""
+    print("echo called", file=sys.stderr, flush=True)
+    return "echo: " + text
+
+@server.tool()
+def note(text: str) -> str:
+    """Append a line to the notes file."""
+    with open(os.environ["NOTES"], "a") as f:
+        f.write(text + "\n")
+    return "noted"
+
+@server.tool()
+def broken() -> str:
+    """Always fails."""
+    raise ToolError("the probe tool broke")
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def pixel() -> Image:
+    """A tiny image."""
+    return Image(data=base64.b64decode("iVBORw0KGgo="), format="png")
+
+if len(sys.argv) > 2 and sys.argv[1] == "http":
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+else:
+    server.run()
+'''
+
+
+@pytest.fixture
+def server_script(tmp_path: Path) -> Path:
+    """The server program, written to a temp file."""
+    path = tmp_path / "probe_server.py"
+    path.write_text(SERVER_SOURCE)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(server_script: Path, tmp_path: Path) -> Iterator[str]:
+    """The same server over streamable HTTP on loopback; yields its URL."""
+    port = _free_port()
+    env = {**os.environ, "NOTES": str(tmp_path / "notes.txt")}
+    log = (tmp_path / "http_server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, str(server_script), "http", str(port)], env=env, stderr=log, stdout=log
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("the HTTP MCP server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
