@@ -266,7 +266,14 @@ class LiveScreenModel:
 
     def _emit_reset(self) -> None:
         self._emit(
-            ViewChange(transcript_reset=True, queue=True, footer=True, status=True, tasks=True)
+            ViewChange(
+                transcript_reset=True,
+                queue=True,
+                footer=True,
+                status=True,
+                tasks=True,
+                approval=True,  # the mounted conversation may hold a waiting request
+            )
         )
 
     def _mount(
