@@ -74,14 +74,19 @@ PARTS: dict[str, dict[str, int]] = {
     "app": {
         "_terminal_text": 0,
         "_view": 1,
+        "_wire": 1,
+        "_socket": 1,
         "_ports": 2,
+        "client": 2,
         "files": 2,
         "_opening": 3,
         "_location": 3,
         "agent": 4,
         "_startup_errors": 5,
         "screen": 5,
-        "": 6,  # the face
+        "host": 6,  # serves the open session to clients (issue 15): above the screen it reuses
+        "remote": 7,  # the same screen model over a session hosted elsewhere (issue 15)
+        "": 8,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

@@ -15,17 +15,25 @@ This module is its one public face. Behind it, in the direction imports run
 
 1. ``_terminal_text``: ``terminal_safe``, no control sequence reaches the
    terminal; ``_view``: the plain, frozen values the screen renders, each made
-   terminal-safe when built;
+   terminal-safe when built; ``_wire``: the messages between a session's host
+   and its clients (issue 15); ``_socket``: the socket beside a store, its
+   mode and its peers' credentials;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
 3. ``_opening``: what the screen shows until the session is open;
    ``_location``: where the tools work (``--env ssh://...``, the user's ``env``
    setting; it imports ``env.ssh`` only for a URL);
 4. ``agent/``: settings, models, the prompt, subagents, demos, ``AgentApp``,
-   the headless modes and export;
+   the headless modes and export; ``client/``: ``HostLink``, a client's
+   connection to the host of a session open elsewhere (it needs no layer
+   below the app but the JSON operations);
 5. ``_startup_errors``: one line for a problem that stops the start;
    ``screen/``: the live view model and the controller over an open ``AgentApp``;
-6. this face.
+6. ``host/``: ``SessionHost``, the process holding the store serves its
+   session to other clients (issue 15), and ``start_hosted_screen``;
+7. ``remote/``: ``attach_screen``, the same view model over a session hosted
+   elsewhere, and its controller;
+8. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -92,6 +100,7 @@ if TYPE_CHECKING:
         output_redactor,
         run_headless,
     )
+    from pi_durable_tui.app.client import HostGone, HostLink, HostRefused
     from pi_durable_tui.app.files import (
         ContextFile,
         NoSession,
@@ -106,6 +115,13 @@ if TYPE_CHECKING:
         session_infos,
         sessions_dir,
         settings_theme,
+    )
+    from pi_durable_tui.app.host import Lingering, SessionHost, serve_main, start_hosted_screen
+    from pi_durable_tui.app.remote import (
+        RemoteController,
+        RemoteFeed,
+        attach_if_hosted,
+        attach_screen,
     )
     from pi_durable_tui.app.screen import (
         AgentController,
@@ -162,6 +178,17 @@ _LAZY: dict[str, str] = {
     "describe_startup_error": "_startup_errors",
     "SUBAGENTS": "agent",
     "SubagentArgs": "agent",
+    "HostGone": "client",
+    "HostLink": "client",
+    "HostRefused": "client",
+    "SessionHost": "host",
+    "Lingering": "host",
+    "serve_main": "host",
+    "RemoteController": "remote",
+    "RemoteFeed": "remote",
+    "attach_screen": "remote",
+    "attach_if_hosted": "remote",
+    "start_hosted_screen": "host",
 }
 """Where each name not needed by the screen lives, imported on first use."""
 
@@ -194,6 +221,10 @@ __all__ = [
     "ExportFormat",
     "Footer",
     "HeadlessMode",
+    "HostGone",
+    "HostLink",
+    "HostRefused",
+    "Lingering",
     "LiveScreenModel",
     "Location",
     "LocationError",
@@ -207,8 +238,11 @@ __all__ = [
     "PermissionChoices",
     "QueueItem",
     "RedactedWriter",
+    "RemoteController",
+    "RemoteFeed",
     "RemoteUnavailable",
     "ScreenModel",
+    "SessionHost",
     "SessionInfo",
     "SessionNotOpened",
     "SessionPathError",
@@ -223,6 +257,8 @@ __all__ = [
     "ToolCard",
     "TrustQuestion",
     "ViewChange",
+    "attach_if_hosted",
+    "attach_screen",
     "build_models",
     "choose_model",
     "describe_run_failure",
@@ -239,9 +275,11 @@ __all__ = [
     "recovery_report",
     "resolve_location",
     "run_headless",
+    "serve_main",
     "session_infos",
     "sessions_dir",
     "settings_theme",
+    "start_hosted_screen",
     "start_screen",
     "terminal_safe",
 ]

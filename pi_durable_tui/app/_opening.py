@@ -242,6 +242,10 @@ class OpeningSession:
         """The mode and rules in force once the session is open."""
         return await (await self._controlled()).permissions()
 
+    async def clients(self) -> list[str]:
+        """Who is attached once the session is open."""
+        return await (await self._controlled()).clients()
+
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers; none until the session is open."""
         return [] if self._controller is None else self._controller.models()

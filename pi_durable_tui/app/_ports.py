@@ -137,6 +137,10 @@ class Controller(Protocol):
         """The permission mode and rules in force, one line each, with their source."""
         ...
 
+    async def clients(self) -> list[str]:
+        """Who is attached to the session (``/clients``), one line each, this terminal first."""
+        ...
+
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers: the catalog and configured custom providers."""
         ...

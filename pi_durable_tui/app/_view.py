@@ -162,6 +162,8 @@ class Footer(TerminalSafe):
     thinking_level: str = "off"
     conversation_label: str = "main"
     """``main`` or ``subagent <id>``."""
+    attached: int = 0
+    """How many other terminals and clients share this session (issue 15)."""
 
     @property
     def context_percent(self) -> float | None:

@@ -25,7 +25,15 @@ BENCHMARKS = {
         "1 GiB of bash output through the harness vs cat",
     ),
     "exec": ("pi_durable_tui.bench.exec_output", "command output through LocalEnv against cat"),
+    "leftovers": (
+        "pi_durable_tui.bench.leftover_processes",
+        "a hostile script's background processes through the product: how many are left",
+    ),
     "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
+    "clients": (
+        "pi_durable_tui.bench.clients",
+        "attached clients: attach on 10,000 vs 10 entries, wire bytes, 1/5/20 followers",
+    ),
 }
 
 

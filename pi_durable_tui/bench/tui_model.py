@@ -220,6 +220,11 @@ class RecordingController:
         self._record("permissions")
         return ["mode: auto-edit (default)"]
 
+    async def clients(self) -> list[str]:
+        """Record the call; only this terminal."""
+        self._record("clients")
+        return ["this terminal"]
+
     async def cycle_thinking(self) -> str:
         """Record the cycle; return the next level."""
         self._record("cycle_thinking")

@@ -54,8 +54,15 @@ def _export(argv: Sequence[str]) -> int:
     return export_main(argv)
 
 
+def _serve(argv: Sequence[str]) -> int:
+    from pi_durable_tui.app import serve_main
+
+    return serve_main(argv)
+
+
 SUBCOMMANDS: dict[str, Subcommand] = {
     "export": Subcommand("write a session's transcript as JSON lines, Markdown or HTML", _export),
+    "serve": Subcommand("host a session for other terminals and clients, until stopped", _serve),
 }
 """The subcommands, by name; a new one joins this table (and ``--help`` lists it)."""
 

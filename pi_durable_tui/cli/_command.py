@@ -262,6 +262,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
     from pi_durable_tui.app import (
         Controller,
+        Lingering,
         OpeningSession,
         ScreenModel,
         SessionInfo,
@@ -295,12 +296,27 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
     async def open_session() -> tuple[ScreenModel, Controller]:
         await asyncio.to_thread(_import_session_layers)
-        from pi_durable_tui.app import AgentApp, start_screen
+        from pi_durable_tui.app import (
+            AgentApp,
+            SessionUnavailable,
+            attach_if_hosted,
+            start_hosted_screen,
+        )
 
-        app = await AgentApp.open(_app_options(args, session))
+        try:
+            app = await AgentApp.open(_app_options(args, session))
+        except SessionUnavailable as error:
+            # Open in another pidurable that serves it (issue 15): attach to that host.
+            attached = await attach_if_hosted(error)
+            if attached is None:
+                raise
+            screen.log_path = error.store.parent / "pidurable.log"
+            return attached
         screen.log_path = app.store.parent / "pidurable.log"
         screen.redact = app.harness.redactor.text
-        return await start_screen(app, reopened=reopened, prompt=args.prompt)
+        return await start_hosted_screen(
+            app, reopened=reopened, prompt=args.prompt, linger=lingering
+        )
 
     def failed(error: BaseException) -> None:
         failures.append(error)
@@ -329,11 +345,22 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         on_painted=painted,
     )
 
+    lingering: list[Lingering] = []
+    """Sessions left open for terminals still attached when this screen quit (issue 15)."""
+
     async def run() -> int:
         await screen.run_async()
+        for served in lingering:
+            print(f"pidurable: {served.message()}", file=sys.stderr, flush=True)
+            await served.wait()
         return int(screen.return_code or 0)
 
-    status = await signals.guarded(run(), opening.close)
+    async def close() -> None:
+        await opening.close()
+        for served in lingering:
+            await served.close()
+
+    status = await signals.guarded(run(), close)
     if status is None:
         return signals.stopped(signals.received, _continue_hint(args) if opening.opened else None)
     if failures:

@@ -10,6 +10,9 @@ timeout, abort or cancellation, spills large output to a file
 like secrets (``is_secret_name``, ``scrub_environment``) unless allow-listed;
 ``SecretRedactor`` is the one redactor of their values, wherever text is
 committed, written or printed.
+Every command carries a mark (``MARK_NAME``) naming this process's run
+(``run_token``), so what it leaves behind can be found and ended
+(``processes_of_run``, ``end_processes``; issue 13).
 ``FileMutationQueue`` serializes ``edit``/``write`` of one file (R121); the
 conformance suite for any environment is ``pi_durable_tui.env.conformance``
 (R122).
@@ -24,6 +27,7 @@ from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
 from pi_durable_tui.env._redaction import REDACTED, SecretRedactor
+from pi_durable_tui.env._run_guard import RUN_DIRECTORY_PREFIX
 from pi_durable_tui.env._secrets import (
     SECRET_NAME_PATTERNS,
     SECRET_NAMES,
@@ -31,6 +35,13 @@ from pi_durable_tui.env._secrets import (
     scrub_environment,
 )
 from pi_durable_tui.env._spill import SPILL_PREFIX
+from pi_durable_tui.env._strays import (
+    MARK_NAME,
+    ProcessInfo,
+    end_processes,
+    processes_of_run,
+    run_token,
+)
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,
@@ -46,8 +57,10 @@ from pi_durable_tui.env._types import (
 
 __all__ = [
     "FILE_ERROR_CODES",
+    "MARK_NAME",
     "MAX_TIMEOUT_SECONDS",
     "REDACTED",
+    "RUN_DIRECTORY_PREFIX",
     "SECRET_NAMES",
     "SECRET_NAME_PATTERNS",
     "SPILL_PREFIX",
@@ -66,10 +79,14 @@ __all__ = [
     "OutputCallback",
     "OutputStream",
     "OutputWindow",
+    "ProcessInfo",
     "SecretRedactor",
     "SkippedOutput",
     "SpillPolicy",
     "TextErrors",
+    "end_processes",
     "is_secret_name",
+    "processes_of_run",
+    "run_token",
     "scrub_environment",
 ]

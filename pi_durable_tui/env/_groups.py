@@ -64,6 +64,11 @@ def exit_code_of(si_code: int, si_status: int) -> int:
 _live: set[ProcessGroup] = set()
 
 
+def live_groups() -> list[ProcessGroup]:
+    """Every group of this process not yet known to be empty (whichever environment started it)."""
+    return list(_live)
+
+
 def reap_finished_groups() -> None:
     """Reap exited members of every group still known in this process, and forget empty ones.
 

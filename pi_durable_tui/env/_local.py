@@ -19,6 +19,7 @@ without a cleanup is killed by its guard (``_orphan_guard``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import shutil
@@ -34,6 +35,7 @@ from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._readers import LocalBinaryReader, LocalDirReader
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
+from pi_durable_tui.env._strays import MARK_NAME, call_mark, carrying, end_processes
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,
@@ -129,6 +131,8 @@ class LocalEnv:
         self._kill_grace = kill_grace
         self._environ = environ
         self._groups: set[ProcessGroup] = set()
+        self._spills: set[str] = set()
+        self._marks: set[str] = set()
 
     def __repr__(self) -> str:
         return f"LocalEnv({self._cwd!r}, id={self._id!r})"
@@ -349,6 +353,7 @@ class LocalEnv:
         spill: SpillPolicy | None = None,
         window: OutputWindow | None = None,
         abort: asyncio.Event | None = None,
+        end_background: bool = False,
     ) -> ExecResult:
         """Run a command and wait for it (see ``ExecutionEnv.exec``).
 
@@ -363,9 +368,11 @@ class LocalEnv:
             spill: When to also write the complete output to a temp file.
             window: The kept tail of a tail-retaining tool (R105).
             abort: Kills the process group when set.
+            end_background: When the command ends, also end every process it left
+                running (background jobs, ``nohup``, ``setsid``; issue 13).
 
         Returns:
-            The exit code and the spill file, if any.
+            The exit code and the spill file, if any (deleted by ``cleanup()``).
 
         Raises:
             FileError: ``invalid`` (timeout, empty argv), ``not_found`` (cwd or
@@ -376,6 +383,8 @@ class LocalEnv:
         if abort is not None and abort.is_set():
             raise aborted()
         environ = self.child_environment(env, inherit_env=inherit_env)
+        environ[MARK_NAME] = mark = call_mark()  # how its strays are found (_strays)
+        self._marks.add(mark)
         if isinstance(command, str):
             argv = [*find_shell(environ.get("PATH", os.defpath)), command]
         else:
@@ -386,19 +395,28 @@ class LocalEnv:
             raise FileError(
                 "not_found", f"Working directory does not exist: {directory}", directory
             )
-        return await run_command(
-            argv,
-            cwd=directory,
-            environ=environ,
-            timeout=timeout,
-            on_output=on_output,
-            spill=spill,
-            window=window,
-            abort=abort,
-            kill_grace=self._kill_grace,
-            groups=self._groups,
-            secrets=self._secret_values(),
-        )
+        try:
+            result = await run_command(
+                argv,
+                cwd=directory,
+                environ=environ,
+                timeout=timeout,
+                on_output=on_output,
+                spill=spill,
+                window=window,
+                abort=abort,
+                kill_grace=self._kill_grace,
+                groups=self._groups,
+                secrets=self._secret_values(),
+                end_background=end_background,
+            )
+        except FileError as error:
+            if error.spill_path:
+                self._spills.add(error.spill_path)
+            raise
+        if result.spill_path:
+            self._spills.add(result.spill_path)
+        return result
 
     def _secret_values(self) -> tuple[bytes, ...]:
         """Values of this process's secret-looking variables (spill files hide them)."""
@@ -410,7 +428,18 @@ class LocalEnv:
         )
 
     async def cleanup(self) -> None:
-        """Kill every process group this environment started that is still alive."""
+        """End every process its commands left and delete their spill files.
+
+        All are this environment's own (issue 13): the groups its commands led,
+        the processes carrying their marks (``setsid``, ``nohup``, daemons), the
+        ``pi-output-*.log`` files their results named.
+        """
         groups = [group for group in self._groups if group.alive()]
         self._groups.clear()
         await asyncio.gather(*(group.kill(self._kill_grace) for group in groups))
+        marks, self._marks = self._marks, set()
+        await end_processes(carrying(marks), self._kill_grace)
+        spills, self._spills = self._spills, set()
+        for path in spills:
+            with contextlib.suppress(OSError):
+                os.unlink(path)

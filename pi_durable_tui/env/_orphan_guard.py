@@ -14,7 +14,10 @@ a pipe (the wrapper's stdin) whose other end only this process holds:
 
 - the command finishes and ``release()`` writes a line: the guard exits quietly;
 - this process dies, however it dies: the kernel closes the write end, the guard
-  reads end-of-file and sends ``SIGKILL`` to its process group, command included.
+  reads end-of-file and, a second later, sends ``SIGKILL`` to its process group,
+  command included. The second lets the run guard (``_run_guard``) see the
+  command's process tree whole first, so it also finds descendants that left
+  the group and cleared their environment (``env -i setsid cmd &``).
 
 A command that cannot be found is started without the wrapper, so its error is
 the spawn error it always was; so is every command where ``/bin/sh`` is missing.
@@ -35,10 +38,10 @@ SHELL = "/bin/sh"
 # REMINDER: the guard's pipe arrives as stdin; it moves to fd 3 (dash knows only
 # fds 0-9, and an asynchronous list gets /dev/null as its stdin), the guard reads a
 # line there and exits 0 on one (released), and at end-of-file kills its own
-# process group. The command gets stdin from /dev/null and no fd 3, or it would
-# keep the pipe open for a dead parent.
+# process group (a second later: the run guard goes first). The command gets
+# stdin from /dev/null and no fd 3, or it would keep the pipe open for a dead parent.
 _SCRIPT = """exec 3<&0 </dev/null
-( if read -r _ <&3; then exit 0; fi; kill -KILL 0 ) >/dev/null 2>&1 &
+( if read -r _ <&3; then exit 0; fi; sleep 1; kill -KILL 0 ) >/dev/null 2>&1 &
 exec "$@" 3<&-
 """
 

@@ -17,6 +17,12 @@ call: 100 ms after the leader exits, what is left in the pipes is read and the
 pipes are closed; the process keeps running in its group, which the
 environment kills on ``cleanup()``.
 
+With ``end_background`` (what the ``bash`` tool asks for, issue 13) the call
+ends nothing short of everything it started: once the leader is gone, the
+processes it left (its group, and those that left the group: ``setsid``,
+daemons, reparented orphans; found by ``_strays``) are ended before the call
+returns, also after a timeout, an abort or a cancellation.
+
 A timeout, an abort, a failing callback and the cancellation of the awaiting
 coroutine all stop the command the same way: the whole process group is killed
 (``ProcessGroup.kill``), the output it wrote before dying is still read and
@@ -35,9 +41,21 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pi_durable_tui.env._errors import FileError
-from pi_durable_tui.env._groups import ProcessGroup, become_subreaper, reap_finished_groups
+from pi_durable_tui.env._groups import (
+    ProcessGroup,
+    become_subreaper,
+    live_groups,
+    reap_finished_groups,
+)
 from pi_durable_tui.env._orphan_guard import OrphanGuard
+from pi_durable_tui.env._run_guard import RUN_GUARD
 from pi_durable_tui.env._spill import SpillFile
+from pi_durable_tui.env._strays import (
+    MARK_NAME,
+    children_of_this_process,
+    end_processes,
+    strays,
+)
 from pi_durable_tui.env._types import (
     ExecResult,
     OutputCallback,
@@ -89,10 +107,11 @@ class _Command:
         window: OutputWindow | None,
         kill_grace: float,
         secrets: Sequence[bytes] = (),
+        spill_directory: str | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_output = on_output
-        self._spill = None if spill is None else SpillFile(spill, secrets=secrets)
+        self._spill = None if spill is None else SpillFile(spill, spill_directory, secrets=secrets)
         deliver = on_output or (lambda data, stream, skipped: None)
         self._window = None if window is None else TailWindow(window, deliver)
         self._window_timer: asyncio.TimerHandle | None = None
@@ -305,6 +324,27 @@ def _spawn_error(error: OSError, program: str) -> FileError:
     return FileError("unknown", f"Could not run {program}: {error.strerror or error}", program)
 
 
+async def _end_strays(
+    mark: str,
+    group: ProcessGroup,
+    children_before: set[int],
+    grace: float,
+) -> None:
+    """End what a finished command left running (its group and its strays), and reap them."""
+    spared = {known.leader for known in live_groups() if known is not group}
+    if RUN_GUARD.pid is not None:
+        spared.add(RUN_GUARD.pid)
+    left = strays(
+        mark,
+        group.leader,
+        children_before=children_before,
+        spared=spared,
+        subreaper=become_subreaper(),
+    )
+    await end_processes(left, grace)
+    group.alive()  # reaps the group's members, forgets an empty group
+
+
 async def run_command(
     argv: Sequence[str],
     *,
@@ -318,6 +358,7 @@ async def run_command(
     kill_grace: float,
     groups: set[ProcessGroup],
     secrets: Sequence[bytes] = (),
+    end_background: bool = False,
 ) -> ExecResult:
     """Run ``argv`` to its end, or kill its group on timeout, abort or cancellation.
 
@@ -333,6 +374,7 @@ async def run_command(
         kill_grace: Seconds between ``SIGTERM`` and ``SIGKILL``.
         groups: The environment's live process groups; this one is added while alive.
         secrets: Values a spill file must never hold (written ``[redacted]``).
+        end_background: End every process the command left once its leader is gone.
 
     Returns:
         The exit code and the spill file, if any.
@@ -341,9 +383,17 @@ async def run_command(
         FileError: ``timeout`` or ``aborted`` (with ``spill_path``), or a spawn error.
         asyncio.CancelledError: After the group was killed, when the caller was cancelled.
     """
+    RUN_GUARD.start()
     command = _Command(
-        on_output=on_output, spill=spill, window=window, kill_grace=kill_grace, secrets=secrets
+        on_output=on_output,
+        spill=spill,
+        window=window,
+        kill_grace=kill_grace,
+        secrets=secrets,
+        spill_directory=RUN_GUARD.spill_directory(),
     )
+    mark = environ.get(MARK_NAME)
+    children_before = children_of_this_process() if end_background else set()
     group = command.start(argv, cwd, environ)
     for finished in [known for known in groups if not known.alive()]:
         groups.discard(finished)
@@ -363,6 +413,9 @@ async def run_command(
             command.stop("cancelled")
             await command.wait()
             raise
+        finally:
+            if end_background and mark is not None:
+                await asyncio.shield(_end_strays(mark, group, children_before, kill_grace))
     finally:
         if timer is not None:
             timer.cancel()

@@ -256,6 +256,7 @@ class ExecutionEnv(Protocol):
         spill: SpillPolicy | None = None,
         window: OutputWindow | None = None,
         abort: asyncio.Event | None = None,
+        end_background: bool = False,
     ) -> ExecResult:
         """Run a command (a string through the shell, a sequence as argv) and wait for it.
 
@@ -263,9 +264,19 @@ class ExecutionEnv(Protocol):
         command's whole process group (also when the awaiting coroutine is
         cancelled, which then propagates), and ``shell_unavailable`` when a string
         command finds no shell.
+
+        Without ``end_background`` a process the command put in the background
+        runs on until ``cleanup()`` (R120). With it, the call returns (or raises)
+        only after every process the command started is ended: its group, and
+        those that left it (``setsid``, ``nohup``, daemons), found by the
+        ``PIDURABLE_RUN`` mark every command carries in its environment (issue 13).
         """
         ...
 
     async def cleanup(self) -> None:
-        """Kill every process this environment started that is still running."""
+        """End every process this environment started that still runs; delete spill files.
+
+        The spill files are those its commands wrote (issue 13): a result naming
+        one stays readable until then.
+        """
         ...

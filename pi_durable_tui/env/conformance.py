@@ -31,7 +31,9 @@ rename, directories, removal, temp files), ``confinement`` (writes
 ``beneath`` a root: links out refused, a racing link swap), ``aborts`` (every operation with a
 set abort signal), ``processes`` (shell and argv, exit codes, tags, cwd,
 variables, timeouts), ``stopping`` (timeout, abort, cancellation and cleanup
-killing a grandchild), ``output`` (spill files, tail windows) and ``secrets``.
+killing a grandchild), ``leftovers`` (``end_background`` ends ``cmd &``,
+``nohup`` and ``setsid``; ``cleanup()`` deletes spill files), ``output``
+(spill files, tail windows) and ``secrets``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from __future__ import annotations
 from pi_durable_tui.env._conformance.aborts import AbortRules
 from pi_durable_tui.env._conformance.base import Captured, EnvConformanceBase
 from pi_durable_tui.env._conformance.confinement import ConfinementRules
+from pi_durable_tui.env._conformance.leftovers import LeftoverRules
 from pi_durable_tui.env._conformance.output import SpillRules, WindowRules
 from pi_durable_tui.env._conformance.paths import PathRules
 from pi_durable_tui.env._conformance.processes import ExecRules
@@ -61,6 +64,7 @@ class EnvConformance(
     AbortRules,
     ExecRules,
     StopRules,
+    LeftoverRules,
     SpillRules,
     WindowRules,
     SecretRules,

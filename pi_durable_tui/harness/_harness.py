@@ -397,7 +397,14 @@ class Harness:
     # -- close (R27) --
 
     async def close(self) -> None:
-        """Close the harness and its store; every call awaits the same shutdown (R27)."""
+        """Close the harness and its store; every call awaits the same shutdown (R27).
+
+        Then every environment the harness built is cleaned up (issue 13): the
+        processes its commands left are ended and their spill files deleted.
+        """
         self._services.closing = True
         self._tasks.close()
-        await self._services.session.close()
+        try:
+            await self._services.session.close()
+        finally:
+            await asyncio.shield(self._services.cleanup_envs())

@@ -160,6 +160,7 @@ class HarnessServices:
     closing: bool = False
     """Set by ``Harness.close()``: new operations raise ``HarnessClosed`` (R27)."""
     _entries: OrderedDict[int, StoredEntry] = field(default_factory=OrderedDict)
+    _built_envs: dict[int, ExecutionEnv] = field(default_factory=dict)
 
     def remember_entries(self, info: CommitInfo) -> None:
         """Keep the entries a commit of this session stored, as ``entry`` will read them.
@@ -225,7 +226,29 @@ class HarnessServices:
         return self.resolve(await self.session.snapshot(AGENT_DOC, conversation_id))
 
     def build_env(self, conversation_id: int, cwd: str | None) -> ExecutionEnv | None:
-        """Build the environment of a conversation now (R118); the factory may raise."""
+        """Build the environment of a conversation now (R118); the factory may raise.
+
+        The environment is remembered so that ``cleanup_envs`` reaches it.
+        """
         if self.env_factory is None:
             return None
-        return self.env_factory(EnvTarget(conversation_id, cwd))
+        env = self.env_factory(EnvTarget(conversation_id, cwd))
+        if env is not None:
+            # REMINDER: held strongly: a factory that builds an environment per call
+            # drops it when the call ends, and its spill files and background
+            # processes would never be cleaned up. Such environments are small.
+            self._built_envs.setdefault(id(env), env)
+        return env
+
+    async def cleanup_envs(self) -> None:
+        """Clean up every environment built and still held (issue 13), when the harness closes.
+
+        Each one ends the processes its commands left and deletes their spill files;
+        a failing cleanup is reported, never raised.
+        """
+        envs, self._built_envs = list(self._built_envs.values()), {}
+        for env in envs:
+            try:
+                await env.cleanup()
+            except Exception as error:
+                self.report(Report("env_cleanup_failed", f"Environment cleanup failed: {error}"))

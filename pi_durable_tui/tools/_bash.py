@@ -6,8 +6,12 @@ the progress throttle, so a screen shows it live and a crash keeps what was
 committed. The environment skips output that cannot reach the kept tail
 (``api.output_window``), so a gigabyte of output costs little more than the pipe
 reads; past 50 KB or 2,000 lines the complete output also goes to a spill file,
-named in a diagnostic. Each command runs in its own process group: a timeout, an
-abort (Esc) or a crash of the call kills the whole group. ``bash`` is not
+named in a diagnostic, which says the file is kept until the session closes
+(the environment's ``cleanup()`` deletes it then; the run guard after a crash).
+Each command runs in its own process group: a timeout, an abort (Esc) or a
+crash of the call kills the whole group. The call leaves nothing running
+(``end_background``, issue 13): what the command put in the background (``cmd
+&``, ``nohup``, ``setsid``) is ended when the command ends. ``bash`` is not
 replay-safe: a command cut by a crash reaches the model as ``interrupted`` with
 the output it had committed, never silently run twice.
 """
@@ -30,10 +34,15 @@ from pi_durable_tui.harness import (
 )
 from pi_durable_tui.tools._read_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 
+SPILL_KEPT = " (kept until this session closes)"
+"""What the ``Full output: PATH`` diagnostic adds: the file is deleted at session close."""
+
 DESCRIPTION = (
     "Run a bash command in the current working directory. Returns stdout and stderr "
     "combined. Output is truncated to the last 2000 lines or 50KB, whichever comes first; "
-    "when truncated, the full output is saved to a temp file whose path is given. "
+    "when truncated, the full output is saved to a temp file whose path is given "
+    "(kept until the session closes). Every process the command starts, including "
+    "background ones (`cmd &`, nohup, setsid), is ended when the command ends. "
     "Optionally provide a timeout in seconds. Avoid interactive commands."
 )
 
@@ -79,10 +88,13 @@ def create_bash_tool(
                 spill=SpillPolicy(after_bytes=DEFAULT_MAX_BYTES, after_lines=DEFAULT_MAX_LINES),
                 window=api.output_window,
                 abort=api.aborted,
+                end_background=True,
             )
         except FileError as error:
             if error.spill_path:
-                api.diagnostic("info", f"Full output: {error.spill_path}", "full_output")
+                api.diagnostic(
+                    "info", f"Full output: {error.spill_path}{SPILL_KEPT}", "full_output"
+                )
             if error.code == "timeout":
                 raise RuntimeError(f"Command timed out after {args.timeout:g} seconds") from None
             if error.code == "aborted":
@@ -96,7 +108,7 @@ def create_bash_tool(
         }
         if result.spill_path:
             details["full_output"] = result.spill_path
-            api.diagnostic("info", f"Full output: {result.spill_path}", "full_output")
+            api.diagnostic("info", f"Full output: {result.spill_path}{SPILL_KEPT}", "full_output")
         # Recorded now for the failure path (a tool_error keeps the last details, R100);
         # not awaited: the result commit holds them, so nothing waits for a progress commit.
         api.details(details)

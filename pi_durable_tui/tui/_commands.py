@@ -298,6 +298,12 @@ async def _permissions(host: CommandHost, arg: str) -> None:
     await host.pick("Permissions in force (F4 cycles the mode)", items)
 
 
+async def _clients(host: CommandHost, arg: str) -> None:
+    lines = await host.controller.clients()
+    items = [PickerItem(Content(line), str(index)) for index, line in enumerate(lines)]
+    await host.pick("Attached to this session (pidurable -c in another terminal joins)", items)
+
+
 async def _help(host: CommandHost, arg: str) -> None:
     host.open_help()
 
@@ -318,6 +324,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
     Command("permissions", "", "List the permission mode and rules in force", _permissions),
+    Command("clients", "", "List the terminals and clients attached to this session", _clients),
     Command("help", "", "List every key and command", _help),
     Command("quit", "", "Exit pidurable", _quit),
 )

@@ -63,6 +63,7 @@ def footer_lines(footer: Footer, hints: str) -> Content:
         "  ",
         (f"thinking:{footer.thinking_level}", "$secondary"),
         "  ",
+        *((f"+{footer.attached} attached", "$accent"), "  ") if footer.attached else (),
         (hints, "$text-muted"),
     )
 

@@ -46,7 +46,8 @@ def parent(ssh_client: Sshd, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[
         async def main():
             env = await SshEnv.connect({ssh_client.url(str(tmp_path))!r})
             await env.exec(
-                "sleep 300 & echo $$ $! > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; wait"
+                "sleep 300 & a=$!; setsid sleep 300 & "
+                "echo $$ $a $! > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; wait"
             )
 
         asyncio.run(main())
@@ -60,21 +61,23 @@ def parent(ssh_client: Sshd, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[
     process.wait()
 
 
-def test_a_running_remote_command_is_killed_when_its_client_is_killed_with_sigkill(
+def test_a_running_remote_command_and_what_it_setsid_are_killed_when_its_client_is_killed(
     parent: tuple[subprocess.Popen[bytes], Path],
 ) -> None:
     process, pid_file = parent
     wait_until(pid_file.exists, "the remote command to start")
-    shell, sleeper = (int(pid) for pid in pid_file.read_text().split())
+    shell, sleeper, detached = (int(pid) for pid in pid_file.read_text().split())
     time.sleep(0.3)
     assert running(shell), "the guard must not kill a live client's command"
     assert running(sleeper)
+    assert running(detached)
 
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
 
     wait_until(lambda: not group_members(shell), "the remote command's group to die")
     assert not running(sleeper)
+    wait_until(lambda: not running(detached), "the setsid process (by its mark, issue 13)")
 
 
 async def test_a_remote_command_keeps_its_exit_status_and_empty_stdin_under_the_guard(

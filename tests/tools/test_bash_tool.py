@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.harness import TOOL_RESULT
+from pi_durable_tui.tools._bash import SPILL_KEPT
 from tests.deadlines import WAIT
 from tests.harness.run_support import RigFactory, message, within
 from tests.tools.tool_run import RunTool, ToolCallOutcome, start_tool
@@ -126,7 +127,7 @@ async def test_bash_keeps_the_tail_and_names_the_spill_file_with_the_full_output
     assert outcome.text == kept
     full_output, truncated = outcome.diagnostics
     assert full_output["code"] == "full_output"
-    spill = Path(full_output["message"].removeprefix("Full output: "))
+    spill = Path(full_output["message"].removeprefix("Full output: ").removesuffix(SPILL_KEPT))
     try:
         assert spill.read_text() == everything
     finally:
@@ -152,7 +153,7 @@ async def test_a_failing_command_with_truncated_output_keeps_the_truncation_warn
     notice = f"Output truncated to its end: 1000 lines, {len(everything) - len(kept)} bytes dropped"
     full_output, error, truncated = outcome.diagnostics
     assert full_output["code"] == "full_output"
-    Path(full_output["message"].removeprefix("Full output: ")).unlink()
+    Path(full_output["message"].removeprefix("Full output: ").removesuffix(SPILL_KEPT)).unlink()
     assert error == {
         "severity": "error",
         "message": "Command exited with code 4",
@@ -203,3 +204,56 @@ async def test_a_secret_a_command_prints_from_a_file_is_redacted_in_every_commit
             ]
         )
         assert SECRET not in dumped
+
+
+BACKGROUND = (
+    "sleep 300 & echo $! >> pids; setsid sleep 300 & echo $! >> pids; "
+    "nohup sleep 300 >/dev/null 2>&1 & echo $! >> pids; "
+    "env -i /usr/bin/setsid /bin/sleep 300 & echo $! >> pids"
+)
+"""Four background processes, one each way (the last clears its environment too)."""
+
+
+def started_pids(workdir: Path) -> list[int]:
+    found = [int(line) for line in (workdir / "pids").read_text().split()]
+    assert len(found) == 4
+    return found
+
+
+async def test_a_finished_command_leaves_no_process_it_put_in_the_background_issue13(
+    run_tool: RunTool, workdir: Path
+) -> None:
+    outcome = await run_tool("bash", {"command": BACKGROUND + "; echo started"})
+
+    assert outcome.text == "started\n"
+    assert [pid for pid in started_pids(workdir) if alive(pid)] == []
+
+
+async def test_aborting_a_command_ends_what_it_left_its_process_group_for_issue13(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    command = BACKGROUND + "; echo started; sleep 300"
+    rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    await within(rig.root.submit("go"))
+    await within(rig.wait_until(lambda: "started\n" in outputs(rig)))
+
+    await within(rig.root.abort())
+
+    deadline = time.monotonic() + WAIT
+    while any(alive(pid) for pid in started_pids(workdir)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert [pid for pid in started_pids(workdir) if alive(pid)] == []
+
+
+async def test_the_spill_file_a_result_names_is_kept_until_the_harness_closes_issue13(
+    run_tool: RunTool,
+) -> None:
+    outcome = await run_tool("bash", {"command": "seq 1 3000"})
+    full_output = outcome.diagnostics[0]["message"]
+    assert full_output.endswith(SPILL_KEPT)
+    spill = Path(full_output.removeprefix("Full output: ").removesuffix(SPILL_KEPT))
+    assert spill.exists()
+
+    await within(outcome.rig.harness.close())
+
+    assert not spill.exists()

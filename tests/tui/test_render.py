@@ -149,6 +149,7 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "theme",
         "skills",
         "permissions",
+        "clients",
         "help",
         "quit",
     }

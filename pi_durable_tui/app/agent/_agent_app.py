@@ -46,6 +46,7 @@ from pi_durable_tui.app.agent._demos import (
     script_text,
     write_marker,
 )
+from pi_durable_tui.app.agent._earlier_runs import end_earlier_runs
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
@@ -139,6 +140,8 @@ class AgentApp:
     """Where the tools work (None: ``cwd`` on this machine)."""
     remote: ExecutionEnv | None = None
     """The SSH environment of a remote location, closed with the app."""
+    leftovers: str | None = None
+    """The notice naming processes earlier runs left running, ended at this opening."""
     _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
     _titled: bool = False
@@ -309,6 +312,7 @@ class AgentApp:
         app.remote = remote
         app._reopen = lambda other, demo: cls._open_completely(other, on_report, faux, clock, demo)
         try:
+            app.leftovers = await end_earlier_runs(store)  # issue 13
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
                 await app.root.configure(_model_change(choice))

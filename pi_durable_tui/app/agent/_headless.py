@@ -253,6 +253,8 @@ async def run_headless(
     # printed text is always made terminal-safe; JSON escapes instead.
     printed = RedactedWriter(out, redact, terminal=mode == "text")
     errors = RedactedWriter(err, redact, terminal=True)
+    if app.leftovers is not None:
+        _line(errors, f"pidurable: {app.leftovers}\n")  # issue 13
     return await _run(app, prompt, printed, errors, mode, request_id)
 
 

@@ -9,18 +9,44 @@ Its private modules, lowest first (each imports only the ones before it):
 
 - ``_blocks``: transcript blocks from committed entries and ``pi.live``;
 - ``_task_tree``: the task tree, from the harness's task graph (R126);
+- ``_feed``: where the view model's state comes from (``LocalFeed``: this
+  process's session; ``app.remote``'s feed: a host elsewhere, issue 15);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 
+``TaskTree`` is also what a session's host sends its clients (``app.host``).
+
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
-from pi_durable_tui.app.screen._controller import AgentController
+from pi_durable_tui.app.screen._controller import AgentController, KeepServing
+from pi_durable_tui.app.screen._feed import (
+    Frame,
+    LocalFeed,
+    Mounted,
+    ScreenFeed,
+    Settled,
+    TaskSource,
+)
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
+from pi_durable_tui.app.screen._task_tree import TaskTree
 
-__all__ = ["AgentController", "LiveScreenModel", "recovery_report", "start_screen"]
+__all__ = [
+    "AgentController",
+    "Frame",
+    "KeepServing",
+    "LiveScreenModel",
+    "LocalFeed",
+    "Mounted",
+    "ScreenFeed",
+    "Settled",
+    "TaskSource",
+    "TaskTree",
+    "recovery_report",
+    "start_screen",
+]

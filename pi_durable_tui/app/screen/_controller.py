@@ -68,6 +68,16 @@ from pi_durable_tui.harness import (
 )
 
 T = TypeVar("T")
+
+
+class KeepServing(Exception):
+    """Raised by a ``before_close`` step: other clients are attached, leave the session open.
+
+    The screen's model closes; the session and its host stay until whoever
+    raised it closes them (issue 15: the hosting terminal quits, the others go on).
+    """
+
+
 HISTORY_NAME = "history.txt"
 HISTORY_KEPT = 500
 COMPLETIONS = 50
@@ -94,6 +104,13 @@ class AgentController:
         self._waiters: set[asyncio.Future[None]] = set()
         self._project_files: ProjectFiles | None = None
         self._unwatch_settings = self._watch_settings(app)
+        self._before_close: list[Callable[[], Awaitable[None]]] = []
+        self.presence: Callable[[], list[str]] | None = None
+        """Who is attached (set by the session's host, issue 15); ``None`` when not served."""
+
+    def before_close(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` first when closing (the session's host says bye to its clients)."""
+        self._before_close.append(step)
 
     def _watch_settings(self, app: AgentApp) -> Callable[[], None]:
         """Report settings problems and trust requests to the screen.
@@ -237,6 +254,12 @@ class AgentController:
             lines.append(f"{rule.effect} {rule.text}  ({rule.source})")
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
+
+    async def clients(self) -> list[str]:
+        """Who is attached to the session (``/clients``), this terminal first."""
+        if self.presence is None:
+            return ["this terminal (the session is not served to others)"]
+        return self.presence()
 
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers."""
@@ -529,10 +552,19 @@ class AgentController:
         if self._closed:
             return
         self._closed = True
+        keep = False
+        for step in self._before_close:
+            try:
+                await step()
+            except KeepServing:
+                keep = True
+            except Exception:
+                pass
         for waiter in list(self._waiters):
             waiter.cancel()
         await self.model.close()
-        await self.app.close()
+        if not keep:
+            await self.app.close()
 
 
 def settings_notice(error: SettingsError) -> str:

@@ -5,7 +5,8 @@ session as the crash left them. A turn in progress resumes; a tool call whose
 intent was committed (phase ``execute``) runs again only if it is replay-safe
 (``read``, a foreground subagent), otherwise it comes back to the model as
 ``interrupted`` with the output it had committed (R95); background tasks (a
-background subagent) keep running.
+background subagent) keep running. Processes an earlier run left running
+(``AgentApp.leftovers``, issue 13) come first.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ async def recovery_report(app: AgentApp) -> list[str]:
         if page.cursor is None:
             break
         cursor = page.cursor
+    lines: list[str] = [] if app.leftovers is None else [app.leftovers]
     if not records:
-        return []
-    lines: list[str] = []
+        return lines
     label = {app.root.id: "the main conversation"}
     for record in records:
         if record.conversation_id not in label:

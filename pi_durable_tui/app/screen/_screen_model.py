@@ -8,6 +8,11 @@ one ``ViewChange``: blocks appended, cards changed, the queue, the footer, the
 status line, the task tree. Older entries are paged in on demand (``load_older``),
 so a 10,000-entry session mounts as fast as a short one.
 
+Where that state comes from is a ``ScreenFeed`` (``_feed``): ``LocalFeed`` when
+this process holds the store, the remote feed of ``app.remote`` when another
+process hosts the session (issue 15). The derivation below is the same either
+way: one view model, one code path.
+
 It does not use ``Conversation.view_state`` (R123): that view holds the ACTIVE
 entries (a compaction or a reset drops what it summarized), while the transcript
 keeps showing the history above a compaction; and one commit's publication gives
@@ -23,7 +28,7 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
@@ -37,6 +42,7 @@ from pi_durable_tui.app._view import (
     TrustQuestion,
     ViewChange,
 )
+from pi_durable_tui.app.agent import AgentApp
 from pi_durable_tui.app.screen._blocks import (
     apply_result,
     entry_blocks,
@@ -45,14 +51,10 @@ from pi_durable_tui.app.screen._blocks import (
     status_line,
     visible,
 )
-from pi_durable_tui.app.screen._names import conversation_label, conversation_title
-from pi_durable_tui.app.screen._task_tree import TaskTree
+from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
+from pi_durable_tui.app.screen._names import conversation_label
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
-from pi_durable_tui.kernel import CommitInfo, Tx
 from pi_durable_tui.storage import EntryRecord, JsonObject
-
-if TYPE_CHECKING:
-    from pi_durable_tui.app.agent import AgentApp
 
 PAGE = 60
 """Entries mounted at first, and paged in per ``load_older``."""
@@ -82,17 +84,17 @@ def _context_tokens(message: Mapping[str, Any]) -> int | None:
 
 
 class LiveScreenModel:
-    """The ``ScreenModel`` of an open ``AgentApp`` (see the module docstring).
+    """The ``ScreenModel`` of a session (see the module docstring).
 
     Args:
-        app: The open session.
+        source: The open session (``AgentApp``), or a feed of one hosted elsewhere.
         verbose: Show system-prompt changes as blocks.
     """
 
-    def __init__(self, app: AgentApp, *, verbose: bool = False) -> None:
-        self._app = app
+    def __init__(self, source: AgentApp | ScreenFeed, *, verbose: bool = False) -> None:
+        self._feed: ScreenFeed = _feed_of(source)
         self._verbose = verbose
-        self.conversation_id = app.root.id
+        self.conversation_id = self._feed.root_id
         self._stored: list[Block] = []
         self._live: list[Block] = []
         self._cards: dict[str, str] = {}  # call ID -> block key (the newest card of that call)
@@ -100,7 +102,7 @@ class LiveScreenModel:
         self._oldest: int | None = None
         self._has_older = False
         self._queue: tuple[QueueItem, ...] = ()
-        self._footer = Footer(cwd=app.where(app.workspace))
+        self._footer = Footer(cwd=self._feed.where(self._feed.workspace))
         self._status = ""
         self._busy = False
         self._live_doc: dict[str, Any] = {}
@@ -112,10 +114,10 @@ class LiveScreenModel:
         self._notice_id = 0
         self._context_tokens: int | None = None
         self._listeners: list[Callable[[ViewChange], None]] = []
-        self._unsubscribe: Callable[[], None] | None = None
         self._tree = self._new_tree()
         self._ticker: asyncio.Task[None] | None = None
         self._resumed = 0
+        self._attached = 0
         self.watched: set[int] = set()
         """Submissions sent from this screen or open when a conversation was shown: their
         ``unanswered`` settlements become notices."""
@@ -165,17 +167,19 @@ class LiveScreenModel:
     @property
     def trust_question(self) -> TrustQuestion | None:
         """The project settings content that waits for the user's trust (issue 13)."""
-        request = self._app.settings.waiting
-        if request is None:
-            return None
-        return TrustQuestion(
-            request.digest, request.question(), request.shown_values(), request.heading()
-        )
+        return self._feed.trust_question()
 
     @property
     def approval(self) -> ApprovalQuestion | None:
         """The oldest call of the shown conversation waiting for a decision (issue 13)."""
         return _approval(self._live_doc)
+
+    def set_attached(self, count: int) -> None:
+        """Show how many other terminals and clients share the session (the footer)."""
+        if count != self._attached:
+            self._attached = count
+            self._update_footer()
+            self._emit(ViewChange(footer=True))
 
     def trust_changed(self) -> None:
         """Announce that the trust question appeared or was answered."""
@@ -211,64 +215,57 @@ class LiveScreenModel:
     def rebind(self, app: AgentApp) -> None:
         """Follow another open session (after ``/new`` or ``/resume``); ``attach`` next."""
         self.detach()
-        self._app = app
+        self._feed = LocalFeed(app)
         self._tree = self._new_tree()
         self.watched.clear()
 
-    def _new_tree(self) -> TaskTree:
-        app = self._app
-        return TaskTree(
-            app.harness.session, app.root.id, lambda: self._emit(ViewChange(tasks=True))
-        )
+    @property
+    def feed(self) -> ScreenFeed:
+        """Where the committed state comes from."""
+        return self._feed
+
+    def _new_tree(self) -> TaskSource:
+        return self._feed.tree(lambda: self._emit(ViewChange(tasks=True)))
 
     # -- mounting --
 
     async def attach(self, conversation_id: int) -> None:
-        """Show a conversation: mount its newest page and documents on the line.
+        """Show a conversation: mount its newest page and documents, then follow it.
 
         Raises:
             ValueError: The conversation does not exist.
         """
         self.detach()
-        session = self._app.harness.session
-        storage = session.storage
-        root = conversation_id == self._app.root.id  # "main" needs no words
-        title = "" if root else await conversation_title(storage, conversation_id)
 
-        async def mount(tx: Tx) -> None:
-            record = await tx.conversation(conversation_id)
-            if record is None:
-                raise ValueError(f"Conversation {conversation_id} does not exist")
-            page = await storage.scan_entries(conversation_id, order="desc", limit=PAGE + 1)
-            docs = {
-                definition.kind: await session.snapshot(definition, conversation_id) or {}
-                for definition in (LIVE_DOC, INBOX_DOC, USAGE_DOC, AGENT_DOC)
-            }
-            # Open submissions are watched like those sent from this screen: a turn a
-            # killed process left, resumed after --continue, must not fail silently.
-            pending = await storage.scan_submissions(
-                conversation_id=conversation_id, status=("queued", "placed"), limit=PAGE
-            )
-            self.watched.update(submission.id for submission in pending.items)
-            # REMINDER: from here on nothing awaits: the state is rebuilt and the model
-            # subscribed while this commit holds the line, so no later commit can be
-            # published before the mount (it would be lost) or applied to the old one.
+        def mounted(found: Mounted) -> None:
+            # REMINDER: called before the first frame of the new mount (on the line
+            # locally, before the next wire message remotely): rebuild synchronously.
             self.conversation_id = conversation_id
-            owned = record.owner is not None
-            self._label = conversation_label(record.id, owned, self._app.root.id, title)
-            entries = [stored.entry for stored in page.items]
-            self._mount(entries, docs)
-            self._unsubscribe = session.subscribe(self._on_commit)
+            self._apply_mount(found)
 
-        await session.commit(mount)
+        await self._feed.mount(conversation_id, PAGE, mounted, self._on_frame)
         self._tree.schedule()
+        self._emit_reset()
+
+    def _apply_mount(self, found: Mounted) -> None:
+        # Open submissions are watched like those sent from this screen: a turn a
+        # killed process left, resumed after --continue, must not fail silently.
+        self.watched.update(found.pending)
+        self._label = conversation_label(
+            self.conversation_id, found.owned, self._feed.root_id, found.title
+        )
+        self._mount(found.newest_first, found.has_older, found.docs)
+
+    def _emit_reset(self) -> None:
         self._emit(
             ViewChange(transcript_reset=True, queue=True, footer=True, status=True, tasks=True)
         )
 
-    def _mount(self, newest_first: list[EntryRecord], docs: Mapping[str, Any]) -> None:
-        self._has_older = len(newest_first) > PAGE
-        entries = list(reversed(newest_first[:PAGE]))
+    def _mount(
+        self, newest_first: list[EntryRecord], has_older: bool, docs: Mapping[str, Any]
+    ) -> None:
+        self._has_older = has_older
+        entries = list(reversed(newest_first))
         self._stored, self._index, self._cards, self._live = [], {}, {}, []
         self._unplaced_results = {}
         self._context_tokens = None
@@ -279,18 +276,13 @@ class LiveScreenModel:
 
     def detach(self) -> None:
         """Stop following commits."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self._feed.unmount()
 
     async def load_older(self, count: int) -> int:
         """Page in up to ``count`` entries before the loaded ones; returns blocks prepended."""
         if not self._has_older or self._oldest is None:
             return 0
-        page = await self._app.harness.session.storage.scan_entries(
-            self.conversation_id, max_entry_id=self._oldest - 1, order="desc", limit=count + 1
-        )
-        entries = [stored.entry for stored in page.items]
+        entries = await self._feed.older(self.conversation_id, self._oldest, count + 1)
         self._has_older = len(entries) > count
         entries = list(reversed(entries[:count]))
         if not entries:
@@ -321,15 +313,13 @@ class LiveScreenModel:
 
     # -- following commits --
 
-    def _on_commit(self, info: CommitInfo) -> None:
-        conversation = self.conversation_id
-        entries = [e for e in info.entries if e.conversation_id == conversation]
-        docs = {
-            change.address.kind: change.value
-            for change in info.documents
-            if change.address.scope.kind == "conversation"
-            and change.address.scope.id == conversation
-        }
+    def _on_frame(self, frame: Frame) -> None:
+        if frame.remount is not None:
+            self._apply_mount(frame.remount)
+            self._emit_reset()
+            return
+        entries = frame.entries
+        docs = frame.docs
         added: list[str] = []
         changed: list[str] = []
         footer = bool(entries) and self._append_entries(entries, changed, added)
@@ -339,8 +329,8 @@ class LiveScreenModel:
         status = False
         if entries or LIVE_DOC.kind in docs:
             removed, status = self._refresh_live(added, changed)
-        notices = self._settled(info)
-        if info.tasks:
+        notices = self._settled(frame)
+        if frame.tasks:
             self._tree.schedule()
         fresh = set(added)
         change = ViewChange(
@@ -356,10 +346,10 @@ class LiveScreenModel:
         if change != ViewChange():
             self._emit(change)
 
-    def _settled(self, info: CommitInfo) -> bool:
+    def _settled(self, frame: Frame) -> bool:
         """Notice the watched submissions this commit left unanswered (reference 5.3)."""
         noticed = False
-        for record in info.submissions:
+        for record in frame.submissions:
             if record.id in self.watched and record.status in ("done", "unanswered"):
                 self.watched.discard(record.id)
                 if record.status == "unanswered" and record.reason != "aborted":
@@ -431,7 +421,7 @@ class LiveScreenModel:
             else:
                 added.append(block.key)
         self._live = live
-        status = status_line(self._live_doc, self._app.harness.session.clock.now())
+        status = status_line(self._live_doc, self._feed.now())
         busy = "run" in self._live_doc
         moved = (status, busy) != (self._status, self._busy)
         self._status, self._busy = status, busy
@@ -460,10 +450,7 @@ class LiveScreenModel:
         totals = _usage_total(self._usage)
         model = agent.get("model") if isinstance(agent.get("model"), dict) else None
         ref = f"{model['provider']}/{model['model_id']}" if model else ""
-        window = 0
-        if ref:
-            found = self._app.models.get(ref)
-            window = found.context_window if found is not None else 0
+        window = self._feed.context_window(ref) if ref else 0
         self._footer = Footer(
             tokens_in=int(totals["input"]),
             tokens_out=int(totals["output"]),
@@ -472,16 +459,17 @@ class LiveScreenModel:
             cost=totals["cost"],
             context_tokens=self._context_tokens,
             context_window=window,
-            cwd=self._app.where(self.working_directory),
+            cwd=self._feed.where(self.working_directory),
             model=ref,
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
+            attached=self._attached,
         )
 
     @property
     def working_directory(self) -> str:
         """Where the shown conversation's tools work (a demo's workspace, a subagent's cwd)."""
-        return str(self._agent.get("cwd") or self._app.workspace)
+        return str(self._agent.get("cwd") or self._feed.workspace)
 
     def _reindex(self) -> None:
         self._index = {block.key: i for i, block in enumerate(self._stored)}
@@ -510,11 +498,11 @@ class LiveScreenModel:
 
     async def _tick(self) -> None:
         """Count the retry down once a second of the harness clock (so tests drive it)."""
-        clock = self._app.harness.session.clock
+        feed = self._feed
         try:
             while True:
-                await clock.sleep_until(clock.now() + 1000)
-                status = status_line(self._live_doc, clock.now())
+                await feed.sleep_until(feed.now() + 1000)
+                status = status_line(self._live_doc, feed.now())
                 if status != self._status:
                     self._status = status
                     self._emit(ViewChange(status=True))
@@ -582,3 +570,8 @@ def _approval(live: Mapping[str, Any]) -> ApprovalQuestion | None:
             suggestion=terminal_safe(suggestion) if isinstance(suggestion, str) else None,
         )
     return None
+
+
+def _feed_of(source: AgentApp | ScreenFeed) -> ScreenFeed:
+    """An open ``AgentApp`` is read through a ``LocalFeed``; a feed is used as it is."""
+    return LocalFeed(source) if isinstance(source, AgentApp) else source

@@ -36,6 +36,7 @@ from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
 from pi_durable_tui.env._spill import SPILL_PREFIX
+from pi_durable_tui.env._strays import MARK_NAME, call_mark
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,
@@ -418,6 +419,7 @@ class SshEnv:
         spill: SpillPolicy | None = None,
         window: OutputWindow | None = None,
         abort: asyncio.Event | None = None,
+        end_background: bool = False,
     ) -> ExecResult:
         """Run a command on the remote host and wait for it (see ``ExecutionEnv.exec``).
 
@@ -432,6 +434,8 @@ class SshEnv:
             spill: When to also write the complete output to a remote temp file.
             window: The kept tail of a tail-retaining tool (R105).
             abort: Kills the process group when set.
+            end_background: When the command ends, also end every process it left
+                (its group, and what carries its mark: ``setsid``, ``nohup``).
 
         Raises:
             FileError: ``invalid``, ``not_found`` (cwd or program),
@@ -450,6 +454,8 @@ class SshEnv:
                 raise FileError("invalid", "Cannot run an empty argv: give at least a program")
             shell_command, program = None, argv[0]
         unset, export = self._variables(env, inherit_env)
+        export[MARK_NAME] = mark = call_mark()  # how its strays are found (issue 13)
+        self._shared.marks.add(mark)
         header = encode_header(
             cwd=directory,
             argv=argv,
@@ -458,25 +464,52 @@ class SshEnv:
             export=export,
             grace=self._kill_grace,
         )
-        async with self._shared.channels:
-            return await self._call(
-                lambda: run_remote(
-                    self._link.connection,
-                    header,
-                    cwd=directory,
-                    program=program,
-                    timeout=timeout,
-                    on_output=on_output,
-                    spill=spill,
-                    open_spill=self._open_spill,
-                    window=window,
-                    abort=abort,
-                    kill_grace=self._kill_grace,
-                    kill_group=self._kill_group,
-                    started=self._started,
-                    secrets=self._secret_values(),
+        commands: list[RemoteCommand] = []
+
+        def started(command: RemoteCommand) -> None:
+            commands.append(command)
+            self._started(command)
+
+        try:
+            async with self._shared.channels:
+                result = await self._call(
+                    lambda: run_remote(
+                        self._link.connection,
+                        header,
+                        cwd=directory,
+                        program=program,
+                        timeout=timeout,
+                        on_output=on_output,
+                        spill=spill,
+                        open_spill=self._open_spill,
+                        window=window,
+                        abort=abort,
+                        kill_grace=self._kill_grace,
+                        kill_group=self._kill_group,
+                        started=started,
+                        secrets=self._secret_values(),
+                    )
                 )
-            )
+        except FileError as error:
+            self._note_spill(error.spill_path)
+            raise
+        finally:
+            if end_background:
+                await asyncio.shield(self._end_strays(mark, commands))
+        self._note_spill(result.spill_path)
+        return result
+
+    def _note_spill(self, path: str | None) -> None:
+        if path:
+            self._shared.spills.add(path)
+
+    async def _end_strays(self, mark: str, commands: list[RemoteCommand]) -> None:
+        """End what one command left (its group and every process with its mark), best effort."""
+        groups = [command.pid for command in commands if command.pid is not None]
+        self._shared.marks.discard(mark)
+        with contextlib.suppress(FileError):
+            await self._kill_groups(groups, [mark])
+        self._shared.groups.difference_update(groups)
 
     async def _open_spill(self) -> tuple[str, asyncssh.SFTPClientFile]:
         return await self._files.open_temp_file(SPILL_PREFIX, ".log")
@@ -492,11 +525,12 @@ class SshEnv:
 
         command.done.add_done_callback(forget)
 
-    async def _kill_groups(self, groups: Iterable[int]) -> None:
+    async def _kill_groups(self, groups: Iterable[int], marks: Iterable[str] = ()) -> None:
         ids = sorted(set(groups))
-        if not ids:
+        chosen = sorted(set(marks))
+        if not ids and not chosen:
             return
-        line = kill_groups_line(ids, self._kill_grace)
+        line = kill_groups_line(ids, self._kill_grace, chosen)
         await self._call(
             lambda: when_a_session_is_free(lambda: self._link.connection.run(line, check=False))
         )
@@ -508,7 +542,9 @@ class SshEnv:
         """Kill every process group this environment started that may still be alive.
 
         Running commands are stopped through their guards; groups of commands that
-        already ended (their background processes) are killed by number.
+        already ended (their background processes) are killed by number, and every
+        process carrying one of its commands' marks (``setsid``; issue 13). The
+        spill files of its commands are removed.
         """
         shared = self._shared
         running = list(shared.running)
@@ -517,9 +553,14 @@ class SshEnv:
         await asyncio.gather(*(command.wait() for command in running))
         groups = set(shared.groups)
         shared.groups.clear()
+        marks, shared.marks = shared.marks, set()
+        spills, shared.spills = shared.spills, set()
         if shared.closed:
             return
-        await self._kill_groups(groups)
+        await self._kill_groups(groups, marks)
+        for path in spills:  # the results naming them said: kept until the session closes
+            with contextlib.suppress(FileError):
+                await self.remove(path, force=True)
 
     async def close(self) -> None:
         """``cleanup()``, then close the connection for good. Idempotent."""

@@ -26,7 +26,9 @@ ignoring ``SIGTERM``, ``SIGINT`` and ``SIGHUP``:
 - ``stop``: ``SIGTERM`` to the whole group, then, once the leader is gone or
   the grace has passed (counted in 10 ms sleeps), ``SIGKILL`` to the group;
 - end of file (the client died, the connection dropped, the channel was
-  closed): if the leader still runs, ``SIGKILL`` to the group, else exit.
+  closed): if the leader still runs, ``SIGKILL`` to every process carrying the
+  command's mark (``PIDURABLE_RUN``, issue 13: what left the group by
+  ``setsid``) and to the group, else exit.
 
 So a command never outlives the pidurable process that started it, as a local
 command does not. What is weaker than ``LocalEnv``: after ``SIGTERM`` the
@@ -106,7 +108,16 @@ exec 3<&0 </dev/null
           kill -KILL 0 ;;
     esac
   done
-  if kill -0 "$_pd_leader" 2>/dev/null; then kill -KILL 0; fi
+  if kill -0 "$_pd_leader" 2>/dev/null; then
+    if [ -n "$PIDURABLE_RUN" ]; then
+      read -r _pd_self _pd_c < /proc/self/stat 2>/dev/null
+      for _pd_f in $(grep -lzx "PIDURABLE_RUN=$PIDURABLE_RUN" /proc/[0-9]*/environ 2>/dev/null); do
+        _pd_x=${_pd_f#/proc/}; _pd_x=${_pd_x%/environ}
+        [ "$_pd_x" = "$_pd_self" ] || kill -KILL "$_pd_x" 2>/dev/null
+      done
+    fi
+    kill -KILL 0
+  fi
   exit 0
 ) >/dev/null 2>&1 &
 printf "\036pidurable ok %s\n" "$$"
@@ -121,15 +132,27 @@ PROBE_LINE = "exec /bin/sh -c 'uname -sm 2>/dev/null; echo; export -p'"
 """The command line that shows the remote platform, then the environment a command
 inherits there (``parse_probe``)."""
 
-_KILL_GROUPS = r"""for _pd_p in "$@"; do kill -s TERM -- "-$_pd_p" 2>/dev/null; done
+# REMINDER: arguments are groups (numbers) and marks (m:<mark>); a mark finds every
+# process carrying PIDURABLE_RUN=<mark> in its environment, wherever its group
+# (setsid, nohup, daemons: issue 13), by one GNU grep over /proc.
+_KILL_GROUPS = r"""_pd_t=
+for _pd_a in "$@"; do
+  case $_pd_a in
+  m:*) for _pd_f in $(grep -lzx "PIDURABLE_RUN=${_pd_a#m:}" /proc/[0-9]*/environ 2>/dev/null); do
+         _pd_x=${_pd_f#/proc/}; _pd_t="$_pd_t ${_pd_x%/environ}"
+       done ;;
+  *) _pd_t="$_pd_t -$_pd_a" ;;
+  esac
+done
+for _pd_p in $_pd_t; do kill -s TERM -- "$_pd_p" 2>/dev/null; done
 _pd_n=0
 while [ "$_pd_n" -lt "$_pd_g" ]; do
   _pd_alive=
-  for _pd_p in "$@"; do kill -s 0 -- "-$_pd_p" 2>/dev/null && _pd_alive=1; done
+  for _pd_p in $_pd_t; do kill -s 0 -- "$_pd_p" 2>/dev/null && _pd_alive=1; done
   [ -z "$_pd_alive" ] && exit 0
   sleep 0.01 2>/dev/null || sleep 1; _pd_n=$((_pd_n + 1))
 done
-for _pd_p in "$@"; do kill -s KILL -- "-$_pd_p" 2>/dev/null; done
+for _pd_p in $_pd_t; do kill -s KILL -- "$_pd_p" 2>/dev/null; done
 exit 0
 """
 
@@ -181,9 +204,16 @@ def encode_header(
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-def kill_groups_line(groups: Iterable[int], grace: float) -> str:
-    """A command line that kills whole process groups: TERM, up to ``grace``, KILL."""
-    ids = " ".join(str(int(group)) for group in groups)
+def kill_groups_line(groups: Iterable[int], grace: float, marks: Iterable[str] = ()) -> str:
+    """A command line that kills whole process groups and marked processes.
+
+    ``SIGTERM``, up to ``grace``, ``SIGKILL``. A mark names every process whose
+    environment holds ``PIDURABLE_RUN=<mark>`` (found through ``/proc``, so on
+    a Linux host with GNU grep; elsewhere only the groups are killed).
+    """
+    ids = " ".join(
+        [str(int(group)) for group in groups] + [shlex.quote(f"m:{mark}") for mark in marks]
+    )
     script = _KILL_GROUPS.replace('"$_pd_g"', str(grace_ticks(grace)))
     return f"exec /bin/sh -c {shlex.quote(script)} pidurable {ids}"
 

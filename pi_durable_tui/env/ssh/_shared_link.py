@@ -48,6 +48,10 @@ class SharedLink:
         self.channels = asyncio.Semaphore(MAX_COMMANDS)
         self.running: set[RemoteCommand] = set()
         self.groups: set[int] = set()
+        self.marks: set[str] = set()
+        """Marks of the commands whose strays ``cleanup`` still ends (issue 13)."""
+        self.spills: set[str] = set()
+        """Remote spill files ``cleanup`` removes."""
         self.closed = False
         self._target = target
         self._known_hosts = known_hosts

@@ -1,0 +1,371 @@
+"""``SessionHost``: the process that holds the store serves its session to clients (issue 15).
+
+DESIGN.md section 8: an open session has exactly one host, the single writer.
+The host listens on ``<store>.sock`` (``app._socket``: mode 0600, peers of
+another uid refused by ``SO_PEERCRED``) and speaks the message family of
+``app._wire``:
+
+1. a client says ``hello`` (optionally ``since`` its last applied seq);
+2. ON THE LINE (a commit callback that writes nothing) the host either puts
+   the frames after ``since`` it still holds in the client's outbox (a
+   reconnect costs what it missed) or reads a snapshot (the newest window of
+   entries, the documents, the task tree), and registers the client as a
+   follower in the same callback, so no commit falls between the two (R123);
+3. one commit listener, for the whole host, builds each followed
+   conversation's frame once, encodes it once, keeps it in that
+   conversation's ring (``RING`` frames, for reconnects) and hands the same
+   bytes to every follower's bounded outbox (``_connection``);
+4. a client's ``call`` runs through the host's harness (``_intents``): the
+   caller gets a ``reply``, everyone gets the commits.
+
+Presence: every join and leave sends ``clients`` to all (the host's own
+screen, if any, is listed first as ``host``). ``alone()`` resolves when the
+last client left, which is how a quitting terminal keeps serving until then.
+A malformed message is refused with an ``error`` and the connection goes on;
+an oversized one, or a broken handshake, closes that connection only. Nothing
+a client sends can reach the session except through an intent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pi_durable_tui.app._socket import bind_socket, peer_of, socket_path
+from pi_durable_tui.app._wire import (
+    MAX_MESSAGE,
+    PROTOCOL,
+    WINDOW,
+    WireError,
+    check_call,
+    check_hello,
+    decode,
+    encode,
+)
+from pi_durable_tui.app.host._connection import Connection
+from pi_durable_tui.app.host._frames import commit_frame, snapshot, tasks_json
+from pi_durable_tui.app.host._intents import IntentRefused, perform
+from pi_durable_tui.app.screen import TaskTree
+from pi_durable_tui.kernel import CommitInfo, Tx
+
+if TYPE_CHECKING:
+    from pi_durable_tui.app.agent import AgentApp
+
+RING = 256
+"""Frames kept per followed conversation, for clients that reconnect."""
+
+
+class _Ring:
+    """The newest frames of one conversation; every frame after ``covered_from`` is held."""
+
+    def __init__(self, covered_from: int) -> None:
+        self.covered_from = covered_from
+        self.frames: deque[tuple[int, bytes]] = deque()
+
+    def add(self, seq: int, data: bytes) -> None:
+        if len(self.frames) >= RING:
+            self.covered_from = self.frames.popleft()[0]
+        self.frames.append((seq, data))
+
+    def after(self, since: int) -> list[bytes] | None:
+        """The frames after ``since``, or ``None`` when some of them are gone."""
+        if since < self.covered_from:
+            return None
+        return [data for seq, data in self.frames if seq > since]
+
+
+class SessionHost:
+    """Serves one open ``AgentApp`` on the socket beside its store.
+
+    Args:
+        app: The open session (the host never closes it).
+        name: What the host's own screen is called in ``clients`` (``None``
+            when it has none, as ``pidurable serve``).
+        path: The socket (``<store>.sock`` by default).
+    """
+
+    def __init__(self, app: AgentApp, *, name: str | None = "terminal", path: Path | None = None):
+        self.app = app
+        self.name = name
+        self.path = path if path is not None else socket_path(app.store)
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: dict[int, Connection] = {}
+        self._next_id = 1
+        self._rings: dict[int, _Ring] = {}
+        self._listeners: list[Callable[[list[dict[str, Any]]], None]] = []
+        self._alone = asyncio.Event()
+        self._alone.set()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._tree = TaskTree(app.harness.session, app.root.id, self._tasks_changed)
+        self._serving: set[asyncio.Task[None]] = set()
+        self._inode: int | None = None
+
+    # -- lifecycle --
+
+    async def start(self) -> None:
+        """Bind the socket and follow commits (the caller holds the store's lock)."""
+        sock = bind_socket(self.path)
+        self._inode = os.stat(self.path).st_ino
+        self._unsubscribe = self.app.harness.session.subscribe(self._on_commit)
+        self._tree.schedule()
+        self._server = await asyncio.start_unix_server(
+            self._accept, sock=sock, limit=MAX_MESSAGE + 2
+        )
+
+    async def close(self) -> None:
+        """Say ``bye`` to every client, stop listening and remove the socket; idempotent."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for connection in list(self._connections.values()):
+            await connection.close({"t": "bye", "reason": "host closing"})
+        for task in list(self._serving):
+            task.cancel()
+        for task in list(self._serving):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self._tree.close()
+        with contextlib.suppress(OSError):
+            if self._inode is not None and os.stat(self.path).st_ino == self._inode:
+                self.path.unlink()
+
+    # -- presence --
+
+    @property
+    def clients(self) -> list[dict[str, Any]]:
+        """Who is attached: the host's own screen first (if any), then each client."""
+        own = [{"id": 0, "name": self.name, "pid": os.getpid(), "host": True}] if self.name else []
+        return own + [c.describe() for c in self._connections.values()]
+
+    def on_clients(self, listener: Callable[[list[dict[str, Any]]], None]) -> Callable[[], None]:
+        """Call ``listener(clients)`` after each join and leave; returns unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    @property
+    def attached(self) -> int:
+        """How many clients are attached (the host's own screen not counted)."""
+        return len(self._connections)
+
+    def screen_left(self) -> None:
+        """The host's own screen is gone (it quit while others stay): say so to them."""
+        self.name = None
+        self._presence_changed()
+
+    async def alone(self) -> None:
+        """Wait until no client is attached."""
+        await self._alone.wait()
+
+    def _presence_changed(self) -> None:
+        clients = self.clients
+        message = {"t": "clients", "clients": clients}
+        for connection in self._connections.values():
+            connection.send(message)
+        for listener in list(self._listeners):
+            with contextlib.suppress(Exception):
+                listener(clients)
+        if self._connections:
+            self._alone.clear()
+        else:
+            self._alone.set()
+
+    # -- following commits --
+
+    def _on_commit(self, info: CommitInfo) -> None:
+        # REMINDER: runs on the line for every commit: encode once per conversation, queue, return.
+        followed: dict[int, list[Connection]] = {}
+        for connection in self._connections.values():
+            if connection.conversation is not None:
+                followed.setdefault(connection.conversation, []).append(connection)
+        for conversation, ring in self._rings.items():
+            frame = commit_frame(info, conversation)
+            if frame is None:
+                continue
+            data = encode(frame)
+            ring.add(info.seq, data)
+            for connection in followed.get(conversation, ()):
+                connection.deliver(data)
+        if info.tasks:
+            self._tree.schedule()
+
+    def _tasks_changed(self) -> None:
+        message = {
+            "t": "tasks",
+            "seq": self.app.harness.session.storage.last_seq,
+            "tasks": tasks_json(self._tree.nodes),
+        }
+        for connection in self._connections.values():
+            connection.send(message)
+
+    async def _follow(self, connection: Connection, conversation: int, since: int | None) -> None:
+        """Start ``connection`` on ``conversation``: replayed frames or a snapshot, on the line.
+
+        Raises:
+            ValueError: The conversation does not exist.
+        """
+        session = self.app.harness.session
+
+        async def mount(tx: Tx) -> None:
+            ring = self._rings.get(conversation)
+            replay = ring.after(since) if ring is not None and since is not None else None
+            if replay is not None and since is not None and since <= session.storage.last_seq:
+                messages = replay
+            else:
+                found = await snapshot(
+                    session, tx, conversation, connection.window, tasks_json(self._tree.nodes)
+                )
+                messages = [encode(found)]
+            # REMINDER: nothing awaits from here on: registration and the outbox change
+            # together while this commit holds the line.
+            if conversation not in self._rings:
+                self._rings[conversation] = _Ring(session.storage.last_seq)
+            connection.conversation = conversation
+            connection.restart(messages)
+
+        await session.commit(mount)
+
+    async def _resnapshot(self, connection: Connection) -> None:
+        """A stale client's fresh start on what it follows (its backlog is gone)."""
+        if connection.conversation is not None:
+            with contextlib.suppress(ValueError):
+                await self._follow(connection, connection.conversation, None)
+
+    # -- one client --
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.ensure_future(self._serve(reader, writer))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = peer_of(writer.get_extra_info("socket"))
+        if peer.uid != os.getuid():
+            await _refuse(writer, "forbidden", "This session belongs to another user")
+            return
+        try:
+            hello = decode(await _read_line(reader))
+            check_hello(hello)
+        except WireError as error:
+            await _refuse(writer, error.code, str(error))
+            return
+        connection = Connection(
+            self._next_id, str(hello.get("name") or "client"), peer, writer, self._resnapshot
+        )
+        self._next_id += 1
+        connection.window = int(hello.get("window") or WINDOW)
+        conversation = int(hello.get("conversation") or self.app.root.id)
+        connection.send(self._welcome(connection))
+        try:
+            await self._follow(connection, conversation, hello.get("since"))
+        except ValueError as error:
+            await connection.close({"t": "error", "code": "not_found", "message": str(error)})
+            return
+        self._connections[connection.client_id] = connection
+        try:
+            self._presence_changed()
+            await self._read_loop(reader, connection)
+        finally:
+            self._connections.pop(connection.client_id, None)
+            self._presence_changed()
+            await connection.close()
+
+    def _welcome(self, connection: Connection) -> dict[str, Any]:
+        app = self.app
+        return {
+            "t": "welcome",
+            "v": PROTOCOL,
+            "client": connection.client_id,
+            "clients": [*self.clients, connection.describe()],
+            "root": app.root.id,
+            "cwd": app.where(app.workspace),
+            "session": app.session_id,
+            "host_pid": os.getpid(),
+            # The footer's context window of each model the host can use (a client
+            # has no provider configuration of its own).
+            "windows": {f"{m.provider}/{m.id}": m.context_window for m in app.models.list()},
+        }
+
+    async def _read_loop(self, reader: asyncio.StreamReader, connection: Connection) -> None:
+        calls: set[asyncio.Task[None]] = set()
+        order = asyncio.Lock()  # intents run in the order sent, except abort (reference 5.2)
+        try:
+            while True:
+                try:
+                    line = await _read_line(reader)
+                    if not line:
+                        return
+                    message = decode(line)
+                    kind = message["t"]
+                    if kind == "call":
+                        call = check_call(message)
+                        task = asyncio.ensure_future(self._call(connection, call, order))
+                        calls.add(task)
+                        task.add_done_callback(calls.discard)
+                    elif kind == "follow":
+                        await self._follow_request(connection, message)
+                    elif kind != "bye":
+                        raise WireError("malformed", f"Unknown message type {kind!r}")
+                    else:
+                        return
+                except WireError as error:
+                    connection.send({"t": "error", "code": error.code, "message": str(error)})
+                    if error.code == "oversized":
+                        return  # REMINDER: the rest of that line cannot be framed: close.
+        finally:
+            for task in calls:
+                task.cancel()
+
+    async def _follow_request(self, connection: Connection, message: dict[str, Any]) -> None:
+        conversation = message.get("conversation")
+        if not isinstance(conversation, int) or isinstance(conversation, bool):
+            raise WireError("malformed", "follow.conversation must be an integer")
+        try:
+            await self._follow(connection, conversation, None)
+        except ValueError as error:
+            connection.send({"t": "error", "code": "not_found", "message": str(error)})
+
+    async def _call(
+        self, connection: Connection, call: tuple[int, str, dict[str, Any]], order: asyncio.Lock
+    ) -> None:
+        call_id, method, args = call
+        conversation = connection.conversation or self.app.root.id
+        reply: dict[str, Any] = {"t": "reply", "id": call_id}
+        try:
+            if method == "abort":
+                value = await perform(self.app, conversation, method, args)
+            else:
+                async with order:
+                    value = await perform(self.app, conversation, method, args)
+            reply.update(ok=True, value=value)
+        except asyncio.CancelledError:
+            raise
+        except IntentRefused as error:
+            reply.update(ok=False, error=str(error))
+        except Exception as error:  # the harness's words (busy, closed, ...): the host goes on
+            reply.update(ok=False, error=str(error) or type(error).__name__)
+        connection.send(reply)
+
+
+async def _read_line(reader: asyncio.StreamReader) -> bytes:
+    """One line; ``WireError("oversized")`` past the limit (``b""`` at the end)."""
+    try:
+        return await reader.readline()
+    except ValueError:  # asyncio's LimitOverrunError, re-raised by readline
+        raise WireError("oversized", f"Message longer than {MAX_MESSAGE} bytes") from None
+
+
+async def _refuse(writer: asyncio.StreamWriter, code: str, message: str) -> None:
+    with contextlib.suppress(ConnectionError, OSError):
+        writer.write(encode({"t": "error", "code": code, "message": message}))
+        await writer.drain()
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()

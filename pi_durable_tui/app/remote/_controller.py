@@ -1,0 +1,184 @@
+"""``RemoteController``: the screen's actions on a session hosted elsewhere (issue 15).
+
+The same ``Controller`` protocol as ``AgentController``, so the TUI calls one
+interface whether it hosts the session or is attached. Every change is a
+``call`` the host runs through its own harness (``app.host._intents``): a
+prompt, a steer, a follow-up, Esc, withdrawing a queued item, an approval
+decision, ``/compact``, ``/model``, Shift+Tab. Its effect comes back to this
+screen, like to every other, only as committed state.
+
+What needs the store or this directory's files on the host's side (switching
+conversations, forks, other sessions, export, permission rules, trusting a
+project's settings) is refused in one sentence naming the terminal that can do
+it; listing things is empty rather than wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._view import (
+    CommandInfo,
+    ConversationInfo,
+    ModelChoice,
+    SessionInfo,
+    SkillInfo,
+)
+from pi_durable_tui.app.client import HostGone, HostRefused
+from pi_durable_tui.app.host import describe_clients
+from pi_durable_tui.app.remote._feed import RemoteFeed
+from pi_durable_tui.app.screen import LiveScreenModel
+
+ONLY_THE_HOST = "the terminal that hosts this session"
+
+
+def _refused(what: str) -> ValueError:
+    return ValueError(f"{what} is done in {ONLY_THE_HOST} (this one is attached to it)")
+
+
+class RemoteController:
+    """The ``Controller`` of an attached screen.
+
+    Args:
+        feed: The link to the host.
+        model: The screen model following it.
+    """
+
+    def __init__(self, feed: RemoteFeed, model: LiveScreenModel) -> None:
+        self.feed = feed
+        self.model = model
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def _call(self, method: str, **args: object) -> object:
+        try:
+            return await self.feed.link.call(method, **args)
+        except HostRefused as error:
+            raise ValueError(str(error)) from None
+        except HostGone as error:
+            raise ValueError(str(error)) from None
+
+    async def submit(self, text: str, *, follow_up: bool = False) -> None:
+        """A prompt, a steer, or a follow-up, sent to the host."""
+        async with self._lock:
+            found = await self._call("submit", text=text, follow_up=follow_up)
+        if isinstance(found, dict) and isinstance(found.get("submission_id"), int):
+            self.model.watched.add(found["submission_id"])
+
+    async def submit_line(self, line: str) -> None:
+        """A typed line (custom commands expand on the host's side: sent as typed)."""
+        await self.submit(line)
+
+    async def abort(self) -> list[str]:
+        """Esc: the host aborts the foreground work for every client."""
+        texts = await self._call("abort")
+        return [str(t) for t in texts] if isinstance(texts, list) else []
+
+    async def withdraw(self, submission_id: int) -> str | None:
+        """Withdraw one queued item."""
+        item = next((q for q in self.model.queue if q.submission_id == submission_id), None)
+        withdrawn = await self._call("withdraw", submission_id=submission_id)
+        return item.text if withdrawn and item is not None else None
+
+    async def load_older(self, count: int) -> int:
+        """Page older blocks in from the host."""
+        return await self.model.load_older(count)
+
+    async def compact(self, instructions: str | None = None) -> None:
+        """``/compact`` on the host."""
+        await self._call("compact", instructions=instructions)
+
+    async def cycle_thinking(self) -> str:
+        """Shift+Tab on the host."""
+        return str(await self._call("cycle_thinking"))
+
+    async def cycle_permission_mode(self) -> str:
+        """Permission modes stay with the host's user settings."""
+        raise _refused("Changing the permission mode")
+
+    async def permissions(self) -> list[str]:
+        """Permission rules are read where the store is held."""
+        raise _refused("Listing the permission rules")
+
+    async def clients(self) -> list[str]:
+        """Who is attached, as the host last said."""
+        return describe_clients(self.feed.clients, self.feed.client_id)
+
+    def models(self) -> list[ModelChoice]:
+        """The host knows its providers; ``/model provider/id`` still works."""
+        return []
+
+    async def set_model(self, ref: str) -> None:
+        """``/model`` on the host."""
+        await self._call("set_model", ref=ref)
+
+    async def conversations(self) -> list[ConversationInfo]:
+        """Only the main conversation is followed while attached."""
+        return []
+
+    async def switch_conversation(self, conversation_id: int) -> None:
+        """Refused: see the module docstring."""
+        raise _refused("Switching conversations")
+
+    async def fork(self, entry_id: int) -> str:
+        """Refused: see the module docstring."""
+        raise _refused("Forking")
+
+    async def new_session(self) -> None:
+        """Refused: see the module docstring."""
+        raise _refused("Starting a new session")
+
+    async def sessions(self) -> list[SessionInfo]:
+        """Nothing to pick while attached."""
+        return []
+
+    async def open_session(self, path: str) -> None:
+        """Refused: see the module docstring."""
+        raise _refused("Opening another session")
+
+    async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
+        """Refused: see the module docstring."""
+        raise _refused("Exporting")
+
+    def custom_commands(self) -> list[CommandInfo]:
+        """Custom commands are the host's files."""
+        return []
+
+    async def run_custom_command(self, name: str, arguments: str) -> None:
+        """Sent as typed; the host's harness sees the text."""
+        await self.submit(f"/{name} {arguments}".rstrip())
+
+    def skills(self) -> list[SkillInfo]:
+        """The host's prompt lists them."""
+        return []
+
+    def complete_path(self, prefix: str) -> list[str]:
+        """No completion of the host's files from here."""
+        return []
+
+    def history(self) -> Sequence[str]:
+        """Nothing remembered yet in an attached screen."""
+        return ()
+
+    def refresh_settings(self) -> None:
+        """Settings are the host's."""
+
+    async def answer_trust(self, question_id: str, trusted: bool) -> None:
+        """Never asked here (``trust_question`` is always ``None``)."""
+
+    async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
+        """An approval decision, made on the host; decided elsewhere first is a notice."""
+        try:
+            await self.feed.link.call("decide", call_id=call_id, choice=choice, message=message)
+        except (HostRefused, HostGone) as error:
+            self.model.add_notice("warning", str(error))
+
+    async def close(self) -> None:
+        """Leave the host (it keeps serving the others); safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.model.close()
+        await self.feed.close()

@@ -1,0 +1,79 @@
+"""``pidurable serve``: a host without a terminal, until stopped (issue 15).
+
+The real command runs as a process (``python -m pi_durable_tui serve``); a
+client attaches over the socket it names, and SIGTERM ends it cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from pi_durable_tui.app._socket import socket_path
+from pi_durable_tui.app.client import HostLink
+from tests.app.host.conftest import Follower
+from tests.app.support import text, write_script
+from tests.harness.run_support import within
+
+
+def _serve(home: Path, project: Path, *arguments: str) -> subprocess.Popen[str]:
+    worktree = str(Path(__file__).resolve().parents[3])  # the code under test
+    environment = {**os.environ, "PIDURABLE_HOME": str(home), "PYTHONPATH": worktree}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "serve", *arguments],
+        cwd=project,
+        env=environment,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def test_serve_hosts_a_session_a_client_prompts_it_and_sigterm_closes_it(
+    home: Path, project: Path
+) -> None:
+    script = write_script(project, text("Served answer."))
+    store = project / "served.sqlite"
+    served = _serve(
+        home,
+        project,
+        "--session",
+        str(store),
+        "--model",
+        "faux/faux-1",
+        "--faux-script",
+        str(script),
+    )
+    try:
+        assert served.stderr is not None
+        line = await within(asyncio.to_thread(served.stderr.readline))
+        assert "serving" in line
+        assert f"pidurable --session {store}" in line
+        follower = Follower(await within(HostLink.connect(socket_path(store), name="test")))
+        await follower.next("snapshot")
+        await within(follower.link.call("submit", text="hello host"))
+        await follower.until(
+            lambda m: any(e["kind"] == "pi.assistant" for e in m.entries), "the answer"
+        )
+        assert follower.texts("pi.assistant") == ["Served answer."]
+        await follower.link.close()
+        served.send_signal(signal.SIGTERM)
+        assert await within(asyncio.to_thread(served.wait)) == 0
+        assert not socket_path(store).exists()
+    finally:
+        if served.poll() is None:
+            served.kill()
+            served.wait()
+
+
+def test_serve_of_a_session_that_does_not_exist_is_one_line_and_exit_2(
+    home: Path, project: Path
+) -> None:
+    served = _serve(home, project, "-c")
+    _, err = served.communicate(timeout=60)
+    assert served.returncode == 2
+    assert err.count("\n") == 1
+    assert err.startswith("pidurable serve: No session exists")

@@ -1,0 +1,154 @@
+"""An attached screen: the host's own view model over the wire, and its controller (issue 15).
+
+Each test runs a real host (a session with its own screen, serving
+``<store>.sock``) and attaches a second screen with ``attach_screen`` over the
+real socket: both screens must show the same thing, derived by the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from pi_durable_tui.ai import FauxProvider
+from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
+from pi_durable_tui.app._wire import MAX_PENDING
+from pi_durable_tui.kernel import Tx
+from tests.app.host.conftest import ServeFactory
+from tests.app.screen_support import FAST, call, gate_command, say, seed_history, until, user
+from tests.harness.run_support import within
+
+Attach = Callable[..., Awaitable[tuple[LiveScreenModel, RemoteController]]]
+
+
+@pytest.fixture
+async def attach() -> AsyncIterator[Attach]:
+    opened: list[RemoteController] = []
+
+    async def attach_(store: object) -> tuple[LiveScreenModel, RemoteController]:
+        model, controller = await within(attach_screen(str(store)))
+        opened.append(controller)
+        return model, controller
+
+    yield attach_
+    for controller in opened:
+        await within(controller.close())
+
+
+def shown(model: LiveScreenModel) -> list[tuple[str, str, str]]:
+    return [
+        (b.kind, b.text, b.tool.status if b.tool is not None else "")
+        for b in model.blocks
+        if b.kind != "resumed"
+    ]
+
+
+async def test_an_attached_screen_shows_what_the_hosts_screen_shows_at_once(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(call("bash", command="echo hi"), say("All done."))
+    await seed_history(served.rig, 500)
+    await served.rig.ask("run it")
+    model, _ = await attach(served.rig.app.store)
+    window = shown(model)
+    assert window == shown(served.rig.model)[-len(window) :]  # the host followed all 500
+    assert window[-1] == ("assistant", "All done.", "")
+    assert model.has_older
+    assert model.footer.model == served.rig.model.footer.model
+    assert model.footer.tokens_out == served.rig.model.footer.tokens_out
+    assert model.footer.context_window == served.rig.model.footer.context_window > 0
+    assert await within(model.load_older(30)) == 30
+
+
+async def test_a_prompt_typed_in_the_attached_screen_is_answered_on_both_with_streamed_text(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    text = "streamed " * 100
+    served = await serve(faux=FauxProvider([say(text)], tokens_per_second=1500), settings=FAST)
+    model, controller = await attach(served.rig.app.store)
+    lengths: list[int] = []
+
+    def seen(_change: object) -> None:
+        live = model.block("live")
+        if live is not None:
+            lengths.append(len(live.text))
+
+    model.subscribe(seen)
+    await within(controller.submit("tell me"))
+    await until(lambda: any(b.kind == "assistant" and not b.streaming for b in model.blocks))
+    await served.rig.idle()
+    await until(lambda: shown(model) == shown(served.rig.model), what="both screens agree")
+    assert [b.text for b in model.blocks if b.kind == "user"] == ["tell me"]
+    assert len(set(lengths)) > 3, "the live block grew in steps"
+
+
+async def test_esc_in_the_attached_screen_aborts_for_both(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(call("bash", command=gate_command()), say("never"))
+    model, controller = await attach(served.rig.app.store)
+    await within(controller.submit("run"))
+    await until(lambda: model.status.startswith("Running bash"), what="the attached screen runs")
+    await within(controller.submit("a steer"))
+    await until(lambda: len(model.queue) == 1, what="queued on the attached screen")
+    assert await within(controller.abort()) == ["a steer"]
+    await until(lambda: not model.busy and not served.rig.model.busy, what="both idle")
+    cards = [b.tool.status for b in model.blocks if b.tool is not None]
+    assert cards == ["aborted"]
+    assert shown(model) == shown(served.rig.model)
+
+
+async def test_an_approval_shows_on_the_attached_screen_and_is_answered_there(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(
+        call("bash", command="touch made && echo done-it"),
+        say("ran it"),
+        permissions=PermissionChoices(),
+    )
+    model, controller = await attach(served.rig.app.store)
+    await within(controller.submit("make it"))
+    await until(lambda: model.approval is not None, what="the question on the attached screen")
+    question = model.approval
+    assert question is not None
+    assert question == served.rig.model.approval
+    await within(controller.decide(question.call_id, "once"))
+    await served.rig.idle()
+    await until(lambda: shown(model) == shown(served.rig.model), what="both screens agree")
+    assert model.approval is None
+    assert (served.rig.workdir / "made").exists()
+
+
+async def test_an_attached_screen_that_fell_behind_is_rebuilt_from_a_fresh_snapshot(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve()
+    model, controller = await attach(served.rig.app.store)
+    transport = controller.feed.link._writer.transport
+    transport.pause_reading()  # type: ignore[attr-defined]  # a stuck client
+    root = served.rig.app.root
+    for n in range(MAX_PENDING * 3):
+
+        def append(tx: Tx, n: int = n) -> None:
+            tx.append(root.id, "pi.user", model=user(f"{n} " + "x" * 20_000))
+
+        await within(root.commit(append))
+    transport.resume_reading()  # type: ignore[attr-defined]
+    last = f"{MAX_PENDING * 3 - 1} "
+    await until(
+        lambda: bool(model.blocks) and model.blocks[-1].text.startswith(last), what="caught up"
+    )
+    window = shown(model)
+    assert window == shown(served.rig.model)[-len(window) :]
+    assert len(window) < MAX_PENDING * 3  # a fresh window, not the backlog
+
+
+async def test_when_the_host_stops_the_attached_screen_says_so_and_how_to_take_over(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve()
+    model, _ = await attach(served.rig.app.store)
+    await served.host.close()
+    await until(lambda: any("--continue" in n.text for n in model.notices), what="the notice")
+    assert "stopped serving" in model.notices[-1].text
