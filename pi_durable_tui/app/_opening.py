@@ -53,6 +53,7 @@ EVERYTHING = ViewChange(
     status=True,
     notices=True,
     trust=True,
+    approval=True,  # a request a killed process left waiting shows again (issue 13)
 )
 """The change the screen is told when the session's own model takes over."""
 

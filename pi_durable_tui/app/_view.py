@@ -162,6 +162,9 @@ class Footer(TerminalSafe):
     thinking_level: str = "off"
     conversation_label: str = "main"
     """``main`` or ``subagent <id>``."""
+    permission_mode: str = ""
+    """The session's permission mode in force (``plan``, ``auto-edit``, ``ask``,
+    ``auto``; issue 13), empty before the session is open."""
     attached: int = 0
     """How many other terminals and clients share this session (issue 15)."""
 

@@ -125,9 +125,13 @@ class RunGuard:
         return None if self._stale() else self._guard_pid
 
     def spill_directory(self) -> str:
-        """This run's spill directory (created, mode 0700, on first use)."""
+        """This run's spill directory (created, mode 0700, on first use and when missing)."""
         self.start()
         assert self._directory is not None
+        # REMINDER: recreated when missing: anything that removed it (a cleaner of the
+        # temp directory, the guard of a run that shared the token) must not turn every
+        # later spill of this run into "Could not create the full output file".
+        os.makedirs(self._directory, mode=0o700, exist_ok=True)
         return self._directory
 
     def start(self) -> None:

@@ -143,6 +143,7 @@ class Harness:
         harness = cls(services, creation, tasks)
         holder.append(harness)
         session.subscribe(services.submissions.on_commit)
+        session.subscribe(services.remember_entries)
         session.closed.add_done_callback(harness._on_session_end)
         return harness
 

@@ -14,9 +14,9 @@ services <- tasks and handles <- harness).
   name (the harness wraps its tasks once per definition object, R35);
 - ``submissions`` keeps submission handles current and resolves
   ``Submission.wait()`` from commit publications;
-- ``entry(entry_id)`` reads an entry by ID, recently read ones from memory
-  (entries never change once stored; a tool round reads its assistant entry
-  from each of its tasks, R127).
+- ``entry(entry_id)`` reads an entry by ID, recently read or committed ones from
+  memory (entries never change once stored; a tool round reads its assistant
+  entry from each of its tasks, R127).
 """
 
 from __future__ import annotations
@@ -162,6 +162,25 @@ class HarnessServices:
     _entries: OrderedDict[int, StoredEntry] = field(default_factory=OrderedDict)
     _built_envs: dict[int, ExecutionEnv] = field(default_factory=dict)
 
+    def remember_entries(self, info: CommitInfo) -> None:
+        """Keep the entries a commit of this session stored, as ``entry`` will read them.
+
+        # REMINDER: the published entry is the stored one (filtered before the
+        # write, never changed after) only because this process is the store's one
+        # writer (the single-writer lock); tests/harness/test_committed_reads.py
+        # compares what memory served with a reopened store.
+        """
+        if not info.stored:
+            return
+        for record in info.entries:
+            self._keep(StoredEntry(record, info.seq))
+
+    def _keep(self, found: StoredEntry) -> None:
+        self._entries[found.entry.id] = found
+        self._entries.move_to_end(found.entry.id)
+        while len(self._entries) > RECENT_ENTRIES:
+            self._entries.popitem(last=False)
+
     async def entry(self, entry_id: int) -> StoredEntry | None:
         """Read an entry by ID; one read recently comes from memory (entries never change)."""
         found = self._entries.get(entry_id)
@@ -171,9 +190,7 @@ class HarnessServices:
         found = await self.session.storage.entry(entry_id)
         # REMINDER: an absent ID is not remembered: it may be committed later.
         if found is not None:
-            self._entries[entry_id] = found
-            while len(self._entries) > RECENT_ENTRIES:
-                self._entries.popitem(last=False)
+            self._keep(found)
         return found
 
     def check_open(self) -> None:

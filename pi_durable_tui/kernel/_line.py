@@ -170,7 +170,7 @@ class CommitLine:
 
     async def read_task(self, task_id: int) -> TaskRecord | None:
         """Return a task's committed record (live ones from memory)."""
-        record = self.live.task(task_id)
+        record = self.live.task(task_id) or self.live.recent.ended(task_id)
         return record if record is not None else await self.storage.task(task_id)
 
     # -- the line (R1-R8) --
@@ -285,12 +285,18 @@ class CommitLine:
         """Take the commit into the live index and the documents; its ``CommitInfo``."""
         for conversation in (*staged.loaded_conversations, *staged.conversations.values()):
             self.live.add_conversation(conversation)
+        recent = self.live.recent
+        for task_id in staged.new_task_ids:
+            recent.born(task_id)
         previous: dict[int, TaskRecord | None] = {}
         for task in staged.tasks.values():
             previous[task.id] = self.live.task(task.id)
             self.live.put_task(task)
         changes = tuple(change.stamped(seq) for change in staged.documents.changes)
         copied = [copy_address(w) for w in writes if isinstance(w, CopyDocument)]
+        for address in (*(change.address for change in changes), *copied):
+            if address.scope.kind == "task" and address.scope.id is not None:
+                recent.has_documents(address.scope.id)
         self.documents.adopt(changes, copied)
         return CommitInfo(
             seq=seq,

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from pi_durable_tui.kernel._errors import KernelError
+from pi_durable_tui.kernel._recent import RecentTasks
 from pi_durable_tui.kernel.docs import DocumentStore, ForkPlanner, TxDocuments
 from pi_durable_tui.storage.json_ops import Json
 from pi_durable_tui.storage.protocol import Storage
@@ -53,6 +54,11 @@ class LiveTasks(Protocol):
 
     def task(self, task_id: int) -> TaskRecord | None:
         """Return a live task's committed record (``None`` when terminal or unknown)."""
+        ...
+
+    @property
+    def recent(self) -> RecentTasks:
+        """What the Session committed about tasks that ended or were born in it."""
         ...
 
 
@@ -103,7 +109,7 @@ class StagedCommit:
 
     async def read_task(self, task_id: int) -> TaskRecord | None:
         """Return a task's committed record (live ones from memory)."""
-        record = self.live.task(task_id)
+        record = self.live.task(task_id) or self.live.recent.ended(task_id)
         return record if record is not None else await self.storage.task(task_id)
 
     def put_task(self, record: TaskRecord) -> None:

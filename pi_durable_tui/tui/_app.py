@@ -255,11 +255,14 @@ class PidurableApp(KeyActions, GuardedApp):
         screen = ApprovalScreen(question)
         self._approval_screen = screen
 
-        def decided(choice: str | None) -> None:
+        def decided(answer: tuple[str, str | None] | None) -> None:
             if self._approval_screen is screen:
                 self._approval_screen = None
-            if choice is not None:
-                self.call("decide", lambda: self.controller.decide(question.call_id, choice))
+            if answer is not None:
+                choice, message = answer
+                self.call(
+                    "decide", lambda: self.controller.decide(question.call_id, choice, message)
+                )
 
         self.push_screen(screen, decided)
 

@@ -7,7 +7,10 @@ command, the path), why it needs a decision, and the keys:
 - ``a`` allow always in this session (its suggested rule, e.g. ``bash(make test)``);
 - ``p`` allow always in this project (pidurable writes the rule to the project's
   ``.pidurable/settings.json``; never offered for pidurable's own files);
-- ``n`` or Esc deny: the model is told the user denied it.
+- ``n`` deny with a message: a line opens under the keys for what the agent
+  should do instead; Enter denies and the model reads the message in the
+  refusal (an empty line denies without one);
+- Esc denies at once, without a message (from the message line too).
 
 The request was committed before this screen shows it, and the decision is
 committed before the tool starts: after a crash ``--continue`` shows the same
@@ -24,7 +27,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from pi_durable_tui.app import ApprovalQuestion
 from pi_durable_tui.tui._terminal_text import Content
@@ -37,15 +40,21 @@ def approval_hint(question: ApprovalQuestion) -> str:
         keys.append(f"a allow {question.suggestion} in this session")
         if not question.protected:
             keys.append("p always in this project")
-    keys.append("n or Esc deny")
+    keys.append("n deny with a message · Esc deny")
     return " · ".join(keys)
 
 
-class ApprovalScreen(ModalScreen[str | None]):
+REASON_HINT = "Enter denies with this message for the agent (empty: no message) · Esc denies"
+"""The keys line while the message line is open."""
+
+
+class ApprovalScreen(ModalScreen[tuple[str, str | None] | None]):
     """Ask for a decision on one waiting call; dismissed with the choice.
 
-    The result is ``once``, ``session``, ``project`` or ``deny``, or ``None``
-    when the app took the screen down because the call no longer waits.
+    The result is ``(choice, message)``: ``once``, ``session``, ``project`` or
+    ``deny``, and the message the user gave with ``deny`` (``None`` without
+    one); or ``None`` when the app took the screen down because the call no
+    longer waits.
 
     Args:
         question: The waiting call.
@@ -79,12 +88,19 @@ class ApprovalScreen(ModalScreen[str | None]):
         color: $text-muted;
         padding: 1 0 0 0;
     }
+    #approval-message {
+        display: none;
+    }
+    #approval-message.-open {
+        display: block;
+    }
     """
     BINDINGS = [
         Binding("y", "choose('once')", "Allow once"),
         Binding("a", "choose('session')", "Allow always in this session"),
         Binding("p", "choose('project')", "Allow always in this project"),
-        Binding("n,escape", "choose('deny')", "Deny"),
+        Binding("n", "ask_message", "Deny with a message to the agent"),
+        Binding("escape", "choose('deny')", "Deny"),
     ]
 
     def __init__(self, question: ApprovalQuestion) -> None:
@@ -101,6 +117,7 @@ class ApprovalScreen(ModalScreen[str | None]):
                     yield Static(Content(question.argument))
             yield Static(Content(f"Needs your decision: {question.reason}"), id="approval-reason")
             yield Static(approval_hint(question), id="approval-hint")
+            yield Input(placeholder="What should the agent do instead?", id="approval-message")
 
     def action_choose(self, choice: str) -> None:
         """Close with ``choice`` (``a``/``p`` fall back to once where no rule exists)."""
@@ -109,4 +126,17 @@ class ApprovalScreen(ModalScreen[str | None]):
             return
         if choice == "project" and question.protected:
             return
-        self.dismiss(choice)
+        self.dismiss((choice, None))
+
+    def action_ask_message(self) -> None:
+        """Open the message line (``n``); Enter there denies with its text."""
+        line = self.query_one("#approval-message", Input)
+        line.add_class("-open")
+        self.query_one("#approval-hint", Static).update(REASON_HINT)
+        line.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Deny with the typed message (none when the line is empty)."""
+        event.stop()
+        message = event.value.strip()
+        self.dismiss(("deny", message or None))

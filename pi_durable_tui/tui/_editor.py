@@ -17,6 +17,11 @@
   and End on an empty editor ask to jump the transcript; otherwise they move
   the cursor as usual.
 
+A long paste (``_paste.is_long_paste``) shows as one placeholder,
+``[Pasted text #1 +42 lines]``, deleted as a unit by one Backspace, expanded in
+place by ``EXPAND_PASTE_KEY`` (Ctrl+R), and sent whole: ``Submitted`` carries the
+pasted text, never the placeholder (issue 12).
+
 Everything that enters the document (typing, a paste, a completion, the
 history, a prompt put back) passes ``terminal_safe``: a pasted file or a
 completed path with an escape sequence in it paints none (issue 13).
@@ -44,9 +49,11 @@ from textual.widgets.text_area import Edit, EditResult
 
 from pi_durable_tui.app import CommandInfo, terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
+from pi_durable_tui.tui._paste import PastedTexts, Span, is_long_paste
 
 FOLLOW_UP_KEY = "alt+enter"
 FOLLOW_UP_FALLBACK = "ctrl+f"
+EXPAND_PASTE_KEY = "ctrl+r"
 
 _IDLE_PLACEHOLDER = "Ask anything. / for commands, @ for files, F1 for help."
 _BUSY_PLACEHOLDER = (
@@ -77,6 +84,11 @@ class PromptEditor(TextArea):
         Binding("down", "history(1)", "Next prompt (on the last line)"),
         Binding(
             "tab", "accept_completion", "Accept the / or @ completion (Tab stays in the editor)"
+        ),
+        Binding(
+            EXPAND_PASTE_KEY,
+            "expand_paste",
+            "Expand the pasted-text placeholder at the cursor (or the last one) into its text",
         ),
         Binding("escape", "close_completion", "", show=False),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
@@ -141,6 +153,7 @@ class PromptEditor(TextArea):
         self._history_index: int | None = None
         self._recalled = ""
         self._draft = ""
+        self._pastes = PastedTexts()
 
     async def _on_key(self, event: events.Key) -> None:
         """Run the editor's own binding of a key here, in typing order (module docstring).
@@ -166,12 +179,39 @@ class PromptEditor(TextArea):
         self.focus()
 
     def paste_text(self, text: str) -> None:
-        """Insert pasted text at the cursor (a paste that reached another widget, too)."""
-        self.insert(text)
+        """Insert pasted text at the cursor (a paste that reached another widget, too).
+
+        A long paste goes in as its placeholder; ``Submitted`` carries its text.
+        """
+        if self.read_only:
+            return
+        # A terminal sends a pasted line break as CR (xterm, tmux paste-buffer).
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if is_long_paste(text):
+            text = self._pastes.add(terminal_safe(text))
+        if result := self._replace_via_keyboard(text, *self.selection):
+            self.move_cursor(result.end_location)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A bracketed paste from the terminal (``TextArea`` would insert it as it is)."""
+        event.stop()
+        event.prevent_default()
+        self.paste_text(event.text)
+        self.focus()
+
+    def action_paste(self) -> None:
+        """Paste from the app's clipboard (Ctrl+V), long text as a placeholder too."""
+        self.paste_text(self.app.clipboard)
+
+    @property
+    def message_text(self) -> str:
+        """What Enter would send: the document with every paste placeholder expanded."""
+        return self._pastes.expand(self.text)
 
     def clear_input(self) -> None:
         """Empty the editor and leave history browsing."""
         self.text = ""
+        self._pastes.clear()
         self._history_index = None
 
     def action_submit(self, follow_up: bool = False) -> None:
@@ -186,7 +226,7 @@ class PromptEditor(TextArea):
         if changes and not follow_up:
             self.action_accept_completion()
             return
-        text = self.text
+        text = self.message_text
         if not text.strip():
             return
         self._history_index = None
@@ -241,6 +281,18 @@ class PromptEditor(TextArea):
             chosen.replacement, (completion.row, completion.start), (completion.row, completion.end)
         )
 
+    def action_expand_paste(self) -> None:
+        """Replace the placeholder at the cursor (else the document's last) with its text."""
+        spans = self._all_spans()
+        if not spans:
+            return
+        cursor = self.cursor_location
+        span = next((s for s in spans if s.touches(cursor)), spans[-1])
+        text = self._pastes.text_of(span.placeholder)
+        self._pastes.forget(span.placeholder)
+        result = self.replace(text, (span.row, span.start), (span.row, span.end))
+        self.move_cursor(result.end_location)
+
     def action_close_completion(self) -> None:
         """Close the completion menu; without one, Esc goes on to the app (abort)."""
         if self._menu.chosen is None:
@@ -269,6 +321,10 @@ class PromptEditor(TextArea):
         """Offer completions for the token under the cursor (not for a recalled prompt)."""
         if self._history_index is not None and self.text != self._recalled:
             self._history_index = None
+        if self._history_index is None:
+            # A recalled prompt does not hold the draft's placeholders: keep them
+            # for the way back to the draft.
+            self._pastes.keep_only_in(self.text)
         self._refresh_completion()
 
     def on_text_area_selection_changed(self, event: TextArea.SelectionChanged) -> None:
@@ -291,7 +347,33 @@ class PromptEditor(TextArea):
     def edit(self, edit: Edit) -> EditResult:
         """Apply an edit (every keystroke, paste and insert) of safe text."""
         edit.text = terminal_safe(edit.text)
+        if self._pastes:
+            self._keep_placeholders_whole(edit)
         return super().edit(edit)
+
+    def _keep_placeholders_whole(self, edit: Edit) -> None:
+        # REMINDER: every change to the document passes here, so this is the one
+        # place a placeholder stays a unit (``_paste`` module docstring).
+        top, bottom = edit.top, edit.bottom
+        spans = self._spans_on(top[0]) + (self._spans_on(bottom[0]) if bottom[0] != top[0] else [])
+        if top == bottom:
+            inside = next((s for s in spans if s.strictly_inside(top)), None)
+            if inside is not None:
+                edit.from_location = edit.to_location = (inside.row, inside.end)
+            return
+        for span in spans:
+            if span.strictly_inside(top):
+                top = (span.row, span.start)
+            if span.strictly_inside(bottom):
+                bottom = (span.row, span.end)
+        edit.from_location, edit.to_location = top, bottom
+
+    def _spans_on(self, row: int) -> list[Span]:
+        return self._pastes.spans(row, self.document.get_line(row))
+
+    def _all_spans(self) -> list[Span]:
+        spans = [s for row in range(self.document.line_count) for s in self._spans_on(row)]
+        return sorted(spans, key=lambda s: (s.row, s.start))
 
     def load_text(self, text: str) -> None:
         """Replace the document with safe text (the history, a prompt put back)."""

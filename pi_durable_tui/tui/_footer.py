@@ -4,7 +4,9 @@ Footer line 1: ``↑in ↓out R<cache read> W<cache write> $cost`` (zero parts
 left out except the cost), context use ``<pct>%/<window>`` (``?`` when unknown,
 red above 90%), then the working directory. Line 2: the conversation label
 (``main`` dimmed, a subagent highlighted), ``provider/model`` or ``no model``,
-``thinking:<level>`` and key hints. Each line is cut with ``…`` rather than
+``thinking:<level>``, the permission mode ``mode:<mode>`` (issue 13: ``plan``
+and ``auto`` stand out, the one refusing every change and the one asking
+nothing; ``auto-edit`` and ``ask`` are quiet) and key hints. Each line is cut with ``…`` rather than
 wrapped: a wrapped first line pushed the model line out of an 80-column footer.
 """
 
@@ -16,6 +18,16 @@ from pi_durable_tui.app import Footer
 from pi_durable_tui.tui._terminal_text import Content, plain
 
 CONTEXT_ALERT_PERCENT = 90.0
+MODE_STYLES = {"plan": "$background on $primary bold", "auto": "$background on $warning bold"}
+"""The modes that stand out in the footer (every other mode is ``$secondary``)."""
+
+
+def mode_label(mode: str) -> tuple[str, str]:
+    """The footer's ``mode:<mode>`` and its style; empty when no mode is known yet."""
+    if not mode:
+        return "", ""
+    style = MODE_STYLES.get(mode, "$secondary")
+    return (f" mode:{mode} " if mode in MODE_STYLES else f"mode:{mode}"), style
 
 
 def format_count(value: int) -> str:
@@ -50,6 +62,7 @@ def footer_lines(footer: Footer, hints: str) -> Content:
     context = f"?/{window}" if percent is None else f"{percent:.1f}%/{window}"
     alert = percent is not None and percent > CONTEXT_ALERT_PERCENT
     label = footer.conversation_label
+    mode = mode_label(footer.permission_mode)
     return Content.assemble(
         (" ".join(spend), "$foreground"),
         "  ",
@@ -63,6 +76,7 @@ def footer_lines(footer: Footer, hints: str) -> Content:
         "  ",
         (f"thinking:{footer.thinking_level}", "$secondary"),
         "  ",
+        *((mode, "  ") if mode[0] else ()),
         *((f"+{footer.attached} attached", "$accent"), "  ") if footer.attached else (),
         (hints, "$text-muted"),
     )

@@ -32,6 +32,7 @@ EVERYTHING = ViewChange(
     status=True,
     notices=True,
     trust=True,  # a trust question already waiting when the session opened is shown
+    approval=True,  # and so is a call a killed process left waiting for a decision
 )
 
 

@@ -7,6 +7,8 @@ answer streams slowly, so the agent works while the keys are pressed:
   shows there (it used to go to a panel that dropped it);
 - Alt+Down moves into the queue, whose title says it has the focus, and typing
   there goes to the editor;
+- a 40-line bracketed paste shows as one placeholder and the model receives
+  the whole text (its scripted answer matches the paste's last line);
 - F1 at 24 rows shows the help inside the screen and PageDown scrolls it to the
   commands; the transcript and the footer stay on screen.
 """
@@ -21,14 +23,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.agent_store import text_of
+from tests.e2e.tui_store import read_store
 from tests.e2e.tui_terminal import TMUX, ScreenTest, Terminal, contains
 
+PASTED = "".join(f"log line l{n:03d}\n" for n in range(1, 41)) + "l040 end of log"
 WORDS = " ".join(f"w{n:03d}" for n in range(1, 400))
 SCRIPT = {
     "tokens_per_second": 25,
     "responses": [
         {"content": [{"type": "text", "text": f"Streaming slowly: {WORDS} END-SLOW"}]},
         {"content": [{"type": "text", "text": "Steered. END-STEER"}]},
+        {
+            "match": {"user": "l040 end of log"},
+            "content": [{"type": "text", "text": "Got the whole log. END-PASTE"}],
+        },
     ],
 }
 
@@ -89,3 +98,20 @@ def test_the_help_fits_a_24_row_screen_and_page_down_scrolls_it(terminal: Termin
     screen = terminal.wait_for(lambda s: "closes this help" not in s, "the help closed")
     assert "Streaming slowly" in screen or "END-SLOW" in screen  # the transcript is visible
     assert "F1 help" in screen.splitlines()[-1]  # the footer is the last row
+
+
+def test_a_bracketed_paste_of_forty_lines_is_one_placeholder_and_the_model_gets_all_of_it(
+    terminal: Terminal,
+) -> None:
+    terminal.start("--model", "faux/faux-1")
+    terminal.wait_for(contains("F1 help"), "the first frame")
+    terminal.type("read this: ")
+    terminal.paste(PASTED)
+    screen = terminal.wait_for(contains("[Pasted text #1 +41 lines]"), "the placeholder")
+    assert "log line l001" not in screen
+    terminal.press("Enter")
+    screen = terminal.wait_for(contains("END-PASTE"), "the answer to the whole paste")
+    assert "l040 end of log" in screen  # the transcript shows what was sent
+    terminal.kill()
+    users = [text_of(s) for s in read_store(terminal.store()).of_kind("pi.user")]
+    assert users == ["read this: " + PASTED]

@@ -179,6 +179,14 @@ class Terminal:
         """Press keys by tmux name (``Enter``, ``Escape``, ``C-d``)."""
         self.tmux("send-keys", "-t", "app", *keys)
 
+    def paste(self, text: str) -> None:
+        """Paste text as a terminal does: one bracketed paste (tmux ``paste-buffer -p``).
+
+        Line breaks arrive as CR, as tmux (and xterm) send them.
+        """
+        self.tmux("set-buffer", "-b", "pasted", "--", text)
+        self.tmux("paste-buffer", "-p", "-d", "-b", "pasted", "-t", "app")
+
     def submit(self, text: str, *, burst: bool = False) -> None:
         """Type a prompt and press Enter.
 

@@ -1,11 +1,12 @@
 """The approval prompt: a tool call that waits for the user's decision (issue 13).
 
 Over a static model and a recording controller: the modal shows the tool, its
-whole command and why it waits; ``y``, ``a``, ``p``, ``n`` and Esc decide once,
-for the session, for the project and deny; a protected path offers no ``p``.
+whole command and why it waits; ``y``, ``a``, ``p`` and Esc decide once, for
+the session, for the project and deny; ``n`` opens a message line whose text
+(``y`` and all) goes with the denial; a protected path offers no ``p``.
 Over a real session (faux model, real ``bash``, the default ``auto-edit``
 mode): the command waits, nothing ran; ``y`` runs it once; ``n`` sends the
-refusal to the model; ``a`` lets the same command run again without asking.
+refusal to the model, with the user's message; ``a`` lets the same command run again without asking.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ async def asked(pilot: Pilot[None], model: StaticScreenModel, question: Approval
 
 @pytest.mark.parametrize(
     ("key", "choice"),
-    [("y", "once"), ("a", "session"), ("p", "project"), ("n", "deny"), ("escape", "deny")],
+    [("y", "once"), ("a", "session"), ("p", "project"), ("escape", "deny")],
 )
 async def test_the_prompt_shows_the_whole_command_and_decides_with_the_key_pressed(
     app: PidurableApp,
@@ -90,6 +91,43 @@ async def test_a_protected_path_offers_no_project_rule(
         assert controller.called("decide") == [("call_2", "once", None)]
 
 
+@pytest.mark.parametrize(
+    ("typed", "message"),
+    [("yes, but run make clean first", "yes, but run make clean first"), ("", None)],
+)
+async def test_n_opens_a_message_line_whose_text_goes_with_the_denial(
+    app: PidurableApp,
+    model: StaticScreenModel,
+    controller: RecordingController,
+    typed: str,
+    message: str | None,
+) -> None:
+    async with app.run_test() as pilot:
+        await asked(pilot, model, QUESTION)
+        await pilot.press("n")
+        await settle(pilot)
+        assert controller.called("decide") == []  # n alone decides nothing yet
+        assert "Enter denies with this message" in prompt_text(app)
+        for key in typed:
+            await pilot.press("space" if key == " " else "comma" if key == "," else key)
+        await settle(pilot)
+        assert controller.called("decide") == []  # the y, a and p typed went into the line
+        await pilot.press("enter")
+        await settle(pilot)
+        assert controller.called("decide") == [("call_1", "deny", message)]
+        assert screen_name(app) != "ApprovalScreen"
+
+
+async def test_esc_on_the_message_line_denies_without_a_message(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        await asked(pilot, model, QUESTION)
+        await pilot.press("n", "a", "escape")
+        await settle(pilot)
+        assert controller.called("decide") == [("call_1", "deny", None)]
+
+
 DEFAULT = PermissionChoices()
 """The product's default: ``auto-edit``, a command that is not read-only waits."""
 
@@ -111,7 +149,7 @@ async def test_a_command_waits_for_the_user_and_y_runs_it_once(
         assert made.read_text() == "ran\n"  # once
 
 
-async def test_n_sends_the_refusal_to_the_model_and_nothing_runs(
+async def test_n_sends_the_refusal_with_the_users_message_to_the_model_and_nothing_runs(
     open_screen: ScreenFactory, pidurable: Run
 ) -> None:
     rig = await open_screen(
@@ -120,11 +158,13 @@ async def test_n_sends_the_refusal_to_the_model_and_nothing_runs(
     async with pidurable(rig) as (app, pilot):
         await type_line(pilot, "make it")
         await until(pilot, lambda: screen_name(app) == "ApprovalScreen", "the approval prompt")
-        await pilot.press("n")
+        await pilot.press("n", "c", "l", "e", "a", "n", "enter")
         await until(pilot, lambda: "ok, not then" in rig.texts("assistant"), "the end of the turn")
         card = rig.card("bash").tool
         assert card is not None
-        assert "the user denied this call" in card.error
+        assert card.error == "Not run: the user denied this call. The user said: clean"
+        # The model's next request holds the refusal with the message.
+        assert "The user said: clean" in repr(rig.faux.requests[-1].context)
         assert not (Path(rig.workdir) / "made.txt").exists()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pi_durable_tui.app import Footer, Notice, QueueItem, TaskNode
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
@@ -131,11 +133,31 @@ def test_footer_shows_spend_context_cwd_model_and_thinking() -> None:
         model="anthropic/claude-x",
         thinking_level="high",
         conversation_label="subagent 12",
+        permission_mode="auto-edit",
     )
     first, second = text_of(footer_lines(footer, "F1 help")).splitlines()
     assert first == "↑12k ↓987 R40k $0.123  92.5%/200k  ~/work/app"
-    assert second == "subagent 12  anthropic/claude-x  thinking:high  F1 help"
+    assert second == "subagent 12  anthropic/claude-x  thinking:high  mode:auto-edit  F1 help"
     assert text_of(footer_lines(Footer(), "")).startswith("↑0 ↓0 $0.000  ?/?")
+
+
+@pytest.mark.parametrize(
+    ("mode", "stands_out"), [("plan", True), ("auto", True), ("ask", False), ("auto-edit", False)]
+)
+def test_plan_and_auto_stand_out_in_the_footer_and_the_asking_modes_do_not(
+    mode: str, stands_out: bool
+) -> None:
+    line = footer_lines(Footer(permission_mode=mode), "")
+    assert f"mode:{mode}" in text_of(line)
+    styles = [
+        str(span.style) for span in line.spans if f"mode:{mode}" in str(line)[span.start : span.end]
+    ]
+    assert len(styles) == 1
+    assert (" on " in styles[0]) is stands_out
+
+
+def test_a_footer_before_the_session_is_open_names_no_mode() -> None:
+    assert "mode:" not in text_of(footer_lines(Footer(), "F1 help"))
 
 
 def test_context_above_90_percent_is_red_and_below_is_not() -> None:

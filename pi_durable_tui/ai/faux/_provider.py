@@ -69,6 +69,7 @@ from pi_durable_tui.ai._types import (
     ToolCall,
     Usage,
 )
+from pi_durable_tui.ai.faux._prompt_size import PromptSizes
 from pi_durable_tui.ai.faux._selection import (
     WHEN_EXHAUSTED,
     Request,
@@ -167,6 +168,7 @@ class FauxProvider:
         self._sleep = sleep
         self._clock = clock
         self._simulate_prompt_cache = simulate_prompt_cache
+        self._prompt_sizes = PromptSizes()
         self._models: dict[str, Model] = {}
         self._previous_prompts: dict[str, str] = {}
         self.requests: list[FauxRequest] = []
@@ -300,9 +302,8 @@ class FauxProvider:
         if isinstance(response, str):
             yield _failure(message, response)
             return
-        prompt = serialize_context(context)
         message.response_id = response.response_id or f"faux-{position}"
-        message.usage = self._input_usage(prompt, options)
+        message.usage = self._input_usage(context, options)
         blocks = [_with_id(block, position, i) for i, block in enumerate(response.content)]
         if response.error is not None and not blocks:
             yield _failure(message, response.error.message, response.error)
@@ -412,11 +413,13 @@ class FauxProvider:
         if abort is not None and abort.is_set():
             raise _Aborted
 
-    def _input_usage(self, prompt: str, options: StreamOptions) -> Usage:
+    def _input_usage(self, context: Context, options: StreamOptions) -> Usage:
         """Estimate the input side of the usage, simulating prompt caching if asked."""
         session = options.session_id
         if not (self._simulate_prompt_cache and session and options.cache_retention != "none"):
-            return Usage(input=estimate_tokens(len(prompt)))
+            # Counted per message, never serialised whole (issue 14).
+            return Usage(input=estimate_tokens(self._prompt_sizes.chars(context)))
+        prompt = serialize_context(context)
         previous = self._previous_prompts.get(session, "")
         self._previous_prompts[session] = prompt
         shared = len(_common_prefix(previous, prompt))

@@ -15,6 +15,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pi_durable_tui.ai._types import (
     AssistantContent,
@@ -334,17 +335,28 @@ def serialize_context(context: Context) -> str:
         relies on it).
     """
     parts = [context.system_prompt or ""]
-    parts += [json.dumps(tool.model_dump(mode="json"), sort_keys=True) for tool in context.tools]
+    parts += [tool_text(tool) for tool in context.tools]
     for message in context.messages:
-        parts.append(message.role)
-        if isinstance(message, AssistantMessage):
-            parts += [block_text(block) for block in message.content]
-        elif isinstance(message.content, str):
-            parts.append(message.content)
-        else:
-            for item in message.content:
-                parts.append(item.text if isinstance(item, TextContent) else "#" * IMAGE_CHARS)
+        parts += message_parts(message)
     return "\n".join(parts)
+
+
+def tool_text(tool: Any) -> str:
+    """The text a tool definition counts as in ``serialize_context``."""
+    return json.dumps(tool.model_dump(mode="json"), sort_keys=True)
+
+
+def message_parts(message: Any) -> list[str]:
+    """The parts one message adds to ``serialize_context`` (joined there by newlines)."""
+    parts = [message.role]
+    if isinstance(message, AssistantMessage):
+        parts += [block_text(block) for block in message.content]
+    elif isinstance(message.content, str):
+        parts.append(message.content)
+    else:
+        for item in message.content:
+            parts.append(item.text if isinstance(item, TextContent) else "#" * IMAGE_CHARS)
+    return parts
 
 
 def estimate_tokens(chars: int) -> int:

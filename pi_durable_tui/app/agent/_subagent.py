@@ -18,9 +18,18 @@ The ``subagent`` tool takes a ``task`` (the prompt for the child) and ``backgrou
   request ID ``subagent-report:<task id>``, so a restart never posts it twice. The
   creating commit first looks for a task this call already created, so a replayed
   call never starts a second one.
+
+The tool's result texts (the card the user reads, what the model receives) name a
+subagent by the first words of its task, never by a conversation or task id
+(issue 12: "Subagent 27 (task 26)"); the ids stay in the result's ``details``, for
+the screen and ``/tasks``. The report keeps its ``[subagent <id> report]`` header:
+a header quoting the task would put the task's words in the parent's newest user
+message, where scripted match rules meant for the child would fit it too.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from pydantic import BaseModel, Field
 
@@ -84,7 +93,7 @@ async def _foreground(args: SubagentArgs, api: ToolApi) -> ToolResult:
     record = await submission.wait()
     if record.status != "done" or record.answer is None:
         reason = record.reason or record.status
-        raise RuntimeError(f"Subagent {conversation_id} failed: {reason}")
+        raise RuntimeError(f"Subagent {_named(args.task)} failed: {reason}")
     answer_id = record.answer
     answer = await api.commit(lambda tx: _answer_text(tx, answer_id))
     return ToolResult(content=answer or "(the subagent gave no text)", details=details)
@@ -124,9 +133,8 @@ async def _background(args: SubagentArgs, api: ToolApi) -> ToolResult:
     # which background task it started (the task lives on either way).
     await api.details(started)
     text = (
-        f"Subagent {started['conversation_id']} started in the background (task "
-        f"{started['task_id']}). Its report will arrive as a message when it finishes; "
-        "carry on meanwhile."
+        f"Subagent {_named(args.task)} started in the background. Its report will arrive "
+        "as a message when it finishes; carry on meanwhile."
     )
     return ToolResult(content=text, details=started)
 
@@ -135,6 +143,12 @@ async def _execute(args: SubagentArgs, api: ToolApi) -> ToolResult:
     if args.background:
         return await _background(args, api)
     return await _foreground(args, api)
+
+
+def _named(task: str) -> str:
+    """How the texts name a subagent: the first words of its task's first line, quoted."""
+    lines = task.strip().splitlines() or [""]
+    return '"' + textwrap.shorten(lines[0], width=50, placeholder="…") + '"'
 
 
 async def _deliver(task: TaskRecord, runtime: HarnessRuntime) -> None:

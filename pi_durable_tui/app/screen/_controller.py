@@ -61,6 +61,7 @@ from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.harness import (
     LIVE_DOC,
     MODES,
+    PERMISSIONS_DOC,
     AgentChange,
     DecisionRejected,
     Input,
@@ -98,6 +99,7 @@ class AgentController:
         model: LiveScreenModel,
     ) -> None:
         self.app = app
+        self._session_mode: str | None = None  # the mode F4 chose (pi.permissions)
         self.model = model
         self._lock = asyncio.Lock()
         self._closed = False
@@ -243,6 +245,8 @@ class AgentController:
         current = (await self.app.harness.permission_policy()).mode
         mode = MODES[(MODES.index(current) + 1) % len(MODES)] if current in MODES else MODES[0]
         await self.app.harness.set_permission_mode(mode)
+        self._session_mode = mode
+        self.show_permission_mode()
         self.model.add_notice("info", f"Permission mode: {mode}")
         return mode
 
@@ -384,6 +388,7 @@ class AgentController:
         await old.close()
         self.model.rebind(opened)
         await self.model.attach(opened.root.id)
+        await self.read_permission_mode()
         self.model.show_recovery(report)
         opened.harness.resume()
 
@@ -481,6 +486,23 @@ class AgentController:
         """Re-read the settings files if they changed (a malformed edit is a notice)."""
         with contextlib.suppress(SettingsError):  # reported by ``on_error`` (never first)
             self.app.settings.current()
+        self.show_permission_mode()  # an edited ``permission_mode`` shows in the footer
+
+    def show_permission_mode(self) -> None:
+        """Put the mode in force in the footer: the session's (F4), else the settings'."""
+        mode = self._session_mode
+        if mode is None:
+            with contextlib.suppress(SettingsError):
+                mode = self.app.settings.harness().permissions.mode
+        if mode is not None:
+            self.model.set_permission_mode(mode)
+
+    async def read_permission_mode(self) -> None:
+        """Read the session's chosen mode (a continued session keeps its F4 choice)."""
+        chosen = await self.app.harness.session.snapshot(PERMISSIONS_DOC) or {}
+        mode = chosen.get("mode")
+        self._session_mode = mode if isinstance(mode, str) else None
+        self.show_permission_mode()
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Trust, or not, the project settings content the user was shown (issue 13).

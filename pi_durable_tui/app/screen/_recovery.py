@@ -70,6 +70,12 @@ async def recovery_report(app: AgentApp) -> list[str]:
                     "replay-safe, so it does not run again: the model gets it as interrupted, with "
                     "the output it had committed."
                 )
+        elif record.kind == "pi.tool" and phase == "approval":
+            call = describe_call(*await tool_call_of(app.harness.session, record), 60)
+            lines.append(
+                f"{_describe(*call)} waits for your approval (nothing of it ran); "
+                "the prompt asks again."
+            )
         elif record.kind == "pi.compaction":
             lines.append(f"A compaction of {where} resumes (task {record.id}).")
     return lines

@@ -118,6 +118,7 @@ class LiveScreenModel:
         self._ticker: asyncio.Task[None] | None = None
         self._resumed = 0
         self._attached = 0
+        self._permission_mode = ""
         self.watched: set[int] = set()
         """Submissions sent from this screen or open when a conversation was shown: their
         ``unanswered`` settlements become notices."""
@@ -178,6 +179,13 @@ class LiveScreenModel:
         """Show how many other terminals and clients share the session (the footer)."""
         if count != self._attached:
             self._attached = count
+            self._update_footer()
+            self._emit(ViewChange(footer=True))
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Show the permission mode in force in the footer (issue 13)."""
+        if mode != self._permission_mode:
+            self._permission_mode = mode
             self._update_footer()
             self._emit(ViewChange(footer=True))
 
@@ -258,7 +266,14 @@ class LiveScreenModel:
 
     def _emit_reset(self) -> None:
         self._emit(
-            ViewChange(transcript_reset=True, queue=True, footer=True, status=True, tasks=True)
+            ViewChange(
+                transcript_reset=True,
+                queue=True,
+                footer=True,
+                status=True,
+                tasks=True,
+                approval=True,  # the mounted conversation may hold a waiting request
+            )
         )
 
     def _mount(
@@ -464,6 +479,7 @@ class LiveScreenModel:
             thinking_level=str(agent.get("thinking_level") or "off"),
             conversation_label=self._label,
             attached=self._attached,
+            permission_mode=self._permission_mode,
         )
 
     @property

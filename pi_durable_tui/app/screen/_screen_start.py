@@ -47,6 +47,7 @@ async def start_screen(
     try:
         report = await recovery_report(app) if reopened else []
         await model.attach(app.root.id)
+        await controller.read_permission_mode()
         model.show_recovery(report)
         app.harness.resume()
         if app.demo is not None:

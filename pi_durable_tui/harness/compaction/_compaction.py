@@ -22,7 +22,6 @@ status and ends ``aborted`` with no entry (R114).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pi_durable_tui.ai import (
@@ -43,7 +42,7 @@ from pi_durable_tui.harness.compaction._compaction_range import (
 )
 from pi_durable_tui.harness.context import load_context
 from pi_durable_tui.harness.conversations import admit, compaction_request
-from pi_durable_tui.harness.extensions import define_task, invoke
+from pi_durable_tui.harness.extensions import call_hook, define_task
 from pi_durable_tui.harness.state import (
     COMPACTION,
     LIVE_DOC,
@@ -52,7 +51,7 @@ from pi_durable_tui.harness.state import (
     compaction_of,
     remove_compaction,
 )
-from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
+from pi_durable_tui.kernel import Aborted, Completed, Failed, Running, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -108,13 +107,9 @@ async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
             "first_kept": cut.first_kept,
             "instructions": data.get("instructions"),
         }
-        try:
-            decision = await invoke(hook, info, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"before_compact hook raised: {error}", error))
-            continue
+        decision = await call_hook(
+            hook, info, runtime, point="before_compact", report=services.report
+        )
         if isinstance(decision, dict) and decision.get("decline"):
             await _end(runtime, Completed({}))
             return

@@ -57,7 +57,7 @@ from pi_durable_tui.harness.extensions._define import (
     wrap_section,
     wrap_tool,
 )
-from pi_durable_tui.harness.extensions._hook_calls import invoke
+from pi_durable_tui.harness.extensions._hook_calls import HOOK_FAILED, call_hook, invoke
 from pi_durable_tui.harness.extensions._ports import Severity, ToolApi, ToolConversation
 from pi_durable_tui.harness.extensions._registry import BUILTIN_TASKS, Registry, RegistrySnapshot
 from pi_durable_tui.harness.extensions._schema_parameters import (
@@ -68,6 +68,7 @@ from pi_durable_tui.harness.extensions._task_def import HarnessTask, define_task
 
 __all__ = [
     "BUILTIN_TASKS",
+    "HOOK_FAILED",
     "BoundedText",
     "Continue",
     "Diagnostic",
@@ -93,6 +94,7 @@ __all__ = [
     "ToolResult",
     "ToolWrapper",
     "bound_text",
+    "call_hook",
     "decode_output",
     "define_extension",
     "define_task",

@@ -54,7 +54,13 @@ from pi_durable_tui.harness.context import (
     replay_prompt,
 )
 from pi_durable_tui.harness.conversations import INTERRUPTED, answer, convert_partial, fail_run
-from pi_durable_tui.harness.extensions import Continue, SectionInput, define_task, invoke
+from pi_durable_tui.harness.extensions import (
+    Continue,
+    SectionInput,
+    call_hook,
+    define_task,
+    invoke,
+)
 from pi_durable_tui.harness.generation._partials import PartialCommitter
 from pi_durable_tui.harness.generation._tool_round import (
     abort_pending_calls,
@@ -313,15 +319,14 @@ async def _stream(
     messages = list(view.messages)
     hooks = agent.hooks("pi.generation", "before_request")
     for hook in hooks:
-        try:
-            replaced = await invoke(hook, messages, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            if runtime.aborted.is_set():
-                raise
-            services.report(Report("hook_failed", f"before_request hook raised: {error}", error))
-            continue
+        replaced = await call_hook(
+            hook,
+            messages,
+            runtime,
+            point="before_request",
+            report=services.report,
+            aborted=runtime.aborted,
+        )
         if isinstance(replaced, list):
             messages = replaced
     # A hook may change stored dicts in place, so its requests validate everything.
@@ -390,12 +395,7 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
         return  # the abort (or close) path answers for this attempt (R37, R92)
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "after_response"):
-        try:
-            await invoke(hook, message, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"after_response hook raised: {error}", error))
+        await call_hook(hook, message, runtime, point="after_response", report=services.report)
     await _classify(runtime, model, checkpoint, view, message)
 
 
@@ -467,13 +467,7 @@ async def _on_yield(runtime: HarnessRuntime, message: AssistantMessage) -> str |
     services = services_of(runtime)
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "on_yield"):
-        try:
-            decision = await invoke(hook, message, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"on_yield hook raised: {error}", error))
-            continue
+        decision = await call_hook(hook, message, runtime, point="on_yield", report=services.report)
         if isinstance(decision, Continue):
             return decision.content
     return None

@@ -20,14 +20,13 @@ takes over the run.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness.context import ContextView, offered_tools
 from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
-from pi_durable_tui.harness.extensions import Diagnostic, EntryMessage, invoke
+from pi_durable_tui.harness.extensions import Diagnostic, EntryMessage, call_hook
 from pi_durable_tui.harness.state import (
     AGENT_DOC,
     LIVE_DOC,
@@ -40,7 +39,7 @@ from pi_durable_tui.harness.state import (
     run_inputs,
     tool_result_message,
 )
-from pi_durable_tui.kernel import Completed, Report, TaskOwned, Tx, Waiting
+from pi_durable_tui.kernel import Completed, TaskOwned, Tx, Waiting
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -152,12 +151,9 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                 results.append(EntryMessage(int(entry_id), message))
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "after_tools"):
-        try:
-            await invoke(hook, assistant, results, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"after_tools hook raised: {error}", error))
+        await call_hook(
+            hook, assistant, results, runtime, point="after_tools", report=services.report
+        )
     controls = [_control(slot, outcomes) for slot in slots]
     add_tools = [name for control in controls for name in control.get("add_tools", [])]
     terminate = bool(slots) and all(control.get("terminate") for control in controls)

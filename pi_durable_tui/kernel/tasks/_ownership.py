@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
+from pi_durable_tui.kernel._recent import RecentTasks
 from pi_durable_tui.kernel.tasks._records import has_cancellation_intent
 from pi_durable_tui.storage.records import ConversationRecord, TaskRecord
 
@@ -57,6 +58,8 @@ class LiveIndex:
         self._conversation_tasks: dict[int, set[int]] = {}
         self._owned: dict[int, list[int]] = {}
         self._owners: dict[int, int | None] = {}
+        self.recent = RecentTasks()
+        """What this Session committed about tasks that ended or were born here."""
 
     def tasks(self) -> list[TaskRecord]:
         """Return every live task in ID order."""
@@ -102,6 +105,7 @@ class LiveIndex:
         self._unlink(record.id)
         if not record.is_live:
             self._tasks.pop(record.id, None)
+            self.recent.adopt_ended(record)
             return
         self._tasks[record.id] = record
         if record.owner is not None:

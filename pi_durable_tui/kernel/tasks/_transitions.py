@@ -209,5 +209,7 @@ async def _retire_ended(host: TaskHost, staged: StagedCommit) -> None:
         documents = staged.documents
         for draft in [d for d in documents.drafts.values() if d.address.scope == scope]:
             documents.retire_draft(draft)
+        if host.live.recent.owns_no_documents(task_id):
+            continue  # born in this Session, which wrote no document under it
         async for document in _task_documents(host, task_id):
             documents.retire_record(document, {})

@@ -9,8 +9,18 @@ block, then the work carries on.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pi_durable_tui.ai import FauxMatch, FauxResponse, faux_response, faux_text
-from tests.app.screen_support import BACKGROUND, FOREGROUND, ScreenFactory, crash_mid_run, say
+from pi_durable_tui.app import PermissionChoices
+from tests.app.screen_support import (
+    BACKGROUND,
+    FOREGROUND,
+    ScreenFactory,
+    call,
+    crash_mid_run,
+    say,
+)
 from tests.harness.run_support import within
 
 
@@ -67,3 +77,26 @@ async def test_continue_after_an_idle_close_reports_nothing(open_screen: ScreenF
     rig = await open_screen(continue_session=True)
     assert rig.blocks("resumed") == []
     assert rig.texts("user") == ["hello"]
+
+
+async def test_continue_lists_a_call_left_waiting_for_approval_and_asks_the_same_again(
+    open_screen: ScreenFactory,
+) -> None:
+    ask = PermissionChoices()  # the product's default, auto-edit: this command asks
+    first = await open_screen(call("bash", command="echo ran >> made.txt"), permissions=ask)
+    await first.controller.submit("make it")
+    await first.until(lambda: first.model.approval is not None, "the approval request")
+    await within(first.controller.close())  # no outcome written: as kill -9 leaves it (R27)
+
+    rig = await open_screen(say("done"), continue_session=True, permissions=ask)
+    (resumed,) = rig.blocks("resumed")
+    assert any(
+        line.startswith("bash `echo ran >> made.txt` waits for your approval")
+        and "nothing of it ran" in line
+        for line in resumed.text.splitlines()
+    )
+    await rig.until(lambda: rig.model.approval is not None, "the same request")
+    question = rig.model.approval
+    assert question is not None
+    assert question.argument == "echo ran >> made.txt"
+    assert not (Path(rig.workdir) / "made.txt").exists()

@@ -1,0 +1,54 @@
+"""``PromptSizes``: the length of ``serialize_context`` without building it, per message cached.
+
+The faux provider estimates a request's input tokens from the characters of its
+serialised context. Serialising the whole context for every request cost 13 ms
+of a 40 ms turn at 1,000 rounds (issue 14); a conversation's messages are the
+same objects from one request to the next, so each message's share is counted
+once and kept, keyed by the object (held, so its ``id`` cannot be reused).
+
+# REMINDER: ``chars(context)`` must equal ``len(serialize_context(context))``
+# (tests/ai/faux/test_prompt_size.py pins it); a message changed in place after it
+# was counted keeps its old count, which only the estimate would notice.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from pi_durable_tui.ai._types import Context
+from pi_durable_tui.ai.faux._steps import message_parts, tool_text
+
+KEPT = 16_384
+"""How many messages and tools the cache holds."""
+
+
+class PromptSizes:
+    """Counts the serialised characters of contexts, remembering each message's share."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[int, tuple[Any, int, int]] = OrderedDict()
+
+    def _share(self, item: Any, measure: Any) -> tuple[int, int]:
+        """``(characters, parts)`` of one message or tool."""
+        key = id(item)
+        found = self._kept.get(key)
+        if found is not None and found[0] is item:
+            return found[1], found[2]
+        parts = measure(item)
+        share = (sum(len(part) for part in parts), len(parts))
+        self._kept[key] = (item, *share)
+        while len(self._kept) > KEPT:
+            self._kept.popitem(last=False)
+        return share
+
+    def chars(self, context: Context) -> int:
+        """Return ``len(serialize_context(context))``."""
+        total, count = len(context.system_prompt or ""), 1
+        for tool in context.tools:
+            chars, parts = self._share(tool, lambda t: [tool_text(t)])
+            total, count = total + chars, count + parts
+        for message in context.messages:
+            chars, parts = self._share(message, message_parts)
+            total, count = total + chars, count + parts
+        return total + count - 1  # the newlines between the parts

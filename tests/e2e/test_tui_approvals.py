@@ -1,0 +1,114 @@
+"""Approvals in a real terminal: shown, survived by ``kill -9``, decided once (issue 13).
+
+The real app (``python -m pi_durable_tui``) runs in tmux (``tui_terminal``) on a
+faux script whose model calls ``bash`` with a command that appends a line to
+``count.txt`` (the side effect counted). In the product's default mode
+(``auto-edit``) the command is not read-only, so it waits for the user:
+
+- the approval prompt shows the tool and the whole command, and the footer the
+  mode; ``kill -9`` while it waits; ``pidurable --continue`` shows the same
+  request again (and the recovery report lists it); nothing ran; ``y`` runs the
+  command exactly once;
+- ``n`` with a message: the refusal and the message reach the model (the card
+  shows the result the model read, and the script's next answer arrives);
+  nothing ran;
+- F4 moves the footer's mode along plan, auto-edit, ask, auto.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tui_terminal import TMUX, Terminal, contains
+
+COMMAND = "echo ran >> count.txt"
+SCRIPT = {
+    "responses": [
+        {
+            "content": [{"type": "tool_call", "name": "bash", "arguments": {"command": COMMAND}}],
+            "stop_reason": "toolUse",
+        },
+        {"content": [{"type": "text", "text": "TURN-DONE"}]},
+    ]
+}
+START = ("--model", "faux/faux-1", "--permission-mode", "auto-edit")
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    """A terminal running the bash-calling script in ``auto-edit`` (closed after the test)."""
+    if shutil.which(TMUX) is None:
+        message = "tmux is not installed (apt-get install tmux)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    shown = Terminal(tmp_path, script)
+    yield shown
+    shown.close()
+
+
+def asked(terminal: Terminal) -> str:
+    """Wait for the approval prompt of the scripted command; return that screen."""
+    return terminal.wait_for(
+        contains("Allow bash?", COMMAND, "Needs your decision"), "the approval prompt"
+    )
+
+
+def count(terminal: Terminal) -> int:
+    """How many times the command ran (lines in its side-effect file)."""
+    made = terminal.work / "count.txt"
+    return len(made.read_text().splitlines()) if made.exists() else 0
+
+
+def test_a_request_survives_kill_9_is_asked_again_by_continue_and_y_runs_it_once(
+    terminal: Terminal,
+) -> None:
+    terminal.start(*START)
+    terminal.wait_for(contains("mode:auto-edit"), "the footer's mode")
+    terminal.submit("make it")
+    asked(terminal)
+    terminal.kill()
+    assert count(terminal) == 0  # nothing runs before the decision
+
+    terminal.start("--continue", "--permission-mode", "auto-edit")
+    asked(terminal)
+    assert count(terminal) == 0
+    terminal.press("y")
+    terminal.wait_for(contains("TURN-DONE"), "the end of the turn")
+    # The report stays in the transcript (the prompt covered it): it named the request.
+    terminal.wait_for(contains(f"bash `{COMMAND}` waits for your approval"), "the report")
+    assert count(terminal) == 1
+    terminal.press("C-d")
+    assert terminal.wait_dead() == "status 0"
+    assert count(terminal) == 1  # allowed once: ran once
+
+
+def test_n_with_a_message_sends_the_refusal_and_the_message_to_the_model(
+    terminal: Terminal,
+) -> None:
+    terminal.start(*START)
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("make it")
+    asked(terminal)
+    terminal.press("n")
+    terminal.wait_for(contains("Enter denies with this message"), "the message line")
+    terminal.type("use make clean")
+    terminal.press("Enter")
+    terminal.wait_for(contains("TURN-DONE"), "the model's next answer")
+    terminal.press("C-o")  # expand the card: the result the model read
+    terminal.wait_for(contains("The user said: use make clean"), "the refusal on the card")
+    assert count(terminal) == 0
+
+
+def test_f4_moves_the_footers_mode(terminal: Terminal) -> None:
+    terminal.start(*START)
+    terminal.wait_for(contains("mode:auto-edit"), "the footer's mode")
+    for mode in ("ask", "auto", "plan", "auto-edit"):
+        terminal.press("F4")
+        terminal.wait_for(contains(f"Permission mode: {mode}", f"mode:{mode} "), mode)
