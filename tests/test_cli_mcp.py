@@ -154,3 +154,17 @@ def test_in_auto_edit_a_tool_without_read_only_hint_asks_like_bash_and_headless_
 
     assert (status, out) == (0, "refused\n")
     assert not (project / "notes.txt").exists()
+
+
+def test_a_server_that_cannot_start_is_one_notice_and_the_run_goes_on(project: Path) -> None:
+    write_settings(
+        project.parent / "home" / "settings.json",
+        {"mcpServers": {"ghost": {"command": str(project / "no-such-server")}}},
+    )
+    script = write_script(project, {"content": [{"type": "text", "text": "still here"}]})
+
+    status, out, err = run_once(project, script)
+
+    assert (status, out) == (0, "still here\n")
+    assert "MCP server 'ghost' did not start" in err
+    assert len(err.strip().splitlines()) == 1

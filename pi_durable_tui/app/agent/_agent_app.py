@@ -146,6 +146,8 @@ class AgentApp:
     """The SSH environment of a remote location, closed with the app."""
     mcp_servers: list[McpConnection] = field(default_factory=list)
     """The MCP servers of this session (issue 16), stopped with the app."""
+    notices: list[str] = field(default_factory=list)
+    """One line per thing that could not be set up (an MCP server that did not start)."""
     leftovers: str | None = None
     """The notice naming processes earlier runs left running, ended at this opening."""
     _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
@@ -294,11 +296,11 @@ class AgentApp:
             for server in parse_mcp_servers(app_settings.mcpServers)
         ]
         mcp_tools: list[Extension] = []
+        mcp_notices: list[str] = []
         if mcp_servers:
             extension, notices = await mcp_extension(mcp_servers)
             mcp_tools.append(extension)
-            for notice in notices:
-                report(Report("mcp_server", notice))
+            mcp_notices.extend(notices)
         try:
             harness = await Harness.open(
                 storage,
@@ -326,6 +328,7 @@ class AgentApp:
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.mcp_servers = mcp_servers
+        app.notices = mcp_notices
         app.demo = marker.demo if marker is not None else None
         app.options = options
         app.location = location if remote is not None else None
