@@ -10,6 +10,7 @@ BENCHMARKS = {
     "sse": ("pi_durable_tui.bench.sse", "SSE parsing against iterating raw bytes"),
     "tool-engines": ("pi_durable_tui.bench.tool_engines", "edit, diff and read engines vs stdlib"),
     "output": ("pi_durable_tui.bench.output", "tool output buffer against counting the bytes"),
+    "mcp": ("pi_durable_tui.bench.mcp_round", "an MCP tool round against a built-in tool round"),
     "turn": ("pi_durable_tui.bench.agent_turn", "one tool round against one Session commit"),
     "rounds": (
         "pi_durable_tui.bench.agent_rounds",

@@ -10,10 +10,13 @@ the session's publications. ``pidurable_home(path)`` points this process's
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,3 +119,25 @@ def pidurable_home(home: Path) -> Iterator[None]:
             del os.environ["PIDURABLE_HOME"]
         else:
             os.environ["PIDURABLE_HOME"] = previous
+
+
+def run_rounds_bench(
+    argv: list[str],
+    name: str,
+    default_rounds: int,
+    measure: Callable[[int], Coroutine[Any, Any, dict[str, Any]]],
+) -> dict[str, Any] | None:
+    """Parse ``[--rounds N] [--json]`` and run ``measure``; with ``--json``, print its report.
+
+    Returns:
+        The report, for the caller to render as text; ``None`` when it was printed as JSON.
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m pi_durable_tui.bench {name}")
+    parser.add_argument("--rounds", type=int, default=default_rounds, help="rounds to time")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    report = asyncio.run(measure(max(1, args.rounds)))
+    if args.json:
+        sys.stdout.write(json.dumps(report) + "\n")
+        return None
+    return report

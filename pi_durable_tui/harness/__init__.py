@@ -103,6 +103,13 @@ from pi_durable_tui.harness.extensions import (
     wrap_section,
     wrap_tool,
 )
+from pi_durable_tui.harness.mcp import (
+    McpConnection,
+    McpServerConfig,
+    McpServerError,
+    mcp_extension,
+    parse_mcp_servers,
+)
 from pi_durable_tui.harness.permissions import (
     MODES,
     Decision,
@@ -196,6 +203,9 @@ __all__ = [
     "HarnessTask",
     "HookSet",
     "Input",
+    "McpConnection",
+    "McpServerConfig",
+    "McpServerError",
     "OutputChange",
     "OutputLimits",
     "PermissionCall",
@@ -246,6 +256,8 @@ __all__ = [
     "format_size",
     "hook",
     "is_read_only_command",
+    "mcp_extension",
+    "parse_mcp_servers",
     "parse_rule",
     "schema_parameters",
     "section",

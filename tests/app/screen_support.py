@@ -26,6 +26,7 @@ from pi_durable_tui.ai import (
     FauxMatch,
     FauxProvider,
     FauxResponse,
+    faux_error,
     faux_response,
     faux_text,
     faux_tool_call,
@@ -58,6 +59,22 @@ async def until(predicate: Callable[[], bool], timeout: float = WAIT, what: str 
 def say(text: str) -> FauxResponse:
     """A scripted answer with only text."""
     return faux_response(faux_text(text))
+
+
+def summarizer_down() -> FauxResponse:
+    """The compaction summarizer's request failing for good (not retried)."""
+    return faux_error(
+        "summarizer down",
+        status=400,
+        retryable=False,
+        match=FauxMatch(system="You write context checkpoints"),
+    )
+
+
+AUTO_COMPACTING: dict[str, object] = {
+    "compaction": {"keep_recent_tokens": 1, "reserve_tokens": 127_950}
+}
+"""Settings where faux-1 (128,000 tokens) compacts before the second prompt (R108)."""
 
 
 def call(name: str, **arguments: object) -> FauxResponse:

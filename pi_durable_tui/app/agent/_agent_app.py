@@ -75,8 +75,12 @@ from pi_durable_tui.harness import (
     AgentChange,
     Conversation,
     EnvTarget,
+    Extension,
     Harness,
+    McpConnection,
     create_registry,
+    mcp_extension,
+    parse_mcp_servers,
 )
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
@@ -140,6 +144,10 @@ class AgentApp:
     """Where the tools work (None: ``cwd`` on this machine)."""
     remote: ExecutionEnv | None = None
     """The SSH environment of a remote location, closed with the app."""
+    mcp_servers: list[McpConnection] = field(default_factory=list)
+    """The MCP servers of this session (issue 16), stopped with the app."""
+    notices: list[str] = field(default_factory=list)
+    """One line per thing that could not be set up (an MCP server that did not start)."""
     leftovers: str | None = None
     """The notice naming processes earlier runs left running, ended at this opening."""
     _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
@@ -282,6 +290,17 @@ class AgentApp:
             if on_report is not None:
                 on_report(item)
 
+        # Issue 16: MCP servers start with the session; one that fails is a notice.
+        mcp_servers = [
+            McpConnection(server, log_path=store.parent / "pidurable.log", cwd=Path(workspace))
+            for server in parse_mcp_servers(app_settings.mcpServers)
+        ]
+        mcp_tools: list[Extension] = []
+        mcp_notices: list[str] = []
+        if mcp_servers:
+            extension, notices = await mcp_extension(mcp_servers)
+            mcp_tools.append(extension)
+            mcp_notices.extend(notices)
         try:
             harness = await Harness.open(
                 storage,
@@ -292,6 +311,7 @@ class AgentApp:
                     FileSearchTools,
                     SUBAGENTS,
                     *(marker.demo.extensions if marker is not None else ()),
+                    *mcp_tools,
                 ),
                 settings=settings.harness,
                 env=_env_factory(settings) if remote is None else _remote_factory(remote),
@@ -300,12 +320,15 @@ class AgentApp:
             )
         except BaseException as error:
             await storage.close()
+            await _close_all(mcp_servers)
             if remote is not None:
                 await remote.close()
             if _store_failure(error):
                 raise SessionUnavailable(store, error, describe_store(store)) from error
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
+        app.mcp_servers = mcp_servers
+        app.notices = mcp_notices
         app.demo = marker.demo if marker is not None else None
         app.options = options
         app.location = location if remote is not None else None
@@ -363,6 +386,7 @@ class AgentApp:
     async def _close_harness(self) -> None:
         with contextlib.suppress(Exception):
             await self.harness.close()
+        await _close_all(self.mcp_servers)
         closing = getattr(self.remote, "close", None)
         if closing is not None:
             with contextlib.suppress(Exception):
@@ -465,3 +489,10 @@ def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]
         return env
 
     return build
+
+
+async def _close_all(servers: list[McpConnection]) -> None:
+    """Stop every MCP server (issue 16: none outlives the session)."""
+    for server in servers:
+        with contextlib.suppress(Exception):
+            await server.close()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pi_durable_tui.ai import ThinkingLevel
 from pi_durable_tui.ai.providers import ProviderDeclaration
@@ -49,6 +49,7 @@ from pi_durable_tui.harness import (
     ProgressSettings,
     RetrySettings,
     Settings,
+    parse_mcp_servers,
 )
 from pi_durable_tui.storage.json_ops import describe_json, printable
 
@@ -85,6 +86,14 @@ class AppSettings(BaseModel):
     """``{"allow": [...], "deny": [...]}``: rules such as ``bash(npm test)`` (issue 13)."""
     steering_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
+    mcpServers: dict[str, Any] = Field(default_factory=dict)
+    """MCP servers (issue 16): ``{"name": {"command", "args", "env"}}`` or ``{"url", ...}``."""
+
+    @field_validator("mcpServers")
+    @classmethod
+    def _servers_are_declared_well(cls, value: dict[str, Any]) -> dict[str, Any]:
+        parse_mcp_servers(value)  # REMINDER: raises the one-line problem at load, not at first use
+        return value
 
     def harness_settings(self) -> Settings:
         """The harness's run policy part of these settings."""

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pi_durable_tui.app._view import TaskNode
+from pi_durable_tui.app.screen import compaction_failures
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Session, Tx
 
@@ -90,7 +91,8 @@ def commit_frame(info: CommitInfo, conversation: int) -> dict[str, Any] | None:
         for record in info.submissions
         if record.conversation_id == conversation
     ]
-    if not (entries or docs or submissions):
+    failures = [f.to_json() for f in compaction_failures(info.tasks, conversation)]
+    if not (entries or docs or submissions or failures):
         return None
     frame: dict[str, Any] = {"t": "commit", "seq": info.seq}
     if entries:
@@ -99,6 +101,8 @@ def commit_frame(info: CommitInfo, conversation: int) -> dict[str, Any] | None:
         frame["docs"] = docs
     if submissions:
         frame["submissions"] = submissions
+    if failures:
+        frame["compaction_failures"] = failures
     return frame
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from pi_durable_tui.app._view import TaskNode, TrustQuestion
 from pi_durable_tui.app._wire import Mirror
 from pi_durable_tui.app.client import HostGone, HostLink
-from pi_durable_tui.app.screen import Frame, Mounted, Settled, TaskSource
+from pi_durable_tui.app.screen import CompactionFailure, Frame, Mounted, Settled, TaskSource
 from pi_durable_tui.storage import EntryRecord
 
 
@@ -233,6 +233,9 @@ class RemoteFeed:
             submissions=tuple(
                 Settled(int(s["id"]), str(s["status"]), s.get("reason"), s.get("detail"))
                 for s in message.get("submissions") or []
+            ),
+            compaction_failures=tuple(
+                CompactionFailure.from_json(f) for f in message.get("compaction_failures") or []
             ),
         )
 

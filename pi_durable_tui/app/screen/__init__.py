@@ -9,6 +9,8 @@ Its private modules, lowest first (each imports only the ones before it):
 
 - ``_blocks``: transcript blocks from committed entries and ``pi.live``;
 - ``_task_tree``: the task tree, from the harness's task graph (R126);
+- ``_compaction_notices``: what a compaction's end says, and the failed ones in a
+  commit (issue 12);
 - ``_feed``: where the view model's state comes from (``LocalFeed``: this
   process's session; ``app.remote``'s feed: a host elsewhere, issue 15);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
@@ -16,12 +18,14 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 
-``TaskTree`` is also what a session's host sends its clients (``app.host``).
+``TaskTree`` and ``compaction_failures`` are also what a session's host sends its
+clients (``app.host``).
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
+from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._controller import AgentController, KeepServing
 from pi_durable_tui.app.screen._feed import (
     Frame,
@@ -38,6 +42,7 @@ from pi_durable_tui.app.screen._task_tree import TaskTree
 
 __all__ = [
     "AgentController",
+    "CompactionFailure",
     "Frame",
     "KeepServing",
     "LiveScreenModel",
@@ -47,6 +52,7 @@ __all__ = [
     "Settled",
     "TaskSource",
     "TaskTree",
+    "compaction_failures",
     "recovery_report",
     "start_screen",
 ]

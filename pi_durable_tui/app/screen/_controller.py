@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,7 +36,6 @@ from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
     ModelChoice,
-    NoticeLevel,
     SessionInfo,
     SkillInfo,
     missing_key_hint,
@@ -55,6 +54,7 @@ from pi_durable_tui.app.files import (
     session_infos,
     sessions_dir,
 )
+from pi_durable_tui.app.screen._compaction_notices import compaction_notice
 from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -598,37 +598,6 @@ def _written_outcome(status: str, reason: str | None) -> dict[str, Any]:
     if status == "done":
         return {"status": "completed", "result": {"entry_id": 0}}
     return {"status": "dropped", "error": {"message": reason or status}}
-
-
-def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
-    """The notice for a manual compaction's outcome (reference 5.3).
-
-    Args:
-        outcome: The terminal outcome of the ``pi.compaction`` task, or
-            ``{"status": "dropped"}`` for a summary write that was never placed.
-
-    Returns:
-        ``(level, text)``.
-    """
-    status = outcome.get("status")
-    result = outcome.get("result")
-    result = result if isinstance(result, dict) else {}
-    if status == "completed" and "entry_id" in result:
-        return "info", "Compacted."
-    if status == "completed" and "submission_id" in result:
-        return "info", "Compaction summary queued; it is placed at the next turn boundary."
-    if status == "completed":
-        return (
-            "info",
-            "Nothing to compact: the context fits in the recent window that is kept verbatim.",
-        )
-    if status == "aborted":
-        return "warning", "Compaction aborted."
-    if status == "dropped":
-        return "warning", "Compaction summary dropped: the context changed under it."
-    error = outcome.get("error")
-    error = error if isinstance(error, dict) else {}
-    return "error", f"Compaction {status}: {error.get('message', 'no reason given')}"
 
 
 def _model_of(ref: str) -> ModelRef | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pi_durable_tui.app._view import TaskNode, TrustQuestion
+from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._names import conversation_title
 from pi_durable_tui.app.screen._task_tree import TaskTree
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
@@ -71,6 +72,8 @@ class Frame:
     submissions: tuple[Settled, ...] = ()
     tasks: bool = False
     """The commit touched tasks (the tree refreshes)."""
+    compaction_failures: tuple[CompactionFailure, ...] = ()
+    """Compactions of the conversation this commit ended failed (issue 12)."""
     remount: Mounted | None = None
     """The feed had to start over (a remote client that fell behind got a fresh
     snapshot): the transcript is rebuilt from this mount instead."""
@@ -160,6 +163,7 @@ def frame_of(info: CommitInfo, conversation: int) -> Frame:
         docs=docs,
         submissions=tuple(Settled(r.id, r.status, r.reason, r.detail) for r in info.submissions),
         tasks=bool(info.tasks),
+        compaction_failures=compaction_failures(info.tasks, conversation),
     )
 
 

@@ -37,6 +37,7 @@ async def recovery_report(app: AgentApp) -> list[str]:
             break
         cursor = page.cursor
     lines: list[str] = [] if app.leftovers is None else [app.leftovers]
+    lines.extend(app.notices)  # issue 16: an MCP server that did not start
     if not records:
         return lines
     label = {app.root.id: "the main conversation"}

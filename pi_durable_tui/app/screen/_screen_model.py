@@ -51,6 +51,7 @@ from pi_durable_tui.app.screen._blocks import (
     status_line,
     visible,
 )
+from pi_durable_tui.app.screen._compaction_notices import automatic_failure_notice
 from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
 from pi_durable_tui.app.screen._names import conversation_label
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
@@ -362,8 +363,17 @@ class LiveScreenModel:
             self._emit(change)
 
     def _settled(self, frame: Frame) -> bool:
-        """Notice the watched submissions this commit left unanswered (reference 5.3)."""
+        """Notice what this commit ended badly.
+
+        The watched submissions it left unanswered (reference 5.3), and the
+        automatic compactions it ended failed (issue 12).
+        """
         noticed = False
+        for failure in frame.compaction_failures:
+            notice = automatic_failure_notice(failure)
+            if notice is not None:
+                self.add_notice(*notice, emit=False)
+                noticed = True
         for record in frame.submissions:
             if record.id in self.watched and record.status in ("done", "unanswered"):
                 self.watched.discard(record.id)

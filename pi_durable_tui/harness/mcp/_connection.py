@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +24,26 @@ from mcp import types as mcp_types
 from mcp.client.streamable_http import streamable_http_client
 
 from pi_durable_tui.harness.mcp._config import McpServerConfig
+
+# REMINDER: a stdio server's stdin is the protocol, so the orphan guard of bash
+# (a pipe on stdin) cannot watch it; this launcher asks Linux to SIGKILL the
+# server when pidurable dies, however it dies (kill -9 included), then execs it.
+_LAUNCHER = """
+import ctypes, os, signal, sys
+parent = int(sys.argv[1])
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != parent:
+    sys.exit(1)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def _guarded(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The command and arguments that start ``command`` killed with this process."""
+    return sys.executable, ["-c", _LAUNCHER, str(os.getpid()), command, *args]
 
 
 class McpServerError(Exception):
@@ -66,9 +89,12 @@ class McpConnection:
                     errlog = stack.enter_context(
                         open(self._log_path or "/dev/null", "a", encoding="utf-8")  # noqa: SIM115
                     )
+                    if shutil.which(self.config.command) is None:
+                        raise FileNotFoundError(f"no program {self.config.command!r}")
+                    command, args = _guarded(self.config.command, self.config.args)
                     params = StdioServerParameters(
-                        command=self.config.command,
-                        args=list(self.config.args),
+                        command=command,
+                        args=args,
                         env=dict(self.config.env) or None,
                         cwd=self._cwd,
                     )

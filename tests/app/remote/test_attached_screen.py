@@ -16,7 +16,17 @@ from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteControl
 from pi_durable_tui.app._wire import MAX_PENDING
 from pi_durable_tui.kernel import Tx
 from tests.app.host.conftest import ServeFactory
-from tests.app.screen_support import FAST, call, gate_command, say, seed_history, until, user
+from tests.app.screen_support import (
+    AUTO_COMPACTING,
+    FAST,
+    call,
+    gate_command,
+    say,
+    seed_history,
+    summarizer_down,
+    until,
+    user,
+)
 from tests.harness.run_support import within
 
 Attach = Callable[..., Awaitable[tuple[LiveScreenModel, RemoteController]]]
@@ -152,3 +162,22 @@ async def test_when_the_host_stops_the_attached_screen_says_so_and_how_to_take_o
     await served.host.close()
     await until(lambda: any("--continue" in n.text for n in model.notices), what="the notice")
     assert "stopped serving" in model.notices[-1].text
+
+
+async def test_an_automatic_compaction_that_fails_is_noticed_on_the_attached_screen_too(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(
+        say("A long answer. " * 60), summarizer_down(), say("sent anyway"), settings=AUTO_COMPACTING
+    )
+    await served.rig.ask("first")
+    model, _ = await attach(served.rig.app.store)
+    await served.rig.ask("second")
+    await until(
+        lambda: any(n.text.startswith("Automatic compaction failed") for n in model.notices),
+        what="the attached screen's notice",
+    )
+    assert [n.text for n in model.notices if "compaction" in n.text] == [
+        "Automatic compaction failed: Summarization failed: summarizer down. The conversation"
+        " goes on uncompacted; /compact retries, /new starts fresh."
+    ]

@@ -19,7 +19,7 @@ from pi_durable_tui.ai import (
     faux_response,
     faux_text,
 )
-from pi_durable_tui.app.screen._controller import compaction_notice
+from pi_durable_tui.app.screen._compaction_notices import compaction_notice
 from pi_durable_tui.harness import LIVE_DOC, HarnessClosed
 from tests.app.screen_support import (
     ScreenFactory,
@@ -327,7 +327,11 @@ async def test_compact_ends_with_a_notice_saying_what_happened(open_screen: Scre
         ),
         (
             {"status": "failed", "error": {"message": "No model is configured"}},
-            ("error", "Compaction failed: No model is configured"),
+            (
+                "error",
+                "Compaction failed: No model is configured. The conversation goes on"
+                " uncompacted; /compact retries, /new starts fresh.",
+            ),
         ),
     ],
 )

@@ -2,7 +2,8 @@
 
 ``SERVER_SOURCE`` is a program: over stdio by default, over streamable HTTP on
 127.0.0.1 when given ``http <port>``. Its tools: ``echo`` (read-only), ``note``
-(writes a line to ``$NOTES``; not read-only), ``broken`` (raises), ``pixel``
+(writes a line to ``$NOTES``; not read-only), ``slow_note`` (the same, then
+sleeps a minute), ``broken`` (raises), ``pixel``
 (returns an image), ``pid`` (the server's process id, read-only).
 """
 
@@ -26,6 +27,9 @@ from mcp.types import ToolAnnotations
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("probe")
+if os.environ.get("PIDFILE"):
+    with open(os.environ["PIDFILE"], "w") as f:
+        f.write(str(os.getpid()))
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def echo(text: str) -> str:
@@ -39,6 +43,15 @@ def note(text: str) -> str:
     with open(os.environ["NOTES"], "a") as f:
         f.write(text + "\n")
     return "noted"
+
+@server.tool()
+def slow_note(text: str) -> str:
+    """Append a line to the notes file, then take a minute."""
+    import time
+    with open(os.environ["NOTES"], "a") as f:
+        f.write(text + "\n")
+    time.sleep(60)
+    return "noted slowly"
 
 @server.tool()
 def broken() -> str:

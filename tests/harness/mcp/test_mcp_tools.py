@@ -69,7 +69,9 @@ async def test_a_stdio_server_tool_is_called_end_to_end_through_the_durable_path
     extension, notices = await within(mcp_extension([connection]), 30)
     assert notices == []
     names = sorted(tool.name for tool in extension.tools)
-    assert names == [f"mcp__probe__{n}" for n in ("broken", "echo", "note", "pid", "pixel")]
+    assert names == [
+        f"mcp__probe__{n}" for n in ("broken", "echo", "note", "pid", "pixel", "slow_note")
+    ]
     rig = await open_rig(
         faux_response(
             faux_tool_call("mcp__probe__echo", {"text": "hi"}),
