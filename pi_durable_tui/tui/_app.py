@@ -271,15 +271,19 @@ class PidurableApp(KeyActions, GuardedApp):
         self.editor.focus()
         self.call("decide", lambda: self.controller.decide(call_id, choice, message))
 
+    @on(ApprovalPanel.TypedAway)
+    def _typed_away(self, event: ApprovalPanel.TypedAway) -> None:
+        self.editor.insert(event.text)
+
     def action_toggle_approval_focus(self) -> None:
         """Move the focus between the waiting approval prompt and the editor (F3)."""
         panel = self.approval_panel
         if panel.question is None:
             return
         if self.focused is panel or (self.focused is not None and panel in self.focused.ancestors):
-            self.editor.focus()
+            self._focus_editor_now()
         else:
-            panel.focus()
+            self.screen.set_focus(panel)  # now: a key right behind F3 answers
 
     def _ask_trust(self) -> None:
         """Show the waiting trust question (once), or take down one that was answered."""
@@ -406,7 +410,7 @@ class PidurableApp(KeyActions, GuardedApp):
             self.drop_exit_hint()
         elif isinstance(event, events.Paste) and self._typing_goes_astray():
             # A paste into a panel would be dropped: the editor takes it.
-            self.editor.focus()
+            self._focus_editor_now()
             self.editor.paste_text(event.text)
             return
         await super().on_event(event)
@@ -415,17 +419,27 @@ class PidurableApp(KeyActions, GuardedApp):
         """A printable key no widget took (a panel had the focus) goes into the editor."""
         if self.focused is self.approval_panel and self.approval_panel.decides(event.key):
             return  # the prompt's own binding answers
-        if event.is_printable and event.character and self._typing_goes_astray():
+        # A printable key that reaches the app was taken by no widget: the editor
+        # takes every one it sees. Keys typed fast behind the one that moved the
+        # focus were queued in the panel before it moved: they arrive here too.
+        if event.is_printable and event.character and self._typing_goes_astray(keys=True):
             event.stop()
-            self.editor.focus()
+            self._focus_editor_now()
             self.editor.insert(event.character)
 
-    def _typing_goes_astray(self) -> bool:
+    def _focus_editor_now(self) -> None:
+        # REMINDER: ``Widget.focus()`` moves the focus only later; keys typed fast
+        # behind this one (a ``y``) would still reach the approval prompt and answer it.
+        if self.focused is not self.editor:
+            self.screen.set_focus(self.editor)
+
+    def _typing_goes_astray(self, *, keys: bool = False) -> bool:
         # Only on the main screen: a picker's filter or the help take their own keys.
         # The approval prompt's message line takes its own text too.
         focused = self.focused
         in_line = focused is not None and focused.id == "approval-message"
-        return len(self.screen_stack) == 1 and focused is not self.editor and not in_line
+        elsewhere = keys or focused is not self.editor
+        return len(self.screen_stack) == 1 and elsewhere and not in_line
 
     def action_focus_editor(self) -> None:
         """Give the focus back to the editor (Esc in a panel)."""

@@ -24,6 +24,9 @@ Who gets a key (typing is never lost, and never answers by accident):
   a paste, while the prompt has the focus moves the focus to the editor and
   lands there (``PidurableApp.on_key``); Enter there sends a steer or
   follow-up while the call still waits.
+- Keys typed fast (a terminal sends ``wait, yes`` in one burst) are queued for
+  the prompt before the first moves the focus: a decision key among them that
+  arrives once the focus has left is text for the editor (``TypedAway``).
 - ``F3`` moves the focus between the prompt and the editor (``APPROVAL_KEY``).
 - When the call is decided (here, on another client, or by an abort) the panel
   hides and, if it had the focus, the editor gets it back.
@@ -95,6 +98,20 @@ class ApprovalPanel(Vertical, can_focus=True):
             self.call_id = call_id
             self.choice = choice
             self.message = message
+
+    class TypedAway(Message):
+        """A decision key that arrived after the focus had moved to the editor.
+
+        Keys typed fast are queued here before the first of them moves the
+        focus; those behind it are text, not answers.
+
+        Args:
+            text: The key's character.
+        """
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
     DEFAULT_CSS = """
     ApprovalPanel {
@@ -212,10 +229,20 @@ class ApprovalPanel(Vertical, can_focus=True):
             return question.suggestion is not None and not question.protected
         return True
 
+    def _focus_left(self, key: str) -> bool:
+        # REMINDER: the key was queued while the prompt had the focus, but an
+        # earlier key moved it to the editor: it is text there, never an answer.
+        if self.has_focus or self.query_one("#approval-message", Input).has_focus:
+            return False
+        if key:
+            self.post_message(self.TypedAway(key))
+        return True
+
     def action_choose(self, choice: str) -> None:
         """Decide ``choice`` (``a``/``p`` mean nothing where no rule can be added)."""
         question = self.question
-        if question is None:
+        key = {"once": "y", "session": "a", "project": "p"}.get(choice, "")
+        if question is None or self._focus_left(key):
             return
         if choice in ("session", "project") and question.suggestion is None:
             return
@@ -225,6 +252,8 @@ class ApprovalPanel(Vertical, can_focus=True):
 
     def action_ask_message(self) -> None:
         """Open the message line (``n``); Enter there denies with its text."""
+        if self._focus_left("n"):
+            return
         line = self.query_one("#approval-message", Input)
         line.add_class("-open")
         self.show_hint()
