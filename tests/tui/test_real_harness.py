@@ -293,7 +293,13 @@ async def test_a_reopened_store_left_mid_run_shows_the_recovery_report_then_the_
         assert "replay-safe and runs again" in report
         assert "Background task" in report
         await until(pilot, lambda: "Noted the review." in transcript(app), "the resumed work")
-        assert "[interrupted]" in shown_text(app, rig.card("bash").key)
+        # The background review may answer before the foreground turn commits the
+        # interrupted result: the two resume independently.
+        await until(
+            pilot,
+            lambda: "[interrupted]" in shown_text(app, rig.card("bash").key),
+            "the interrupted card",
+        )
 
 
 async def run_command(pilot: Pilot[None], line: str, *keys: str) -> None:
