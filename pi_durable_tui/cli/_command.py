@@ -61,9 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             previous signal handlers back when it returns.
     """
     signals = SignalGuard()
-    signals.install()
-    stack_dump.install()
     try:
+        signals.install()
+        stack_dump.install()
         return _main(argv, signals)
     except Interrupted:
         return signals.stopped(signals.received, None)

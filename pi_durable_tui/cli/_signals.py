@@ -68,11 +68,18 @@ class SignalGuard:
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
-        """Take the stop signals over before the event loop exists (main thread only)."""
+        """Take the stop signals over before the event loop exists (main thread only).
+
+        Raises:
+            Interrupted: When a stop signal arrived while the handlers were installed.
+        """
         if threading.current_thread() is not threading.main_thread():
             return  # only the main thread may handle signals: leave them as they are
-        for signum in STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._raise)
+        # REMINDER: a signal may arrive between two of these calls; it is held
+        # back until all are in place, so ``_previous`` is whole for ``restore``.
+        with self.deferred():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._raise)
 
     def _raise(self, signum: int, _frame: object) -> None:
         if self.received is None:
