@@ -16,14 +16,23 @@ Spawn = Callable[..., subprocess.Popen[bytes]]
 
 @pytest.fixture
 def spawn() -> Iterator[Spawn]:
-    """Starts sleeping children (``Popen`` options as given); ends them at teardown."""
+    """Starts sleeping children (``Popen`` options as given); ends them at teardown.
+
+    Each is returned once it runs Python: right after ``Popen`` returns, the
+    kernel may not have set the new program's environment up yet (``environ``
+    reads empty), which a socket peer, already connected, is long past.
+    """
     started: list[subprocess.Popen[bytes]] = []
 
     def start(**options: object) -> subprocess.Popen[bytes]:
         child = subprocess.Popen(  # type: ignore[call-overload]
-            [sys.executable, "-c", "import time; time.sleep(60)"], **options
+            [sys.executable, "-c", "import time; print(flush=True); time.sleep(60)"],
+            stdout=subprocess.PIPE,
+            **options,
         )
         started.append(child)
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"\n"
         return child
 
     yield start
