@@ -19,9 +19,11 @@ from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.harness.mcp import (
     McpConnection,
     McpServerConfig,
+    McpServerError,
     mcp_extension,
     parse_mcp_servers,
 )
+from tests.harness.mcp.mcp_server_support import HttpServer
 from tests.harness.run_support import RigFactory, message, within
 
 ConnectionFactory = Callable[[McpServerConfig], McpConnection]
@@ -207,3 +209,21 @@ def test_a_bad_declaration_is_one_line_naming_the_server(value: object, problem:
 def test_secrets_in_a_declaration_do_not_show_in_its_repr() -> None:
     (config,) = parse_mcp_servers({"a": {"command": "x", "env": {"TOKEN": "s3cret"}}})
     assert "s3cret" not in repr(config)
+
+
+async def test_an_http_server_killed_mid_session_is_a_tool_error_then_reconnected_when_back(
+    connect: ConnectionFactory, http_process: HttpServer
+) -> None:
+    (config,) = parse_mcp_servers({"probe": {"url": http_process.url}})
+    connection = connect(config)
+    first = await within(connection.call_tool("pid", {}), 30)
+    http_process.kill()
+
+    with pytest.raises(McpServerError, match="MCP server 'probe'"):
+        await within(connection.call_tool("pid", {}), 30)
+    http_process.start()
+    second = await within(connection.call_tool("pid", {}), 30)
+
+    assert second.content[0].text != first.content[0].text  # type: ignore[union-attr]
+    assert connection.starts == 2
+    assert connection.state == "running"
