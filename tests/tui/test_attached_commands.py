@@ -47,9 +47,7 @@ def attached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Attached:
     @asynccontextmanager
     async def run(served: Served) -> AsyncIterator[tuple[PidurableApp, Pilot[None]]]:
         model, controller = await within(attach_screen(str(served.rig.app.store)))
-        app = PidurableApp(
-            model, controller, log_path=tmp_path / "attached.log", themes_dir=themes
-        )
+        app = PidurableApp(model, controller, log_path=tmp_path / "attached.log", themes_dir=themes)
         try:
             async with app.run_test(size=SIZE) as pilot:
                 yield app, pilot

@@ -168,7 +168,7 @@ async def test_a_host_action_refused_once_the_hosting_terminal_left_says_to_stop
     serve: ServeFactory, attach: Attach
 ) -> None:
     served = await serve()
-    model, controller = await attach(served.rig.app.store)
+    _, controller = await attach(served.rig.app.store)
     assert "run it in the hosting terminal" in (controller.refusal("export") or "")
     served.host.screen_left()  # it quit and keeps serving: no terminal to run it in
     await until(lambda: not any(c.get("host") for c in controller.feed.clients), what="left")
