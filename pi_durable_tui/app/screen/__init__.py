@@ -8,6 +8,8 @@ protocols of ``app._ports``.
 Its private modules, lowest first (each imports only the ones before it):
 
 - ``_blocks``: transcript blocks from committed entries and ``pi.live``;
+- ``_doc_values``: the footer's figures, queue items and the approval question,
+  read from committed documents;
 - ``_task_tree``: the task tree, from the harness's task graph (R126);
 - ``_compaction_notices``: what a compaction's end says, and the failed ones in a
   commit (issue 12);
