@@ -58,6 +58,7 @@ from pi_durable_tui.app.screen._doc_values import (
 )
 from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
 from pi_durable_tui.app.screen._names import conversation_label
+from pi_durable_tui.app.screen._store_failure import STOPPED, watch_store_failure
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
@@ -102,6 +103,12 @@ class LiveScreenModel:
         self._resumed = 0
         self._attached = 0
         self._permission_mode = ""
+        self._stopped = ""
+        self._unwatch_store = (
+            watch_store_failure(source, self.store_failed)
+            if isinstance(source, AgentApp)
+            else lambda: None
+        )
         self.watched: set[int] = set()
         """Submissions sent from this screen or open when a conversation was shown: their
         ``unanswered`` settlements become notices."""
@@ -209,6 +216,21 @@ class LiveScreenModel:
         self._feed = LocalFeed(app)
         self._tree = self._new_tree()
         self.watched.clear()
+        self._unwatch_store()
+        self._unwatch_store = watch_store_failure(app, self.store_failed)
+        self._stopped = ""
+
+    def store_failed(self, line: str) -> None:
+        """Say that the store failed under the session (issue 12).
+
+        One error notice (``line``: what failed, that nothing committed was lost,
+        what to do), and the status line stops saying the agent works: no commit
+        can land any more, so ``pi.live`` would say it forever.
+        """
+        self._stopped = STOPPED
+        self._status, self._busy = STOPPED, False
+        self.add_notice("error", line, emit=False)
+        self._emit(ViewChange(status=True, notices=True))
 
     @property
     def feed(self) -> ScreenFeed:
@@ -428,8 +450,8 @@ class LiveScreenModel:
             else:
                 added.append(block.key)
         self._live = live
-        status = status_line(self._live_doc, self._feed.now())
-        busy = "run" in self._live_doc
+        status = self._stopped or status_line(self._live_doc, self._feed.now())
+        busy = not self._stopped and "run" in self._live_doc
         moved = (status, busy) != (self._status, self._busy)
         self._status, self._busy = status, busy
         self._tick_while_retrying()
@@ -527,6 +549,7 @@ class LiveScreenModel:
     async def close(self) -> None:
         """Stop following commits and cancel background refreshes."""
         self.detach()
+        self._unwatch_store()
         await self._tree.close()
         if self._ticker is not None:
             self._ticker.cancel()
