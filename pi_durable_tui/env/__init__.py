@@ -41,6 +41,7 @@ from pi_durable_tui.env._strays import (
     end_processes,
     processes_of_run,
     run_token,
+    started_by_a_command,
 )
 from pi_durable_tui.env._types import (
     DirEntry,
@@ -89,4 +90,5 @@ __all__ = [
     "processes_of_run",
     "run_token",
     "scrub_environment",
+    "started_by_a_command",
 ]
