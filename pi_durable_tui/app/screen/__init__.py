@@ -17,6 +17,7 @@ Its private modules, lowest first (each imports only the ones before it):
   process's session; ``app.remote``'s feed: a host elsewhere, issue 15);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
+- ``_editor_aids``: ``@`` path completion and the prompt history;
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 
