@@ -45,7 +45,9 @@ def test_an_untrusted_mcp_json_starts_no_server_and_says_so_in_one_line(
     assert (status, out) == (0, "no such tool\n")
     assert not (project / "server.pid").exists()
     [line] = err.strip().splitlines()
-    assert "mcpServers" in line and ".mcp.json" in line and "not confirmed" in line
+    assert "mcpServers" in line
+    assert ".mcp.json" in line
+    assert "not confirmed" in line
 
 
 def test_a_trusted_mcp_json_gives_its_tools_until_its_content_changes(
@@ -63,7 +65,8 @@ def test_a_trusted_mcp_json_gives_its_tools_until_its_content_changes(
     data["mcpServers"]["probe"]["args"].append("--changed")
     write_settings(project / ".mcp.json", data)
     status, _, err = run_once(project, script)
-    assert status == 0 and "not confirmed" in err
+    assert status == 0
+    assert "not confirmed" in err
     assert not (project / "server.pid").exists()
 
 

@@ -484,4 +484,3 @@ def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]
         return env
 
     return build
-

@@ -45,7 +45,8 @@ async def test_mcp_lines_say_not_started_running_failed_and_restarted(
 ) -> None:
     probe, ghost = opened.status_lines()
     assert probe.startswith("probe (stdio): not started; tools: echo, note")
-    assert ghost.startswith("ghost (stdio): failed: ") and ghost.endswith("tools: none")
+    assert ghost.startswith("ghost (stdio): failed: ")
+    assert ghost.endswith("tools: none")
 
     connection = opened.connections[0]
     pid = (await within(connection.call_tool("pid", {}), 30)).content[0].text  # type: ignore[union-attr]
@@ -59,7 +60,8 @@ async def test_mcp_lines_say_not_started_running_failed_and_restarted(
 
 
 async def test_a_failing_server_is_one_notice_and_its_tools_stay_out(opened: McpServers) -> None:
-    assert len(opened.notices) == 1 and opened.notices[0].startswith("MCP server 'ghost'")
+    assert len(opened.notices) == 1
+    assert opened.notices[0].startswith("MCP server 'ghost'")
     names = [tool.name for tool in opened.extension().tools]
     assert "mcp__probe__echo" in names
     assert not any(name.startswith("mcp__ghost__") for name in names)
