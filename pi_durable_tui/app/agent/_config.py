@@ -92,6 +92,8 @@ class AppSettings(BaseModel):
     """MCP servers (issue 16): ``{"name": {"command", "args", "env"}}`` or ``{"url", ...}``."""
     mcp_start: Literal["lazy", "session"] = "lazy"
     """When MCP servers start: at the first call of one of their tools, or with the session."""
+    tool_search_share: float = Field(default=0.1, ge=0, le=1)
+    """Past this share of the context window, MCP tool schemas give way to ``tool_search``."""
 
     @field_validator("mcpServers")
     @classmethod
@@ -109,6 +111,7 @@ class AppSettings(BaseModel):
             tool_execution=self.tool_execution,
             steering_mode=self.steering_mode,
             follow_up_mode=self.follow_up_mode,
+            tool_search_share=self.tool_search_share,
         )
 
 

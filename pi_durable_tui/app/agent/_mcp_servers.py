@@ -31,12 +31,13 @@ from typing import Any, Literal
 from mcp import types as mcp_types
 
 from pi_durable_tui.app.files import home
-from pi_durable_tui.harness import Extension, define_extension
+from pi_durable_tui.harness import Extension
 from pi_durable_tui.harness.mcp import (
     McpConnection,
     McpServerConfig,
     McpServerError,
     harness_tool,
+    mcp_bundle,
 )
 
 LISTING_NAME = "mcp-tools.json"
@@ -109,7 +110,7 @@ class McpServers:
             for connection in self.connections
             for spec in self.tools.get(connection.config.name) or ()
         ]
-        return define_extension("mcp", tools=tools)
+        return mcp_bundle(tools)
 
     def status_lines(self) -> list[str]:
         """``/mcp``: each server, its state, its tools."""
