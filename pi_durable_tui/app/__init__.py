@@ -48,7 +48,7 @@ its first paint (``_opening``, ``files/``) imports no layer below the app.
 import importlib
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app._ports import Controller, ExportFormat, HostAction, ScreenModel
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
@@ -223,6 +223,7 @@ __all__ = [
     "ExportFormat",
     "Footer",
     "HeadlessMode",
+    "HostAction",
     "HostGone",
     "HostLink",
     "HostRefused",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._ports import ExportFormat, HostAction
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     CommandInfo,
@@ -142,6 +142,10 @@ class AgentController:
         return self.app.harness.conversation(self.model.conversation_id)
 
     # -- the Controller protocol --
+
+    def refusal(self, action: HostAction) -> str | None:
+        """Never: this process holds the session, so everything acts on it."""
+        return None
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit text: a prompt when idle, a steer when busy, or a follow-up if asked."""
