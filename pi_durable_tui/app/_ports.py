@@ -158,6 +158,10 @@ class Controller(Protocol):
         """Each MCP server, its state and its tools, one line each (``/mcp``)."""
         ...
 
+    async def reload_extensions(self) -> list[str]:
+        """Import the extension files again and swap them in; one line per file that failed."""
+        ...
+
     async def clients(self) -> list[str]:
         """Who is attached to the session (``/clients``), one line each, this terminal first."""
         ...

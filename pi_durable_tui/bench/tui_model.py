@@ -227,6 +227,11 @@ class RecordingController:
         self._record("permissions")
         return ["mode: auto-edit (default)"]
 
+    async def reload_extensions(self) -> list[str]:
+        """Record the call; nothing failed."""
+        self._record("reload_extensions")
+        return []
+
     async def mcp_servers(self) -> list[str]:
         """Record the call; no servers."""
         self._record("mcp_servers")

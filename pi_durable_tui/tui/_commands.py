@@ -324,6 +324,14 @@ async def _skills(host: CommandHost, arg: str) -> None:
         host.set_editor_text(f"Use the {name} skill: ")
 
 
+async def _reload(host: CommandHost, arg: str) -> None:
+    failures = await host.controller.reload_extensions()
+    for line in failures:
+        host.notice("error", line)
+    if not failures:
+        host.notice("info", "Reloaded the extension files: the next tool call uses the new code.")
+
+
 async def _mcp(host: CommandHost, arg: str) -> None:
     lines = await host.controller.mcp_servers()
     items = [PickerItem(Content(line), str(index)) for index, line in enumerate(lines)]
@@ -367,6 +375,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
+    Command("reload", "", "Import the extension files again (running calls finish)", _reload),
     Command("mcp", "", "List the MCP servers, their state and tools", _mcp),
     Command("permissions", "", "List the permission mode and rules in force", _permissions),
     Command("clients", "", "List the terminals and clients attached to this session", _clients),

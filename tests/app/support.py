@@ -11,7 +11,7 @@ from typing import Any
 
 from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
 from pi_durable_tui.app.agent._config import read_project_settings
-from pi_durable_tui.app.files import remember_trust, settings_digest
+from pi_durable_tui.app.files import remember_trust
 from pi_durable_tui.storage import EntryRecord, SqliteStorage
 
 FAUX = "faux/faux-1"
@@ -47,11 +47,7 @@ def write_settings(path: Path, data: Any) -> Path:
 
 
 def trust_settings(project: Path) -> None:
-    """Trust the project's settings (and ``.mcp.json``) as they are now, as the user would."""
-    if not (project / ".mcp.json").exists():
-        raw = (project / ".pidurable" / "settings.json").read_bytes()
-        remember_trust(os.path.realpath(project), settings_digest(raw))
-        return
+    """Trust the project's files (settings, ``.mcp.json``, extension files) as they are now."""
     digest = read_project_settings(project).digest
     assert digest is not None
     remember_trust(os.path.realpath(project), digest)

@@ -26,8 +26,8 @@ async def test_tab_completes_a_custom_command_beside_the_built_in_ones(app: Pidu
         await pilot.press("/", "r", "e")
         await pilot.pause()
         assert shown(app.completion_menu)
-        assert app.completion_menu.option_count == 2  # /resume, then /review
-        await pilot.press("down", "tab")
+        assert app.completion_menu.option_count == 3  # /resume, /reload, then /review
+        await pilot.press("down", "down", "tab")
         assert app.editor.text == "/review "
 
 

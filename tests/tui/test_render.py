@@ -161,6 +161,8 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "export",
         "theme",
         "skills",
+        "reload",
+        "mcp",
         "permissions",
         "clients",
         "help",

@@ -47,6 +47,7 @@ from pi_durable_tui.app.agent._demos import (
     write_marker,
 )
 from pi_durable_tui.app.agent._earlier_runs import end_earlier_runs
+from pi_durable_tui.app.agent._extension_files import ExtensionFiles, extension_directories
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
@@ -144,6 +145,8 @@ class AgentApp:
     """The SSH environment of a remote location, closed with the app."""
     mcp_servers: McpServers = field(default_factory=McpServers)
     """The MCP servers of this session (issue 16), stopped with the app."""
+    extension_files: ExtensionFiles = field(default_factory=lambda: ExtensionFiles([]))
+    """The extension files installed (issue 16), re-imported by ``reload_extensions``."""
     notices: list[str] = field(default_factory=list)
     """One line per thing that could not be set up (an MCP server that did not start)."""
     leftovers: str | None = None
@@ -296,6 +299,11 @@ class AgentApp:
             cwd=Path(workspace),
         )
         mcp_tools = [mcp_servers.extension()] if mcp_servers.connections else []
+        extension_files = ExtensionFiles(
+            extension_directories(cwd, project_trusted=settings.trusted_extension_files()),
+            store.parent / "pidurable.log",
+        )
+        file_extensions, extension_notices = extension_files.load()
         try:
             harness = await Harness.open(
                 storage,
@@ -307,6 +315,7 @@ class AgentApp:
                     SUBAGENTS,
                     *(marker.demo.extensions if marker is not None else ()),
                     *mcp_tools,
+                    *file_extensions,
                 ),
                 settings=settings.harness,
                 env=_env_factory(settings) if remote is None else _remote_factory(remote),
@@ -323,7 +332,8 @@ class AgentApp:
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.mcp_servers = mcp_servers
-        app.notices = list(mcp_servers.notices)
+        app.notices = [*mcp_servers.notices, *extension_notices]
+        app.extension_files = extension_files
         app.demo = marker.demo if marker is not None else None
         app.options = options
         app.location = location if remote is not None else None
@@ -425,6 +435,17 @@ class AgentApp:
     def settings_home(self) -> str:
         """The user's own settings file (where widening keys apply unconfirmed)."""
         return str(settings_sources(self.cwd)[0])
+
+    def reload_extensions(self) -> list[str]:
+        """``/reload``: import the extension files again and swap them in while the agent runs.
+
+        A project's files count only while its content is trusted. Returns one
+        notice per file that failed (its old version stays installed).
+        """
+        self.extension_files.directories = extension_directories(
+            self.cwd, project_trusted=self.settings.trusted_extension_files()
+        )
+        return self.extension_files.reload(self.harness.registry)
 
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""

@@ -29,6 +29,7 @@ from pi_durable_tui.ai.providers import ProviderDeclaration
 from pi_durable_tui.app.agent._permissions import PermissionRules
 from pi_durable_tui.app.files import (
     DATABASE_KEY,
+    EXTENSIONS_DIR,
     MCP_JSON_NAME,
     SETTINGS_NAME,
     SettingsError,
@@ -199,6 +200,8 @@ class ProjectSettings:
     """The project's ``.mcp.json`` when it exists (the digest covers it too; issue 16)."""
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     """The servers its ``.mcp.json`` declares."""
+    extension_files: tuple[Path, ...] = ()
+    """Its ``.pidurable/extensions/*.py`` (the digest covers them too; issue 16)."""
 
     @property
     def merged(self) -> dict[str, Any]:
@@ -217,7 +220,7 @@ class ProjectSettings:
     def request(self) -> TrustRequest:
         """The confirmation its widening keys need."""
         assert self.digest is not None
-        also = (self.mcp_json,) if self.mcp_json is not None else ()
+        also = (*((self.mcp_json,) if self.mcp_json is not None else ()), *self.extension_files)
         return TrustRequest(self.project, self.path, self.digest, self.widening, also)
 
 
@@ -232,7 +235,8 @@ def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
     raw = read_settings_bytes(path)
     mcp_path = project_mcp_json(cwd)
     mcp_raw = read_settings_bytes(mcp_path)
-    if raw is None and mcp_raw is None:
+    code = _extension_files(path.parent / EXTENSIONS_DIR)
+    if raw is None and mcp_raw is None and not code:
         return ProjectSettings(project, path, {}, None, {})
     data = {} if raw is None else parse_settings(raw, path)
     for key, what in _USER_ONLY.items():
@@ -240,17 +244,48 @@ def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
             raise SettingsError(
                 f"{path}: {key}: only your own settings ({user}) may {what}; remove it here"
             )
-    if mcp_raw is None:
+    if mcp_raw is None and not code:
         return ProjectSettings(
             project, path, data, settings_digest(raw or b""), widening_values(data)
         )
-    # REMINDER: one digest over both files, so trusting one content never trusts
-    # a later change of the other; without a .mcp.json it is the settings file's
-    # own digest, so confirmations made before .mcp.json was read stay valid.
-    digest = settings_digest((raw or b"") + b"\0" + MCP_JSON_NAME.encode() + b"\0" + mcp_raw)
-    servers = _mcp_json_servers(parse_settings(mcp_raw, mcp_path), mcp_path)
-    read = ProjectSettings(project, path, data, digest, {}, mcp_path, servers)
-    return replace(read, widening=widening_values(read.merged))
+    # REMINDER: one digest over every project file that widens powers, so trusting
+    # one content never trusts a later change of another; with the settings file
+    # alone it is that file's own digest, so earlier confirmations stay valid.
+    extra = [(MCP_JSON_NAME, mcp_raw)] if mcp_raw is not None else []
+    extra += [(f"{EXTENSIONS_DIR}/{p.name}", body) for p, body in code]
+    digest = settings_digest(
+        (raw or b"") + b"".join(b"\0" + n.encode() + b"\0" + body for n, body in extra)
+    )
+    servers = (
+        {} if mcp_raw is None else _mcp_json_servers(parse_settings(mcp_raw, mcp_path), mcp_path)
+    )
+    read = ProjectSettings(
+        project,
+        path,
+        data,
+        digest,
+        {},
+        mcp_path if mcp_raw is not None else None,
+        servers,
+        tuple(p for p, _ in code),
+    )
+    widening = widening_values(read.merged)
+    if code:
+        widening[EXTENSION_FILES] = [p.name for p, _ in code]
+    return replace(read, widening=widening)
+
+
+EXTENSION_FILES = "extension files"
+"""The widening entry of a project's ``.pidurable/extensions/*.py`` (not a setting)."""
+
+
+def _extension_files(directory: Path) -> list[tuple[Path, bytes]]:
+    """The project's extension files and their bytes (what the digest covers)."""
+    try:
+        paths = sorted(p for p in directory.glob("*.py") if p.is_file())
+        return [(p, p.read_bytes()) for p in paths]
+    except OSError as error:
+        raise SettingsError(f"{directory}: cannot be read: {error.strerror}") from None
 
 
 def _mcp_json_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -290,7 +325,8 @@ def effective_settings(
     user = read_settings_file(user_path)
     sources = [p for p in (user_path, project.path) if p.exists()]
     _validate(merge_settings(user, project.merged), sources)
-    overrides = with_values(without_widening(project.merged), confirmed)
+    settings = {key: value for key, value in confirmed.items() if key != EXTENSION_FILES}
+    overrides = with_values(without_widening(project.merged), settings)
     return _validate(merge_settings(user, overrides), sources)
 
 

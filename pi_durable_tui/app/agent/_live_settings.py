@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.app.agent._config import (
+    EXTENSION_FILES,
     AppSettings,
     ProjectSettings,
     effective_settings,
@@ -100,6 +101,11 @@ class SettingsFiles:
         """
         self._trust_listeners.append(listener)
         return lambda: self._trust_listeners.remove(listener)
+
+    def trusted_extension_files(self) -> bool:
+        """Whether the project's extension files, as they are now, are trusted (issue 16)."""
+        self.current()
+        return EXTENSION_FILES in self._confirmed
 
     @property
     def waiting(self) -> TrustRequest | None:

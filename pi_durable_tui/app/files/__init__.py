@@ -74,6 +74,7 @@ from pi_durable_tui.app.files._sessions import (
 )
 from pi_durable_tui.app.files._settings_files import (
     DATABASE_KEY,
+    EXTENSIONS_DIR,
     MCP_JSON_NAME,
     SETTINGS_NAME,
     SettingsError,
@@ -102,6 +103,7 @@ from pi_durable_tui.app.files._trust import (
 __all__ = [
     "DATABASE_ENV",
     "DATABASE_KEY",
+    "EXTENSIONS_DIR",
     "MAX_CONTEXT_BYTES",
     "MCP_JSON_NAME",
     "SETTINGS_NAME",

@@ -140,6 +140,10 @@ class RemoteController:
         """Permission rules are read where the store is held."""
         raise _refused("Listing the permission rules")
 
+    async def reload_extensions(self) -> list[str]:
+        """Extension files are imported where the store is held."""
+        raise _refused("Reloading the extension files")
+
     async def mcp_servers(self) -> list[str]:
         """MCP servers run where the store is held."""
         raise _refused("Listing the MCP servers")

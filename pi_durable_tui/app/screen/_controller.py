@@ -261,6 +261,10 @@ class AgentController:
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
 
+    async def reload_extensions(self) -> list[str]:
+        """``/reload``: the extension files swapped in; one line per file that failed."""
+        return [terminal_safe(line) for line in self.app.reload_extensions()]
+
     async def mcp_servers(self) -> list[str]:
         """Each MCP server, its state and its tools (``/mcp``)."""
         return [terminal_safe(line) for line in self.app.mcp_servers.status_lines()]
