@@ -179,14 +179,12 @@ class PidurableApp(KeyActions, GuardedApp):
         )
         for problem in self._startup_problems:
             self.notice("warning", problem)
+        # REMINDER: subscribe first, then build the first window: a live model keeps
+        # moving, and a change between a build and a later subscription would be lost
+        # (a card left showing `running`). A change queued before the build is applied
+        # after it again, which the transcript takes as a no-op.
         self._unsubscribe = self.model.subscribe(self._changed)
-        # REMINDER: the transcript mounted its window before this subscription; a change
-        # in between (a live model keeps moving) would be lost, and a stale streaming
-        # block would stay mounted: rebuild when the window no longer matches the model.
-        mounted = self.transcript.mounted_keys
-        newest = [block.key for block in self.model.blocks[-len(mounted) :]] if mounted else []
-        if mounted != newest:
-            self.transcript.rebuild()
+        self.transcript.rebuild()
         # A settings edit made while the agent is idle (by the user, or a command the
         # model started) is noticed within a second, and a trust question shown.
         self.set_interval(SETTINGS_POLL, self.controller.refresh_settings)
