@@ -87,6 +87,7 @@ PARTS: dict[str, dict[str, int]] = {
         "screen": 5,
         "host": 6,  # serves the open session to clients (issue 15): above the screen it reuses
         "remote": 7,  # the same screen model over a session hosted elsewhere (issue 15)
+        "web": 7,  # the web page's server and ``pidurable serve`` (issue 15)
         "": 8,  # the face
     },
 }

@@ -1,0 +1,1 @@
+// The web page's client (issue 15); filled in by the next stage.
