@@ -174,8 +174,11 @@ def test_the_background_subagent_example_survives_esc_and_reports_as_a_follow_up
     assert f"{survivor.split()[0]} completed" in out
     transcript = block_after(out, "main conversation:")
     assert "  pi.tool-result: <harness> [error] Tool bash was aborted </harness>" in transcript
-    assert transcript[-2].startswith("  pi.user: [subagent ")
-    assert transcript[-2].endswith("report] Found 3 sources: a paper, a talk and a blog post.")
+    task_id = survivor.split()[0].removeprefix("pi.subagent#")
+    assert transcript[-2] == (
+        f"  pi.user: [background task {task_id} report] "
+        "Found 3 sources: a paper, a talk and a blog post."
+    )
     assert transcript[-1] == "  pi.assistant: The subagent's report is in: three sources found."
 
 

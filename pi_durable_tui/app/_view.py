@@ -70,7 +70,9 @@ class Block(TerminalSafe):
     streaming: bool = False
     """The text is still growing (assistant) or the card is live (tool)."""
     mark: Literal["", "interrupted", "aborted", "error"] = ""
-    """Shown as ``[interrupted]`` / ``[aborted]`` after the block."""
+    """Shown as ``[interrupted]`` / ``[aborted]`` after the block. An ``assistant``
+    block marked ``interrupted`` is a partial a crash cut, answered again by the
+    next attempt: the screen folds it to one line until expanded (issue 12)."""
     tool: ToolCard | None = None
     detail: str = ""
     """A second line: the retry countdown, the compaction reason, the error detail."""

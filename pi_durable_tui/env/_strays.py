@@ -160,6 +160,38 @@ def processes_of_run(token: str) -> list[ProcessInfo]:
     return found
 
 
+def started_by_a_command(pid: int) -> bool:
+    """Whether process ``pid`` comes from a command an agent ran (the socket's gate, issue 15).
+
+    True when it or an ancestor carries a mark, or when it descends from this
+    process through a child outside this process's group: commands run in groups
+    of their own, and an orphan that cleared its mark is reparented to us (the
+    subreaper) in the group it had. This process itself, and children it started
+    in its own group, are not commands.
+
+    REMINDER: a command that clears its mark, moves into this process's group
+    (``setpgid``, same session) and orphans itself passes; the socket's other
+    layers (mode 0600, one uid) still hold. Not Linux: always False.
+
+    Args:
+        pid: The process to judge, usually a socket peer's (``SO_PEERCRED``).
+    """
+    me, group = os.getpid(), os.getpgrp()
+    for _ in range(64):  # deeper than any real process tree; a loop guard
+        if pid == me or pid <= 1:
+            return False
+        stat = _stat(pid)
+        if stat is None:
+            return False
+        if mark_of(pid) is not None:
+            return True
+        _, _, parent, pgid = stat
+        if parent == me:
+            return pgid != group
+        pid = parent
+    return False
+
+
 def carrying(marks: set[str]) -> list[int]:
     """The live processes whose mark is one of ``marks``."""
     found = []

@@ -40,7 +40,7 @@ SCRIPT = [
     ),
     faux_response(
         "The subagent's report is in: three sources found.",
-        match=FauxMatch(user="[subagent"),
+        match=FauxMatch(user="report]"),
     ),
     faux_response(faux_tool_call("bash", {"command": "sleep 1; echo 3 sources"}), match=CHILD),
     faux_response("Found 3 sources: a paper, a talk and a blog post.", match=CHILD),

@@ -66,7 +66,7 @@ from pi_durable_tui.harness._settings import (
 )
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy, Write
 from pi_durable_tui.harness.context import ContextView
-from pi_durable_tui.harness.conversations import Conversation, Submission
+from pi_durable_tui.harness.conversations import INTERRUPTED_PARTIAL, Conversation, Submission
 from pi_durable_tui.harness.extensions import (
     BoundedText,
     Continue,
@@ -167,6 +167,7 @@ __all__ = [
     "CHOICES",
     "COMPACTION",
     "INBOX_DOC",
+    "INTERRUPTED_PARTIAL",
     "LIVE_DOC",
     "MODES",
     "PERMISSIONS_DOC",

@@ -51,6 +51,7 @@ from pi_durable_tui.tui._commands import (
     as_message,
     fork_from_picker,
     parse_command,
+    refused,
     session_items,
 )
 from pi_durable_tui.tui._completion import CompletionMenu
@@ -176,6 +177,13 @@ class PidurableApp(KeyActions, GuardedApp):
         for problem in self._startup_problems:
             self.notice("warning", problem)
         self._unsubscribe = self.model.subscribe(self._changed)
+        # REMINDER: the transcript mounted its window before this subscription; a change
+        # in between (a live model keeps moving) would be lost, and a stale streaming
+        # block would stay mounted: rebuild when the window no longer matches the model.
+        mounted = self.transcript.mounted_keys
+        newest = [block.key for block in self.model.blocks[-len(mounted) :]] if mounted else []
+        if mounted != newest:
+            self.transcript.rebuild()
         # A settings edit made while the agent is idle (by the user, or a command the
         # model started) is noticed within a second, and a trust question shown.
         self.set_interval(SETTINGS_POLL, self.controller.refresh_settings)
@@ -425,6 +433,8 @@ class PidurableApp(KeyActions, GuardedApp):
         self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed
+            if refused(self, command.acts_on):
+                return
             self.call(f"/{command.name}", lambda: command.run(self, arg))
             return
         self.transcript.follow()

@@ -7,7 +7,9 @@ transcript shows (durable-behavior.md 5.3, issue 8):
 
 - ``user``: the text (the widget's CSS gives it the user-message background);
 - ``assistant``: thinking dimmed (one line when folded), then Markdown with
-  highlighted code;
+  highlighted code; a partial a crash cut (marked ``interrupted``), which the
+  next attempt answers again below it, is one dim line until expanded, so the
+  same paragraph never reads twice (issue 12);
 - ``tool``: the card of ``_render_tools``;
 - ``compaction``: ``Earlier context summarized (ctrl+o to expand)`` until expanded;
 - ``reset``: ``[new context]``; ``error``: the message and detail in red;
@@ -40,9 +42,27 @@ def render_block(block: Block, ctx: RenderContext) -> RenderableType:
     Returns:
         What the block's ``Static`` shows.
     """
+    if _folded(block, ctx):
+        return _folded_partial(block, ctx)
     body = _RENDERERS[block.kind](block, ctx)
     mark = render_mark(block, ctx)
     return body if mark is None else Group(body, mark)
+
+
+def _folded(block: Block, ctx: RenderContext) -> bool:
+    """Whether a block shows as its one folded line: a partial a crash cut, not expanded."""
+    return block.kind == "assistant" and block.mark == "interrupted" and not ctx.expanded
+
+
+def _folded_partial(block: Block, ctx: RenderContext) -> Text:
+    lines = len(block.text.splitlines()) + sum(len(p.text.splitlines()) for p in block.thinking)
+    line = Text("[interrupted] ", style=ctx.palette.style("warning", bold=True))
+    line.append(
+        f"answer cut off when pidurable stopped ({count_of(lines, 'line')}, {EXPAND_KEY} to "
+        "expand); the next attempt answers below",
+        style=ctx.palette.style("muted", italic=True),
+    )
+    return line
 
 
 def render_mark(block: Block, ctx: RenderContext) -> Text | None:

@@ -270,6 +270,20 @@ async def crash_mid_run(open_screen: ScreenFactory) -> ScreenRig:
     return rig
 
 
+async def crash_mid_stream(open_screen: ScreenFactory, answer: str) -> None:
+    """Leave a store while ``answer`` streams, as ``kill -9`` would (R27).
+
+    The prompt ``talk`` is answered slowly with ``answer``; once a partial of
+    a few words is committed, the session closes. Reopen with
+    ``continue_session=True``: the next attempt keeps the partial as an aborted
+    entry (R84) and streams the answer again.
+    """
+    rig = await open_screen(faux=FauxProvider([say(answer)], tokens_per_second=200), settings=FAST)
+    await within(rig.controller.submit("talk"))
+    await rig.until(lambda: len(getattr(rig.model.block("live"), "text", "")) > 20, "a partial")
+    await within(rig.controller.close())
+
+
 def user(text: str) -> list[Any]:
     return [{"role": "user", "content": text, "timestamp": 0}]
 

@@ -189,10 +189,10 @@ def _after_last(marker: str, screen: str) -> str:
 def _live_answer_shows(text: str) -> ScreenTest:
     """A screen test: the answer streaming now shows ``text``.
 
-    The live answer is below the partials earlier kills left, each ending in
-    ``[aborted]``.
+    The live answer is below the partials earlier kills left, each folded to one
+    line that starts with ``[interrupted]`` (issue 12).
     """
-    return lambda screen: text in _after_last("[aborted]", screen)
+    return lambda screen: text in _after_last("[interrupted]", screen)
 
 
 def _subagent_runs(terminal: Terminal, letter: str) -> ScreenTest:
@@ -214,15 +214,18 @@ def _recovered(pattern: str) -> ScreenTest:
     return lambda screen: compiled.search(flat(_after_last(SEPARATOR, screen))) is not None
 
 
-STREAM_RECOVERED = _recovered(r"The turn in the main conversation resumes .*\[aborted\]")
+STREAM_RECOVERED = _recovered(
+    r"The turn in the main conversation resumes .*\[interrupted\] answer cut off when pidurable "
+    r"stopped \(\d+ lines?, ctrl\+o to expand\)"
+)
 BACKGROUND_RECOVERED = _recovered(
-    r"Background task \d+ \(pi\.subagent: \[bg\] review slowly\) is still running\."
+    r"Background task \d+ \(subagent: \[bg\] review slowly\) is still running; /tasks lists it\."
 )
 
 
 def reported(token: str) -> ScreenTest:
     """A screen test: the subagent's report (with ``token``) arrived in the transcript."""
-    pattern = re.compile(r"\[subagent \d+ report\] Review: " + token)
+    pattern = re.compile(r"\[background task \d+ report\] Review: " + token)
     return lambda screen: pattern.search(flat(screen)) is not None
 
 
@@ -397,10 +400,13 @@ def test_kills_mid_stream_keep_each_shown_partial_as_one_aborted_message_and_the
             f"kill {kill.what} landed after the answer was complete"
         )
         assert STREAM_RECOVERED(kill.resumed), kill.resumed
+        # The partial is one folded line: its words show once, in the answer below (issue 12).
+        report = _after_last(SEPARATOR, kill.resumed).split("[interrupted]")[0]
+        assert not {t for t in tokens(report) if t[0] == "w"}, kill.resumed
     partials = run.final.assistant(aborted=True)
     assert len(partials) == STREAM_KILLS, partials
     for kill, partial in zip(run.kills, partials, strict=True):
-        shown = {t for t in tokens(_after_last("[aborted]", kill.screen)) if t[0] == "w"}
+        shown = {t for t in tokens(_after_last("[interrupted]", kill.screen)) if t[0] == "w"}
         lost = shown - tokens(partial)
         assert not lost, f"kill {kill.what}: the partial lost {sorted(lost)}"
         assert STREAM_ANSWER.startswith(partial), partial

@@ -31,6 +31,7 @@ from tests.app.screen_support import (
     background_subagent,
     call,
     crash_mid_run,
+    crash_mid_stream,
     gate_command,
     say,
     seed_history,
@@ -300,6 +301,24 @@ async def test_a_reopened_store_left_mid_run_shows_the_recovery_report_then_the_
             lambda: "[interrupted]" in shown_text(app, rig.card("bash").key),
             "the interrupted card",
         )
+
+
+async def test_a_partial_a_crash_cut_reads_as_one_folded_line_above_its_answer_until_ctrl_o(
+    open_screen: ScreenFactory, pidurable: Run
+) -> None:
+    answer = " ".join(f"w{n:03d}" for n in range(300))
+    await crash_mid_stream(open_screen, answer)
+    rig = await open_screen(say(answer), continue_session=True)
+    async with pidurable(rig) as (app, pilot):
+        await until(pilot, lambda: len(rig.blocks("assistant")) == 2, "the answer again")
+        partial, again = rig.blocks("assistant")
+        await until(pilot, lambda: shown_text(app, again.key) != "", "the answer on screen")
+        folded = shown_text(app, partial.key)
+        assert folded.startswith("[interrupted] answer cut off when pidurable stopped")
+        assert "w000" not in folded  # the words show once: in the answer below
+        assert transcript(app).count("w000") == 1
+        await pilot.press("ctrl+o")
+        await until(pilot, lambda: "w000" in shown_text(app, partial.key), "the partial expanded")
 
 
 async def run_command(pilot: Pilot[None], line: str, *keys: str) -> None:

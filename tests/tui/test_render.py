@@ -111,6 +111,19 @@ def test_each_block_kind_renders_what_the_transcript_shows(
     assert shown in text_of(render_block(block, ctx))
 
 
+def test_a_partial_a_crash_cut_is_one_folded_line_until_expanded(ctx: RenderContext) -> None:
+    partial = Block("e5", "assistant", 5, text="First paragraph.\n\nSecond one", mark="interrupted")
+    folded = " ".join(text_of(render_block(partial, ctx)).split())
+    assert folded == (
+        "[interrupted] answer cut off when pidurable stopped (3 lines, ctrl+o to expand); "
+        "the next attempt answers below"
+    )
+    expanded = text_of(render_block(partial, RenderContext(ctx.palette, ctx.syntax_theme, True)))
+    assert "First paragraph." in expanded
+    assert "Second one" in expanded
+    assert "[interrupted]" in expanded
+
+
 @pytest.mark.parametrize(
     ("source", "settled"),
     [

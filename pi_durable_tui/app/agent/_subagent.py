@@ -14,7 +14,7 @@ The ``subagent`` tool takes a ``task`` (the prompt for the child) and ``backgrou
   ``pi.subagent`` and its child conversation, and the call returns at once. The
   task survives Esc in the parent (``Conversation.abort()`` does not cross a
   background boundary) and restarts; when the child answers it posts
-  ``[subagent <id> report] <answer>`` to the parent as a follow-up input with the
+  ``[background task <task id> report] <answer>`` to the parent as a follow-up input with the
   request ID ``subagent-report:<task id>``, so a restart never posts it twice. The
   creating commit first looks for a task this call already created, so a replayed
   call never starts a second one.
@@ -22,9 +22,11 @@ The ``subagent`` tool takes a ``task`` (the prompt for the child) and ``backgrou
 The tool's result texts (the card the user reads, what the model receives) name a
 subagent by the first words of its task, never by a conversation or task id
 (issue 12: "Subagent 27 (task 26)"); the ids stay in the result's ``details``, for
-the screen and ``/tasks``. The report keeps its ``[subagent <id> report]`` header:
-a header quoting the task would put the task's words in the parent's newest user
-message, where scripted match rules meant for the child would fit it too.
+the screen and ``/tasks``. The report's header, ``[background task <task id>
+report]``, names the task by the id ``/tasks`` and the recovery report show (issue
+12), so a user can tell which running task it came from; a header quoting the task
+would put the task's words in the parent's newest user message, where scripted
+match rules meant for the child would fit it too.
 """
 
 from __future__ import annotations
@@ -151,6 +153,11 @@ def _named(task: str) -> str:
     return '"' + textwrap.shorten(lines[0], width=50, placeholder="…") + '"'
 
 
+def _report_header(task_id: int) -> str:
+    """The header of a background subagent's report: its task, as ``/tasks`` lists it."""
+    return f"[background task {task_id} report]"
+
+
 async def _deliver(task: TaskRecord, runtime: HarnessRuntime) -> None:
     data = task.input if isinstance(task.input, dict) else {}
 
@@ -169,9 +176,10 @@ async def _deliver(task: TaskRecord, runtime: HarnessRuntime) -> None:
     answer_id = record.answer
     if record.status == "done" and answer_id is not None:
         answer = await runtime.commit(lambda tx: _answer_text(tx, answer_id))
-        text = f"[subagent {child} report] {answer}"
+        text = f"{_report_header(task.id)} {answer}"
     else:
-        text = f"[subagent {child} report] The subagent failed: {record.reason or record.status}"
+        reason = record.reason or record.status
+        text = f"{_report_header(task.id)} The subagent failed: {reason}"
     await runtime.commit(lambda tx: Running({"phase": "report", "text": text, "child": child}))
 
 

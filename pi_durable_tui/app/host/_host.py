@@ -2,7 +2,8 @@
 
 DESIGN.md section 8: an open session has exactly one host, the single writer.
 The host listens on ``<store>.sock`` (``app._socket``: mode 0600, peers of
-another uid refused by ``SO_PEERCRED``) and speaks the message family of
+another uid refused by ``SO_PEERCRED``, and so are processes started by a
+command an agent ran: ``env.started_by_a_command``) and speaks the message family of
 ``app._wire``:
 
 1. a client says ``hello`` (optionally ``since`` its last applied seq);
@@ -52,6 +53,7 @@ from pi_durable_tui.app.host._frames import commit_frame, snapshot, tasks_json
 from pi_durable_tui.app.host._intents import IntentRefused, perform
 from pi_durable_tui.app.host._transport import StreamTransport, Transport
 from pi_durable_tui.app.screen import TaskTree
+from pi_durable_tui.env import started_by_a_command
 from pi_durable_tui.kernel import CommitInfo, Tx
 
 if TYPE_CHECKING:
@@ -253,6 +255,10 @@ class SessionHost:
         transport = StreamTransport(reader, writer, peer)
         if peer.uid != os.getuid():
             await _refuse(transport, "forbidden", "This session belongs to another user")
+            return
+        if started_by_a_command(peer.pid):
+            # A command the agent ran must not steer or approve its own session.
+            await _refuse(transport, "forbidden", "A command run by an agent may not attach")
             return
         await self._serve(transport)
 

@@ -6,7 +6,9 @@ shown conversation's ``pi.live`` value, and gets ``Block`` values back.
 - ``pi.user`` becomes a ``user`` block; ``pi.assistant`` an ``assistant`` block
   (text as Markdown, thinking parts) followed by one ``tool`` block per tool call,
   keyed ``e<assistant id>/<call id>``; a failed attempt is an ``error`` block and
-  an aborted one carries the ``[aborted]`` mark; ``pi.compaction`` is a
+  an aborted one carries the ``[aborted]`` mark, or ``[interrupted]`` when a crash
+  cut it and the next attempt writes the answer again (R84; the screen folds it to
+  one line, so the answer does not read twice, issue 12); ``pi.compaction`` is a
   ``compaction`` block, ``pi.reset`` a ``reset`` block, ``pi.system`` a ``system``
   block (hidden unless verbose).
 - ``pi.tool-result`` fills the card of its call: ``done``, ``error``,
@@ -28,6 +30,7 @@ from typing import Any, Literal
 
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import Block, ThinkingPart, ToolCard, ToolStatus
+from pi_durable_tui.harness import INTERRUPTED_PARTIAL
 from pi_durable_tui.storage import EntryRecord
 
 _LANGUAGES = {
@@ -211,7 +214,12 @@ def assistant_blocks(
             )
         )
     elif text or thinking or not any(b.get("type") == "tool_call" for b in content):
-        mark: Literal["", "aborted"] = "aborted" if stop == "aborted" else ""
+        mark: Literal["", "interrupted", "aborted"] = ""
+        if stop == "aborted":
+            # REMINDER: the message the next attempt gave the partial a crash left
+            # (R84) is what tells it from one the user aborted (issue 12).
+            cut = message.get("error_message") == INTERRUPTED_PARTIAL
+            mark = "interrupted" if cut else "aborted"
         blocks.append(
             Block(
                 key,

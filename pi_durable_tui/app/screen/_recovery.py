@@ -5,7 +5,8 @@ session as the crash left them. A turn in progress resumes; a tool call whose
 intent was committed (phase ``execute``) runs again only if it is replay-safe
 (``read``, a foreground subagent), otherwise it comes back to the model as
 ``interrupted`` with the output it had committed (R95); background tasks (a
-background subagent) keep running. Processes an earlier run left running
+background subagent) keep running, named by their task id as ``/tasks`` lists
+them (issue 12). Processes an earlier run left running
 (``AgentApp.leftovers``, issue 13) come first.
 """
 
@@ -19,6 +20,14 @@ from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
 if TYPE_CHECKING:
     from pi_durable_tui.app.agent import AgentApp
+
+
+def _background_label(record: TaskRecord, root_id: int) -> str:
+    """``subagent: <first words of its task>``, as the task tree names it, or the task's kind."""
+    data = record.input if isinstance(record.input, dict) else {}
+    if record.kind == "pi.subagent":
+        return conversation_label(-1, True, root_id, str(data.get("prompt", "")))
+    return record.kind
 
 
 def _describe(name: str, what: str) -> str:
@@ -53,9 +62,10 @@ async def recovery_report(app: AgentApp) -> list[str]:
         checkpoint = record.state.get("checkpoint") if isinstance(record.state, dict) else None
         phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
         if record.background:
-            data = record.input if isinstance(record.input, dict) else {}
-            what = str(data.get("prompt") or record.kind)[:60]
-            lines.append(f"Background task {record.id} ({record.kind}: {what}) is still running.")
+            lines.append(
+                f"Background task {record.id} ({_background_label(record, app.root.id)}) "
+                "is still running; /tasks lists it."
+            )
         elif record.kind == "pi.generation" and record.owner is None:
             lines.append(f"The turn in {where} resumes (task {record.id}, phase {phase}).")
         elif record.kind == "pi.tool" and phase == "execute":

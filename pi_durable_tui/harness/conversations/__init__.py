@@ -34,7 +34,7 @@ from pi_durable_tui.harness.conversations._inbox import (
     withdraw_inputs,
 )
 from pi_durable_tui.harness.conversations._run_end import (
-    INTERRUPTED,
+    INTERRUPTED_PARTIAL,
     answer,
     convert_partial,
     fail_run,
@@ -42,7 +42,7 @@ from pi_durable_tui.harness.conversations._run_end import (
 from pi_durable_tui.harness.conversations._submissions import Submission
 
 __all__ = [
-    "INTERRUPTED",
+    "INTERRUPTED_PARTIAL",
     "Conversation",
     "ConversationCreated",
     "CreationHook",

@@ -28,8 +28,11 @@ from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 ABORTED = "Request was aborted"
 """The error message of a partial kept when its request was aborted (R92)."""
-INTERRUPTED = "The response was cut off: the process stopped while it streamed"
-"""The error message of a partial an interrupted attempt left, kept by the next (R84)."""
+INTERRUPTED_PARTIAL = "The response was cut off: the process stopped while it streamed"
+"""The error message of a partial an interrupted attempt left, kept by the next (R84).
+
+The screen tells such a partial (the answer the next attempt writes again) from
+one the user aborted by this message (issue 12)."""
 
 
 async def convert_partial(
@@ -41,7 +44,7 @@ async def convert_partial(
         tx: The commit.
         conversation_id: The conversation.
         live: Its ``pi.live`` draft.
-        why: The entry's error message: an abort, or (``INTERRUPTED``) a partial an
+        why: The entry's error message: an abort, or (``INTERRUPTED_PARTIAL``) a partial an
             interrupted attempt left behind, found by the next attempt.
     """
     generation = live.get("generation")

@@ -53,7 +53,12 @@ from pi_durable_tui.harness.context import (
     render_section,
     replay_prompt,
 )
-from pi_durable_tui.harness.conversations import INTERRUPTED, answer, convert_partial, fail_run
+from pi_durable_tui.harness.conversations import (
+    INTERRUPTED_PARTIAL,
+    answer,
+    convert_partial,
+    fail_run,
+)
 from pi_durable_tui.harness.extensions import (
     Continue,
     SectionInput,
@@ -366,7 +371,7 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
     async def begin(tx: Tx) -> None:
         live = await tx.doc(LIVE_DOC, conversation_id)
-        await convert_partial(tx, conversation_id, live, INTERRUPTED)
+        await convert_partial(tx, conversation_id, live, INTERRUPTED_PARTIAL)
         live["generation"] = {"attempt": attempt}
 
     # REMINDER: the opening commit converts a partial an interrupted attempt left

@@ -54,7 +54,8 @@ async def test_the_coding_demo_fixes_the_bug_and_the_background_review_arrives(
         "done",
         "done",
     ]
-    assert any(t.startswith("[subagent ") and "usage example" in t for t in rig.texts("user"))
+    reports = [t for t in rig.texts("user") if t.startswith("[background task ")]
+    assert any("usage example" in t for t in reports)
     assert rig.model.tasks == ()
 
 
@@ -66,7 +67,7 @@ async def test_the_planner_demo_researches_in_the_background_and_ends_with_a_pla
         lambda: any(t.startswith("Here is your weekend") for t in rig.texts("assistant")),
         "the plan",
     )
-    research = next(u for u in rig.texts("user") if u.startswith("[subagent "))
+    research = next(u for u in rig.texts("user") if u.startswith("[background task "))
     assert "Railjet" in research
     await rig.idle()
     conversations = await within(rig.controller.conversations())

@@ -304,3 +304,41 @@ async def test_closing_the_host_says_bye_and_a_waiting_call_ends(serve: ServeFac
         await follower.drain()
     with pytest.raises(HostGone):
         await follower.link.call("submit", text="too late")
+
+
+
+ATTACH_SCRIPT = """\
+import os, socket, sys
+found = open(sys.argv[1]).read()
+os.chdir(os.path.dirname(found))
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.path.basename(found))
+print("host said:", s.makefile("rb").readline().decode().strip())
+"""
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "{python} {script} {where}",  # carries the command's mark
+        "exec env -u PIDURABLE_RUN {python} {script} {where}",  # mark cleared, own group
+    ],
+    ids=["marked", "unmarked"],
+)
+async def test_a_command_the_agent_runs_cannot_attach_to_its_own_session(
+    serve: ServeFactory, tmp_path: Path, launch: str
+) -> None:
+    script = tmp_path / "attach.py"
+    script.write_text(ATTACH_SCRIPT)
+    where = tmp_path / "socket-path"
+    command = launch.format(python=sys.executable, script=script, where=where)
+    served = await serve(call("bash", command=command), say("tried"))
+    where.write_text(str(served.host.path))
+    follower = await served.follower()
+    await follower.next("snapshot")
+    await within(follower.link.call("submit", text="attach to yourself"))
+    await follower.until(lambda m: "tried" in _answers(follower), "the answer")
+    (result,) = [e for e in follower.mirror.entries if e["kind"] == "pi.tool-result"]
+    assert "forbidden" in str(result["model"]), result["model"]
+    assert "may not attach" in str(result["model"])
+    assert len(served.host.clients) == 2  # the host's own screen and the follower only

@@ -21,7 +21,14 @@ from pi_durable_tui.ai import (
 from pi_durable_tui.app import ToolCard
 from pi_durable_tui.app.screen._blocks import apply_result, status_line
 from pi_durable_tui.storage import EntryRecord
-from tests.app.screen_support import FAST, ScreenFactory, call, gate_command, say
+from tests.app.screen_support import (
+    FAST,
+    ScreenFactory,
+    call,
+    crash_mid_stream,
+    gate_command,
+    say,
+)
 from tests.harness.run_support import within
 
 
@@ -194,6 +201,20 @@ async def test_an_answer_cut_by_abort_keeps_its_streamed_text_with_the_aborted_m
     assert answer.mark == "aborted"
     assert answer.text.startswith("word word")
     assert rig.model.block("live") is None
+
+
+async def test_a_partial_a_crash_cut_is_marked_interrupted_and_its_answer_follows_once_R84(
+    open_screen: ScreenFactory,
+) -> None:
+    answer = "word " * 400
+    await crash_mid_stream(open_screen, answer)
+    rig = await open_screen(say(answer), continue_session=True)
+    await rig.until(lambda: not rig.model.busy and len(rig.blocks("assistant")) == 2, "the answer")
+    partial, again = rig.blocks("assistant")
+    assert partial.mark == "interrupted"  # a crash cut it: not "aborted" by the user
+    assert answer.startswith(partial.text)
+    assert partial.text != answer
+    assert (again.mark, again.text) == ("", answer)
 
 
 async def test_a_failed_model_attempt_is_an_error_block_with_the_provider_message(

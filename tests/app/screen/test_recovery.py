@@ -9,6 +9,7 @@ block, then the work carries on.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pi_durable_tui.ai import FauxMatch, FauxResponse, faux_response, faux_text
@@ -53,9 +54,12 @@ async def test_continue_reports_the_resumed_turn_the_cut_calls_and_the_backgroun
         line.startswith("subagent `[fg] check the tests`") and "replay-safe and runs again" in line
         for line in lines
     )
-    assert any(
-        line.startswith("Background task") and "[bg] review the docs" in line for line in lines
-    )
+    (background,) = [line for line in lines if line.startswith("Background task")]
+    assert re.fullmatch(
+        r"Background task (\d+) \(subagent: \[bg\] review the docs\) is still running; "
+        r"/tasks lists it\.",
+        background,
+    ), background
     await rig.until(lambda: "Noted the docs review." in rig.texts("assistant"), "all work done")
     main_bash = rig.card("bash").tool
     assert main_bash is not None
@@ -67,7 +71,10 @@ async def test_continue_reports_the_resumed_turn_the_cut_calls_and_the_backgroun
     assert subagent.output == "Tests are fine."
     assert rig.texts("user")[:1] == ["go"]
     assert sum(text == "go" for text in rig.texts("user")) == 1
-    assert any(t.endswith("report] Docs need an example.") for t in rig.texts("user"))
+    task_id = re.search(r"\d+", background)
+    assert task_id is not None
+    report = f"[background task {task_id.group()} report] Docs need an example."
+    assert report in rig.texts("user")  # the id the recovery report and /tasks show
 
 
 async def test_continue_after_an_idle_close_reports_nothing(open_screen: ScreenFactory) -> None:

@@ -99,4 +99,5 @@ async def test_a_background_subagent_is_a_root_marked_background_with_its_child_
     rig.release("bg-go")
     await rig.until(lambda: "Read the report." in rig.texts("assistant"), "report answered")
     await rig.until(lambda: not rig.model.tasks, "empty tree")
-    assert any(t.startswith(f"[subagent {child} report] Findings") for t in rig.texts("user"))
+    report = f"[background task {subagent.task_id} report] Findings"  # the id /tasks lists
+    assert any(t.startswith(report) for t in rig.texts("user"))
