@@ -16,7 +16,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from pi_durable_tui.app._socket import socket_path
 from pi_durable_tui.app.client import HostLink
 from tests.app.host.conftest import Follower
 from tests.app.support import text, tool_call, write_script
+from tests.app.web.conftest import serve_process
 from tests.deadlines import WAIT
 from tests.harness.run_support import within
 
@@ -52,18 +52,6 @@ class Served:
     store: Path
 
 
-def _serve(home: Path, project: Path, *arguments: str) -> subprocess.Popen[str]:
-    worktree = str(Path(__file__).resolve().parents[2])  # the code under test
-    return subprocess.Popen(
-        [sys.executable, "-m", "pi_durable_tui", "serve", *arguments],
-        cwd=project,
-        env={**os.environ, "PIDURABLE_HOME": str(home), "PYTHONPATH": worktree},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     path = tmp_path / "project"
@@ -75,7 +63,7 @@ def project(tmp_path: Path) -> Path:
 async def served(tmp_path: Path, project: Path) -> AsyncIterator[Served]:
     script = write_script(
         project,
-        text("First answer with **bold**, `code` and <b>no tags</b>."),
+        text("First answer with **bold**, `code`, <b>no tags</b> and [no](javascript:alert(1))."),
         text(LONG),
         tool_call("bash", {"command": "touch approved.txt"}),
         text("Done after the approval."),
@@ -84,7 +72,7 @@ async def served(tmp_path: Path, project: Path) -> AsyncIterator[Served]:
     store = project / "web.sqlite"
     arguments = ["--session", str(store), "--model", "faux/faux-1", "--faux-script", str(script)]
     arguments += ["--permission-mode", "ask", "--web", "127.0.0.1:0"]
-    process = _serve(tmp_path / "home", project, *arguments)
+    process = serve_process(tmp_path / "home", project, *arguments)
     try:
         assert process.stdout is not None
         url = (await within(asyncio.to_thread(process.stdout.readline))).strip()
@@ -140,6 +128,7 @@ async def test_the_page_shows_the_transcript_streams_an_answer_and_takes_an_appr
     assert await first.locator("code").inner_text() == "code"
     assert "<b>no tags</b>" in await first.inner_text()
     assert await first.locator("b").count() == 0
+    assert await first.locator("a").count() == 0  # a javascript: target stays text
     assert await page.locator(".block.user").first.inner_text() == "hello from a terminal"
 
     # A prompt typed in the page, answered with its text seen while it streams.

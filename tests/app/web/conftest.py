@@ -9,8 +9,12 @@ client session, and ``socket()`` to open the WebSocket as a page would.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -22,7 +26,7 @@ from tests.app.host.conftest import Served, ServeFactory, serve
 from tests.deadlines import WAIT
 from tests.harness.run_support import within
 
-__all__ = ["PageFactory", "Socket", "serve"]
+__all__ = ["PageFactory", "Socket", "serve", "serve_process"]
 
 
 @dataclass(eq=False)
@@ -82,6 +86,19 @@ class Page:
 
 
 PageFactory = Callable[..., Awaitable[Page]]
+
+
+def serve_process(home: Path, project: Path, *arguments: str) -> subprocess.Popen[str]:
+    """``python -m pi_durable_tui serve ARGUMENTS`` in ``project``, stdout and stderr piped."""
+    worktree = str(Path(__file__).resolve().parents[3])  # the code under test
+    return subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "serve", *arguments],
+        cwd=project,
+        env={**os.environ, "PIDURABLE_HOME": str(home), "PYTHONPATH": worktree},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -21,20 +18,8 @@ from pi_durable_tui.app._socket import socket_path
 from pi_durable_tui.app.client import HostLink
 from tests.app.host.conftest import Follower
 from tests.app.support import text, write_script
+from tests.app.web.conftest import serve_process
 from tests.harness.run_support import within
-
-
-def _serve(home: Path, project: Path, *arguments: str) -> subprocess.Popen[str]:
-    worktree = str(Path(__file__).resolve().parents[3])  # the code under test
-    environment = {**os.environ, "PIDURABLE_HOME": str(home), "PYTHONPATH": worktree}
-    return subprocess.Popen(
-        [sys.executable, "-m", "pi_durable_tui", "serve", *arguments],
-        cwd=project,
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 async def test_serve_hosts_a_session_a_client_prompts_it_and_sigterm_closes_it(
@@ -42,7 +27,7 @@ async def test_serve_hosts_a_session_a_client_prompts_it_and_sigterm_closes_it(
 ) -> None:
     script = write_script(project, text("Served answer."))
     store = project / "served.sqlite"
-    served = _serve(
+    served = serve_process(
         home,
         project,
         "--session",
@@ -77,7 +62,7 @@ async def test_serve_hosts_a_session_a_client_prompts_it_and_sigterm_closes_it(
 def test_serve_of_a_session_that_does_not_exist_is_one_line_and_exit_2(
     home: Path, project: Path
 ) -> None:
-    served = _serve(home, project, "-c")
+    served = serve_process(home, project, "-c")
     _, err = served.communicate(timeout=60)
     assert served.returncode == 2
     assert err.count("\n") == 1
@@ -89,7 +74,7 @@ async def test_serve_with_web_prints_the_pages_url_and_the_page_speaks_the_wire(
 ) -> None:
     script = write_script(project, text("Answer on the web."))
     store = project / "web.sqlite"
-    served = _serve(
+    served = serve_process(
         home, project, "--session", str(store), "--model", "faux/faux-1",
         "--faux-script", str(script), "--web", "127.0.0.1:0",
     )  # fmt: skip
@@ -127,7 +112,7 @@ async def test_serve_with_web_prints_the_pages_url_and_the_page_speaks_the_wire(
 def test_serve_with_a_bad_web_option_is_one_line_and_exit_2(
     home: Path, project: Path, arguments: tuple[str, ...], words: str
 ) -> None:
-    served = _serve(home, project, *arguments)
+    served = serve_process(home, project, *arguments)
     _, err = served.communicate(timeout=60)
     assert served.returncode == 2
     assert err.count("\n") == 1
