@@ -87,6 +87,7 @@ PARTS: dict[str, dict[str, int]] = {
         "screen": 6,  # says a store that fails under it in _startup_errors' words (issue 12)
         "host": 7,  # serves the open session to clients (issue 15): above the screen it reuses
         "remote": 8,  # the same screen model over a session hosted elsewhere (issue 15)
+        "web": 8,  # the web page's server and ``pidurable serve`` (issue 15)
         "": 9,  # the face
     },
 }

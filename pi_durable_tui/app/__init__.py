@@ -34,7 +34,8 @@ This module is its one public face. Behind it, in the direction imports run
 7. ``host/``: ``SessionHost``, the process holding the store serves its
    session to other clients (issue 15), and ``start_hosted_screen``;
 8. ``remote/``: ``attach_screen``, the same view model over a session hosted
-   elsewhere, and its controller;
+   elsewhere, and its controller; ``web/``: the web page and its WebSocket, and
+   ``pidurable serve`` (``--web``);
 9. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
@@ -118,7 +119,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import Lingering, SessionHost, serve_main, start_hosted_screen
+    from pi_durable_tui.app.host import Lingering, SessionHost, start_hosted_screen
     from pi_durable_tui.app.remote import (
         RemoteController,
         RemoteFeed,
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
         recovery_report,
         start_screen,
     )
+    from pi_durable_tui.app.web import serve_main
 
 _LAZY: dict[str, str] = {
     "Location": "_location",
@@ -185,7 +187,7 @@ _LAZY: dict[str, str] = {
     "HostRefused": "client",
     "SessionHost": "host",
     "Lingering": "host",
-    "serve_main": "host",
+    "serve_main": "web",
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
