@@ -87,7 +87,8 @@ PARTS: dict[str, dict[str, int]] = {
         "screen": 5,
         "host": 6,  # serves the open session to clients (issue 15): above the screen it reuses
         "remote": 7,  # the same screen model over a session hosted elsewhere (issue 15)
-        "": 8,  # the face
+        "acp": 8,  # an editor's agent over stdio, on the screen's model and controller (issue 15)
+        "": 9,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).
