@@ -13,6 +13,9 @@ committed, written or printed.
 Every command carries a mark (``MARK_NAME``) naming this process's run
 (``run_token``), so what it leaves behind can be found and ended
 (``processes_of_run``, ``end_processes``; issue 13).
+``LocalEnv.start_job`` starts a background job (``RunningJob``: its output in
+a log file, stopped or kept past this process; ``KeptJob`` for one an earlier
+run kept).
 ``FileMutationQueue`` serializes ``edit``/``write`` of one file (R121); the
 conformance suite for any environment is ``pi_durable_tui.env.conformance``
 (R122).
@@ -23,6 +26,7 @@ This package imports nothing from the rest of ``pi_durable_tui``.
 from __future__ import annotations
 
 from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCode
+from pi_durable_tui.env._jobs import KEPT_LOG_PREFIX, JobProcess, KeptJob, RunningJob
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
@@ -58,6 +62,7 @@ from pi_durable_tui.env._types import (
 
 __all__ = [
     "FILE_ERROR_CODES",
+    "KEPT_LOG_PREFIX",
     "MARK_NAME",
     "MAX_TIMEOUT_SECONDS",
     "REDACTED",
@@ -75,12 +80,15 @@ __all__ = [
     "FileInfo",
     "FileKind",
     "FileMutationQueue",
+    "JobProcess",
+    "KeptJob",
     "LineScan",
     "LocalEnv",
     "OutputCallback",
     "OutputStream",
     "OutputWindow",
     "ProcessInfo",
+    "RunningJob",
     "SecretRedactor",
     "SkippedOutput",
     "SpillPolicy",

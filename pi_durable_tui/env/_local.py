@@ -30,6 +30,7 @@ from pi_durable_tui.env import _files
 from pi_durable_tui.env._beneath import write_beneath
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._groups import ProcessGroup
+from pi_durable_tui.env._jobs import RunningJob, spawn_job
 from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
@@ -417,6 +418,41 @@ class LocalEnv:
         if result.spill_path:
             self._spills.add(result.spill_path)
         return result
+
+    async def start_job(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = True,
+    ) -> RunningJob:
+        """Start ``command`` as a background job, its output going to a log (``_jobs``).
+
+        The job is this environment's until it is kept: ``cleanup()`` ends it.
+
+        Raises:
+            FileError: ``not_found`` (cwd or shell), ``shell_unavailable``, a spawn error.
+        """
+        directory = self._cwd if cwd is None else self.absolute_path(cwd)
+        environ = self.child_environment(env, inherit_env=inherit_env)
+        environ[MARK_NAME] = mark = call_mark()
+        argv = [*find_shell(environ.get("PATH", os.defpath)), command]
+        if not await self._run(os.path.isdir, directory):
+            raise FileError(
+                "not_found", f"Working directory does not exist: {directory}", directory
+            )
+        job = spawn_job(
+            argv,
+            cwd=directory,
+            environ=environ,
+            mark=mark,
+            kill_grace=self._kill_grace,
+            groups=self._groups,
+            marks=self._marks,
+        )
+        self._spills.add(job.log_path)  # deleted at cleanup unless the job was kept (moved)
+        return job
 
     def _secret_values(self) -> tuple[bytes, ...]:
         """Values of this process's secret-looking variables (spill files hide them)."""

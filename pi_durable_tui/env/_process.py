@@ -139,37 +139,20 @@ class _Command:
         reap_finished_groups()
         out_read, out_write = _open_pipe()
         err_read, err_write = _open_pipe()
-        guard = OrphanGuard()
-        command, stdin = guard.wrap(argv, environ, cwd)
         try:
-            process = subprocess.Popen(
-                command,
-                stdin=stdin,
-                stdout=out_write,
-                stderr=err_write,
-                cwd=cwd,
-                env=dict(environ),
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as error:
-            guard.release()
+            pid, self._guard = spawn_guarded(argv, cwd, environ, out_write, err_write)
+        except FileError:
             for fd in (out_read, err_read):
                 os.close(fd)
-            raise _spawn_error(error, argv[0]) from None
+            raise
         finally:
-            guard.spawned()
             os.close(out_write)
             os.close(err_write)
-        self._guard = guard
-        # REMINDER: this module reaps the child itself (ProcessGroup.reap); marking the Popen
-        # finished keeps its __del__ from warning and from waiting on the pid later.
-        process.returncode = 0
-        self._group = ProcessGroup(process.pid)
+        self._group = ProcessGroup(pid)
         self._pipes = [_Pipe("stdout", out_read), _Pipe("stderr", err_read)]
         for pipe, fd in zip(self._pipes, (out_read, err_read), strict=True):
             self._loop.add_reader(fd, self._on_readable, pipe)
-        self._watch_exit(process.pid)
+        self._watch_exit(pid)
         return self._group
 
     def _watch_exit(self, pid: int) -> None:
@@ -316,6 +299,38 @@ class _Command:
                 self._spill.close()
 
 
+def spawn_guarded(
+    argv: Sequence[str], cwd: str, environ: Mapping[str, str], stdout: int, stderr: int
+) -> tuple[int, OrphanGuard]:
+    """Start ``argv`` in a session of its own under its ``OrphanGuard``; return its PID.
+
+    Raises:
+        FileError: The spawn error (``not_found``, ``permission_denied``, ``unknown``).
+    """
+    guard = OrphanGuard()
+    command, stdin = guard.wrap(argv, environ, cwd)
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=cwd,
+            env=dict(environ),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as error:
+        guard.release()
+        raise _spawn_error(error, argv[0]) from None
+    finally:
+        guard.spawned()
+    # REMINDER: this module reaps the child itself (ProcessGroup.reap); marking the Popen
+    # finished keeps its __del__ from warning and from waiting on the pid later.
+    process.returncode = 0
+    return process.pid, guard
+
+
 def _spawn_error(error: OSError, program: str) -> FileError:
     if isinstance(error, FileNotFoundError):
         return FileError("not_found", f"Command not found: {program}", program)
@@ -324,7 +339,7 @@ def _spawn_error(error: OSError, program: str) -> FileError:
     return FileError("unknown", f"Could not run {program}: {error.strerror or error}", program)
 
 
-async def _end_strays(
+async def end_strays(
     mark: str,
     group: ProcessGroup,
     children_before: set[int],
@@ -415,7 +430,7 @@ async def run_command(
             raise
         finally:
             if end_background and mark is not None:
-                await asyncio.shield(_end_strays(mark, group, children_before, kill_grace))
+                await asyncio.shield(end_strays(mark, group, children_before, kill_grace))
     finally:
         if timer is not None:
             timer.cancel()

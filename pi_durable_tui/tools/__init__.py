@@ -28,6 +28,14 @@ from pi_durable_tui.tools._edit_engine import (
     apply_edits,
     repair_edit_arguments,
 )
+from pi_durable_tui.tools._job_tools import JOB_OUTPUT_TOOL, KILL_JOB_TOOL, JobArgs
+from pi_durable_tui.tools._jobs import (
+    ENDED_NOTE,
+    JOB_TASK,
+    JOB_TASK_DEFINITION,
+    JOBS_DOC,
+    keep_job,
+)
 from pi_durable_tui.tools._read import ReadArgs, create_read_tool
 from pi_durable_tui.tools._read_window import (
     RawChunks,
@@ -41,7 +49,10 @@ from pi_durable_tui.tools._write import WriteArgs, create_write_tool
 
 
 def coding_tools(*, allow_outside_cwd: AllowOutside = False) -> Extension:
-    """Build the ``coding-tools`` extension: ``read``, ``write``, ``edit``, ``bash``.
+    """Build the ``coding-tools`` extension: ``read``, ``write``, ``edit``, ``bash``, and the jobs'.
+
+    ``job_output`` and ``kill_job`` read and stop the background jobs of ``bash``
+    (task ``pi.job``, issue 13).
 
     Args:
         allow_outside_cwd: Whether ``write`` and ``edit`` may change files outside the
@@ -57,7 +68,10 @@ def coding_tools(*, allow_outside_cwd: AllowOutside = False) -> Extension:
             create_write_tool(allow_outside_cwd=allow_outside_cwd),
             create_edit_tool(allow_outside_cwd=allow_outside_cwd),
             create_bash_tool(),
+            JOB_OUTPUT_TOOL,
+            KILL_JOB_TOOL,
         ],
+        tasks=[JOB_TASK_DEFINITION],
     )
 
 
@@ -65,6 +79,10 @@ CodingTools: Extension = coding_tools()
 """The ``coding-tools`` extension with default options."""
 
 __all__ = [
+    "ENDED_NOTE",
+    "JOBS_DOC",
+    "JOB_TASK",
+    "JOB_TASK_DEFINITION",
     "AllowOutside",
     "BashArgs",
     "CodingTools",
@@ -73,6 +91,7 @@ __all__ = [
     "EditItem",
     "EditOutcome",
     "EditSpec",
+    "JobArgs",
     "OutsideWorkspace",
     "RawChunks",
     "ReadArgs",
@@ -88,6 +107,7 @@ __all__ = [
     "create_write_tool",
     "display_diff",
     "first_changed_line",
+    "keep_job",
     "repair_edit_arguments",
     "select_lines",
     "unified_patch",

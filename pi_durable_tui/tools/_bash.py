@@ -13,7 +13,8 @@ crash of the call kills the whole group. The call leaves nothing running
 (``end_background``, issue 13): what the command put in the background (``cmd
 &``, ``nohup``, ``setsid``) is ended when the command ends. ``bash`` is not
 replay-safe: a command cut by a crash reaches the model as ``interrupted`` with
-the output it had committed, never silently run twice.
+the output it had committed, never silently run twice. With ``background:
+true`` the command runs as a background job instead (``_background``, ``_jobs``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pi_durable_tui.harness import (
     ToolResult,
     define_tool,
 )
+from pi_durable_tui.tools._background import start_background
 from pi_durable_tui.tools._read_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 
 SPILL_KEPT = " (kept until this session closes)"
@@ -43,7 +45,9 @@ DESCRIPTION = (
     "when truncated, the full output is saved to a temp file whose path is given "
     "(kept until the session closes). Every process the command starts, including "
     "background ones (`cmd &`, nohup, setsid), is ended when the command ends. "
-    "Optionally provide a timeout in seconds. Avoid interactive commands."
+    "Optionally provide a timeout in seconds. Avoid interactive commands. With "
+    "background: true the command runs as a background job that keeps running "
+    "after the call returns: read its output with job_output, stop it with kill_job."
 )
 
 
@@ -52,6 +56,13 @@ class BashArgs(BaseModel):
 
     command: str = Field(description="The bash command to run")
     timeout: float | None = Field(default=None, description="Timeout in seconds (optional)")
+    background: bool = Field(
+        default=False,
+        description=(
+            "Run as a background job (a dev server, a watcher): return at once with a job "
+            "id; read its output with job_output, stop it with kill_job."
+        ),
+    )
 
 
 def create_bash_tool(
@@ -68,6 +79,9 @@ def create_bash_tool(
     async def execute(args: BashArgs, api: ToolApi) -> ToolResult:
         env = api.env
         command = args.command if not command_prefix else f"{command_prefix}\n{args.command}"
+        if args.background:
+            extra = env_vars() if env_vars is not None else None
+            return await start_background(args.command, command, api, extra)
         started = asyncio.get_running_loop().time()
 
         def on_output(chunk: bytes, stream: OutputStream, skipped: SkippedOutput | None) -> None:

@@ -96,4 +96,6 @@ async def test_read_is_replay_safe_and_the_mutating_tools_are_not_r95() -> None:
         "write": "unsafe",
         "edit": "unsafe",
         "bash": "unsafe",
+        "job_output": "safe",
+        "kill_job": "unsafe",
     }

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pi_durable_tui.harness._submission_types import Input
     from pi_durable_tui.harness.extensions._task_def import HarnessTask
     from pi_durable_tui.kernel import TaskDefinition, Tx
-    from pi_durable_tui.storage.records import SubmissionRecord
+    from pi_durable_tui.storage.records import SubmissionRecord, TaskRecord
 
 T = TypeVar("T")
 
@@ -144,4 +144,12 @@ class ToolApi(Protocol):
 
     def conversation(self, conversation_id: int) -> ToolConversation:
         """A handle on another conversation, bound to this invocation (R107)."""
+        ...
+
+    async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
+        """Abort a task of the session (R46), such as a background job the call ends."""
+        ...
+
+    async def wait_for_task(self, task_id: int) -> TaskRecord:
+        """Wait until a task of the session is terminal (R56)."""
         ...

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime, services_of
 from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
@@ -33,6 +33,7 @@ from pi_durable_tui.storage.json_ops import Json, copy_json
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
+    from pi_durable_tui.storage.records import TaskRecord
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -200,6 +201,14 @@ class ToolCallApi:
     def conversation(self, conversation_id: int) -> BoundConversation:
         """A handle on a conversation, bound to this invocation (R107)."""
         return self._runtime.conversation(conversation_id)
+
+    async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
+        """Abort a task of the session (R46): explicit aborts reach background tasks."""
+        return await services_of(self._runtime).session.abort_task(task_id)
+
+    async def wait_for_task(self, task_id: int) -> TaskRecord:
+        """Wait until a task of the session is terminal (R56)."""
+        return await self._runtime.wait_for_task(task_id)
 
     # -- progress commits (R103) --
 
