@@ -8,6 +8,9 @@ the protocol's schema, not from the agent's code).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -179,3 +182,35 @@ def test_updates_carry_no_secret_and_no_control_sequence(agent: Spawn) -> None:
     assert key not in said
     assert "red text." in said.replace("\x07", "")
     assert not any(ch in said for ch in "\x1b\x07")
+
+
+def test_session_load_of_a_session_served_elsewhere_attaches_to_its_host(agent: Spawn) -> None:
+    first = agent(text_response("Stored."), text_response("Answered by the host."))
+    session = first.initialize_and_open()
+    first.prompt(session, "remember this")
+    assert first.close_stdin() == 0
+    # The host replays the faux script the store remembers (the first agent's).
+    host = subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "serve", "--session", session],
+        cwd=first.project,
+        env={**os.environ, "PIDURABLE_HOME": str(first.home)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert host.stderr is not None
+        assert "serving" in host.stderr.readline()
+        again = agent()
+        again.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        params = {"sessionId": session, "cwd": str(again.project), "mcpServers": []}
+        assert again.request("session/load", params) is None
+        assert again.text("user_message_chunk") == "remember this"
+        assert again.text() == "Stored."
+        assert again.prompt(session, "and now?") == {"stopReason": "end_turn"}
+        assert again.text().endswith("Answered by the host.")
+        assert again.close_stdin() == 0
+    finally:
+        host.send_signal(signal.SIGTERM)
+        host.wait(timeout=WAIT)
