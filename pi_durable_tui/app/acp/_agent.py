@@ -9,8 +9,10 @@ attached to instead (``attach_if_hosted``). Every action goes through the
 
 - ``session/prompt``: ``Controller.submit``; the turn streams as updates until
   its submission settles and the conversation is idle; ``stopReason`` is
-  ``cancelled`` after ``session/cancel``, ``refusal`` or ``max_tokens`` when it
-  was left unanswered for that, else ``end_turn``;
+  ``cancelled`` after ``session/cancel``, ``refusal`` when the turn was left
+  unanswered (the model failed for good: the agent will not go on with it),
+  ``max_tokens`` when its last answer was cut at the model's max tokens
+  (``length``), else ``end_turn``;
 - ``session/cancel``: ``Controller.abort`` (Esc);
 - a call waiting for approval (``ScreenModel.approval``) is sent to the client
   as ``session/request_permission``; its answer is ``Controller.decide`` (allow
@@ -172,7 +174,11 @@ class AcpAgent:
             unsubscribe()
         if session.cancelled:
             return {"stopReason": "cancelled"}
-        return {"stopReason": await _stop_reason(session.controller, mine)}
+        if await _unanswered(session.controller, mine):
+            return {"stopReason": "refusal"}
+        if session.transcript.stop_reason == "length":
+            return {"stopReason": "max_tokens"}
+        return {"stopReason": "end_turn"}
 
     def _ask_pending(self, ident: str, session: _Session) -> None:
         question = session.model.approval
@@ -218,16 +224,16 @@ class AcpAgent:
         self._sessions.clear()
 
 
-async def _stop_reason(controller: Controller, submissions: set[int]) -> str:
+async def _unanswered(controller: Controller, submissions: set[int]) -> bool:
+    """Whether the turn was left without an answer (a model that failed for good)."""
     if not isinstance(controller, AgentController):
-        return "end_turn"  # an attached session: the host knows, the screen shows it
+        return False  # an attached session: the host's screen says why
     for submission_id in submissions:
         handle = await controller.app.harness.submission(submission_id)
         record = await handle.status() if handle is not None else None
         if record is not None and record.status == "unanswered":
-            reason = str(record.reason or "")
-            return "max_tokens" if "length" in reason or "max_tokens" in reason else "refusal"
-    return "end_turn"
+            return True
+    return False
 
 
 def _string(params: dict[str, Any], name: str) -> str:

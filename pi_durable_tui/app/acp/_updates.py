@@ -73,6 +73,8 @@ class Transcript:
         self._thought: dict[str, int] = {}  # thinking characters sent, by block key
         self._cards: dict[str, tuple[str, str]] = {}  # (status, output) sent, by call id
         self._plan: list[dict[str, str]] | None = None
+        self.stop_reason = ""
+        """The stop reason of the newest committed assistant message told."""
 
     def mark_seen(self) -> None:
         """Count everything loaded now as told (a new turn reports only what follows)."""
@@ -126,6 +128,8 @@ class Transcript:
             # The live message was committed as this entry: go on from what live sent.
             self._sent[block.key] = self._sent.pop("live")
             self._thought[block.key] = self._thought.pop("live", 0)
+        if block.stop_reason:
+            self.stop_reason = block.stop_reason
         thinking = _thinking(block)
         told = self._thought.get(block.key, 0)
         if len(thinking) > told:

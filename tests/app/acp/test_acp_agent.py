@@ -214,3 +214,16 @@ def test_session_load_of_a_session_served_elsewhere_attaches_to_its_host(agent: 
     finally:
         host.send_signal(signal.SIGTERM)
         host.wait(timeout=WAIT)
+
+
+def test_an_answer_cut_at_max_tokens_and_a_failed_turn_have_their_stop_reasons(
+    agent: Spawn,
+) -> None:
+    client = agent(
+        {"content": [{"type": "text", "text": "cut off here"}], "stop_reason": "length"},
+        {"error": {"message": "bad request", "status": 400, "retryable": False}},
+    )
+    session = client.initialize_and_open()
+    assert client.prompt(session, "long") == {"stopReason": "max_tokens"}
+    assert client.text() == "cut off here"
+    assert client.prompt(session, "again") == {"stopReason": "refusal"}
