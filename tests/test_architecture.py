@@ -88,7 +88,8 @@ PARTS: dict[str, dict[str, int]] = {
         "host": 7,  # serves the open session to clients (issue 15): above the screen it reuses
         "remote": 8,  # the same screen model over a session hosted elsewhere (issue 15)
         "web": 8,  # the web page's server and ``pidurable serve`` (issue 15)
-        "": 9,  # the face
+        "acp": 9,  # an editor's agent over stdio, on the screen's model and controller (issue 15)
+        "": 10,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

@@ -36,7 +36,9 @@ This module is its one public face. Behind it, in the direction imports run
 8. ``remote/``: ``attach_screen``, the same view model over a session hosted
    elsewhere, and its controller; ``web/``: the web page and its WebSocket, and
    ``pidurable serve`` (``--web``);
-9. this face.
+9. ``acp/``: ``pidurable acp``, an editor's agent over the Agent Client
+   Protocol on the same view model and controller;
+10. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
     from pi_durable_tui.app._startup_errors import describe_run_failure, describe_startup_error
+    from pi_durable_tui.app.acp import acp_main
     from pi_durable_tui.app.agent import (
         CODING_PROMPT,
         DEMOS,
@@ -188,6 +191,7 @@ _LAZY: dict[str, str] = {
     "SessionHost": "host",
     "Lingering": "host",
     "serve_main": "web",
+    "acp_main": "acp",
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
@@ -262,6 +266,7 @@ __all__ = [
     "ToolCard",
     "TrustQuestion",
     "ViewChange",
+    "acp_main",
     "attach_if_hosted",
     "attach_screen",
     "build_models",

@@ -43,7 +43,7 @@ from pi_durable_tui.app.agent._model_setup import (
     list_models_text,
 )
 from pi_durable_tui.app.agent._permissions import PermissionChoices
-from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -66,6 +66,7 @@ __all__ = [
     "choose_model",
     "export_main",
     "export_transcript",
+    "json_line",
     "list_models_text",
     "load_settings",
     "output_redactor",
