@@ -39,7 +39,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
 
-from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
+from pi_durable_tui.storage._backend_base import StorageBackend, SubmissionFilters, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
@@ -72,7 +72,6 @@ from pi_durable_tui.storage.records import (
     ScopeRef,
     StoredEntry,
     SubmissionRecord,
-    SubmissionStatus,
     TaskRecord,
 )
 from pi_durable_tui.storage.writes import Write
@@ -409,16 +408,14 @@ class PostgresStorage(StorageBackend):
     ) -> Page[TaskRecord]:
         return await self._read(self._reads.scan_tasks, filters, order, limit, cursor)
 
-    async def scan_submissions(
+    async def _scan_submissions(
         self,
-        *,
-        conversation_id: int | None = None,
-        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
+        filters: SubmissionFilters,
+        order: ScanOrder | None,
+        limit: int,
+        cursor: JsonObject | None,
     ) -> Page[SubmissionRecord]:
-        """Scan submissions by ID; every given filter must match."""
+        conversation_id, status = filters
         return await self._read(
             self._reads.scan_submissions, conversation_id, status, order, limit, cursor
         )
