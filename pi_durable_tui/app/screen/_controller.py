@@ -57,6 +57,7 @@ from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, 
 from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.harness import (
     LIVE_DOC,
     MODES,
@@ -66,6 +67,7 @@ from pi_durable_tui.harness import (
     Input,
     WhenBusy,
 )
+from pi_durable_tui.kernel import SessionFailed
 
 T = TypeVar("T")
 
@@ -133,7 +135,7 @@ class AgentController:
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
-            return await action()
+            return await _unless_stopped(action)
 
     @property
     def _conversation(self):  # type: ignore[no-untyped-def]
@@ -160,6 +162,9 @@ class AgentController:
 
     async def abort(self) -> list[str]:
         """Abort the shown conversation's foreground work; return withdrawn input texts."""
+        return await _unless_stopped(self._abort)
+
+    async def _abort(self) -> list[str]:
         queued = [item for item in self.model.queue if item.mode != "write"]
         await self._conversation.abort()
         texts: list[str] = []
@@ -555,6 +560,14 @@ class AgentController:
         await self.model.close()
         if not keep:
             await self.app.close()
+
+
+async def _unless_stopped(action: Callable[[], Awaitable[T]]) -> T:
+    """Run ``action``; a session its store failed under raises ``StoreStopped`` (issue 12)."""
+    try:
+        return await action()
+    except SessionFailed as error:
+        raise StoreStopped() from error
 
 
 def settings_notice(error: SettingsError) -> str:
