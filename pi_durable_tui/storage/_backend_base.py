@@ -1,13 +1,12 @@
-"""What every storage backend shares: the ID counter, the newest seq, the scans' keywords.
+"""What every storage backend shares: the ID counter, the newest seq, the task scan's face.
 
 Every backend mints IDs the same way (R-1.2: above every committed or minted
 ID, refused past ``MAX_ID``), answers ``last_seq`` from its newest adopted
-commit and takes the keywords of ``Storage.scan_tasks`` and
-``Storage.scan_submissions``, handing their filters on as one tuple.
-``StorageBackend`` writes these once; a backend sets ``_seq`` and ``_next_id``,
-defines ``_check_open``, ``_scan_tasks`` and ``_scan_submissions``, and
-overrides ``_fresh_id`` or ``last_seq`` only where its bookkeeping lives
-elsewhere (JSONL keeps both in its index).
+commit and takes the eight keywords of ``Storage.scan_tasks``. ``StorageBackend``
+writes these once; a backend sets ``_seq`` and ``_next_id``, defines
+``_check_open`` and ``_scan_tasks``, and overrides ``_fresh_id`` or
+``last_seq`` only where its bookkeeping lives elsewhere (JSONL keeps both in its
+index).
 """
 
 from __future__ import annotations
@@ -18,14 +17,7 @@ from typing import NamedTuple
 from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
-from pi_durable_tui.storage.records import (
-    MAX_ID,
-    Page,
-    SubmissionRecord,
-    SubmissionStatus,
-    TaskRecord,
-    TaskStatus,
-)
+from pi_durable_tui.storage.records import MAX_ID, Page, TaskRecord, TaskStatus
 
 
 class TaskFilters(NamedTuple):
@@ -38,15 +30,8 @@ class TaskFilters(NamedTuple):
     background: bool | None
 
 
-class SubmissionFilters(NamedTuple):
-    """The filters of a submission scan, as the caller gave them; every given one must match."""
-
-    conversation_id: int | None
-    status: SubmissionStatus | Sequence[SubmissionStatus] | None
-
-
 class StorageBackend:
-    """The base of the backends: ``last_seq``, ``mint_id`` and the scans' keywords written once."""
+    """The base of the backends: ``last_seq``, ``mint_id`` and ``scan_tasks`` written once."""
 
     _seq: int
     _next_id: int
@@ -85,19 +70,6 @@ class StorageBackend:
         filters = TaskFilters(conversation_id, kind, status, abort_requested, background)
         return await self._scan_tasks(filters, order, limit, cursor)
 
-    async def scan_submissions(
-        self,
-        *,
-        conversation_id: int | None = None,
-        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
-    ) -> Page[SubmissionRecord]:
-        """Scan submissions by ID; every given filter must match."""
-        filters = SubmissionFilters(conversation_id, status)
-        return await self._scan_submissions(filters, order, limit, cursor)
-
     def _fresh_id(self) -> int:
         """The next ID to mint, before the ``MAX_ID`` check."""
         return self._next_id
@@ -109,13 +81,4 @@ class StorageBackend:
     async def _scan_tasks(
         self, filters: TaskFilters, order: ScanOrder | None, limit: int, cursor: JsonObject | None
     ) -> Page[TaskRecord]:
-        raise NotImplementedError
-
-    async def _scan_submissions(
-        self,
-        filters: SubmissionFilters,
-        order: ScanOrder | None,
-        limit: int,
-        cursor: JsonObject | None,
-    ) -> Page[SubmissionRecord]:
         raise NotImplementedError

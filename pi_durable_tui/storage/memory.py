@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pi_durable_tui.storage._backend_base import StorageBackend, SubmissionFilters, TaskFilters
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import PreparedBatch, RevisionKind, prepare_batch
 from pi_durable_tui.storage._scans import (
     check_limit,
@@ -40,6 +40,7 @@ from pi_durable_tui.storage.records import (
     ScopeRef,
     StoredEntry,
     SubmissionRecord,
+    SubmissionStatus,
     TaskRecord,
 )
 from pi_durable_tui.storage.writes import Write
@@ -318,14 +319,16 @@ class MemoryStorage(StorageBackend):
 
         return _page("tasks", lambda: sorted(self._tasks), order, cursor, limit, keep)
 
-    async def _scan_submissions(
+    async def scan_submissions(
         self,
-        filters: SubmissionFilters,
-        order: ScanOrder | None,
-        limit: int,
-        cursor: JsonObject | None,
+        *,
+        conversation_id: int | None = None,
+        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        conversation_id, status = filters
+        """Scan submissions by ID; every given filter must match."""
         self._check_open()
         statuses = status_filter(status)
 

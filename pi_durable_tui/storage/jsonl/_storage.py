@@ -80,7 +80,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from pi_durable_tui.storage._backend_base import StorageBackend, SubmissionFilters, TaskFilters
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage._scans import status_filter
 from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned
@@ -104,6 +104,7 @@ from pi_durable_tui.storage.records import (
     ScopeRef,
     StoredEntry,
     SubmissionRecord,
+    SubmissionStatus,
     TaskRecord,
 )
 from pi_durable_tui.storage.writes import Write
@@ -336,14 +337,16 @@ class JsonlStorage(StorageBackend):
         self._check_usable()
         return jsonl_queries.scan_tasks(self._index, filters, order, limit, cursor)
 
-    async def _scan_submissions(
+    async def scan_submissions(
         self,
-        filters: SubmissionFilters,
-        order: ScanOrder | None,
-        limit: int,
-        cursor: JsonObject | None,
+        *,
+        conversation_id: int | None = None,
+        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        conversation_id, status = filters
+        """Scan submissions by ID; every given filter must match."""
         self._check_usable()
         statuses = status_filter(status)
         return jsonl_queries.scan_submissions(

@@ -39,7 +39,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
 
-from pi_durable_tui.storage._backend_base import StorageBackend, SubmissionFilters, TaskFilters
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
@@ -72,6 +72,7 @@ from pi_durable_tui.storage.records import (
     ScopeRef,
     StoredEntry,
     SubmissionRecord,
+    SubmissionStatus,
     TaskRecord,
 )
 from pi_durable_tui.storage.writes import Write
@@ -408,14 +409,16 @@ class PostgresStorage(StorageBackend):
     ) -> Page[TaskRecord]:
         return await self._read(self._reads.scan_tasks, filters, order, limit, cursor)
 
-    async def _scan_submissions(
+    async def scan_submissions(
         self,
-        filters: SubmissionFilters,
-        order: ScanOrder | None,
-        limit: int,
-        cursor: JsonObject | None,
+        *,
+        conversation_id: int | None = None,
+        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        conversation_id, status = filters
+        """Scan submissions by ID; every given filter must match."""
         return await self._read(
             self._reads.scan_submissions, conversation_id, status, order, limit, cursor
         )

@@ -47,7 +47,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
-from pi_durable_tui.storage._backend_base import StorageBackend, SubmissionFilters, TaskFilters
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
@@ -67,6 +67,7 @@ from pi_durable_tui.storage.records import (
     ScopeRef,
     StoredEntry,
     SubmissionRecord,
+    SubmissionStatus,
     TaskRecord,
 )
 from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
@@ -412,14 +413,16 @@ class SqliteStorage(StorageBackend):
     ) -> Page[TaskRecord]:
         return await self._read(self._tables.scan_tasks, filters, order, limit, cursor)
 
-    async def _scan_submissions(
+    async def scan_submissions(
         self,
-        filters: SubmissionFilters,
-        order: ScanOrder | None,
-        limit: int,
-        cursor: JsonObject | None,
+        *,
+        conversation_id: int | None = None,
+        status: SubmissionStatus | Sequence[SubmissionStatus] | None = None,
+        order: ScanOrder | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: JsonObject | None = None,
     ) -> Page[SubmissionRecord]:
-        conversation_id, status = filters
+        """Scan submissions by ID; every given filter must match."""
         return await self._read(
             self._tables.scan_submissions, conversation_id, status, order, limit, cursor
         )
