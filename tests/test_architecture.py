@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "tui": 6,
     "cli": 7,
     "stack_dump": 0,  # diagnostics on SIGUSR1: imports nothing of the package, any layer may use it
+    "_utf8": 0,  # where UTF-8 may be cut: env, harness and tools share it (issue 14)
     "bench": 7,  # programs beside the product: they may use any layer, nothing uses them
     "examples": 7,
     "__main__": 8,  # ``python -m pi_durable_tui`` runs the command line
