@@ -84,10 +84,10 @@ PARTS: dict[str, dict[str, int]] = {
         "_location": 3,
         "agent": 4,
         "_startup_errors": 5,
-        "screen": 5,
-        "host": 6,  # serves the open session to clients (issue 15): above the screen it reuses
-        "remote": 7,  # the same screen model over a session hosted elsewhere (issue 15)
-        "": 8,  # the face
+        "screen": 6,  # says a store that fails under it in _startup_errors' words (issue 12)
+        "host": 7,  # serves the open session to clients (issue 15): above the screen it reuses
+        "remote": 8,  # the same screen model over a session hosted elsewhere (issue 15)
+        "": 9,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

@@ -27,13 +27,15 @@ This module is its one public face. Behind it, in the direction imports run
    the headless modes and export; ``client/``: ``HostLink``, a client's
    connection to the host of a session open elsewhere (it needs no layer
    below the app but the JSON operations);
-5. ``_startup_errors``: one line for a problem that stops the start;
-   ``screen/``: the live view model and the controller over an open ``AgentApp``;
-6. ``host/``: ``SessionHost``, the process holding the store serves its
+5. ``_startup_errors``: one line for a problem that stops the start, or for a
+   store that fails under a run;
+6. ``screen/``: the live view model and the controller over an open ``AgentApp``
+   (it says a store failure in ``_startup_errors``' words, issue 12);
+7. ``host/``: ``SessionHost``, the process holding the store serves its
    session to other clients (issue 15), and ``start_hosted_screen``;
-7. ``remote/``: ``attach_screen``, the same view model over a session hosted
+8. ``remote/``: ``attach_screen``, the same view model over a session hosted
    elsewhere, and its controller;
-8. this face.
+9. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -46,7 +48,7 @@ its first paint (``_opening``, ``files/``) imports no layer below the app.
 import importlib
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app._ports import Controller, ExportFormat, HostAction, ScreenModel
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
@@ -221,6 +223,7 @@ __all__ = [
     "ExportFormat",
     "Footer",
     "HeadlessMode",
+    "HostAction",
     "HostGone",
     "HostLink",
     "HostRefused",

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
-from pi_durable_tui.app._ports import Controller, ExportFormat, ScreenModel
+from pi_durable_tui.app._ports import Controller, ExportFormat, HostAction, ScreenModel
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
@@ -210,6 +210,10 @@ class OpeningSession:
         return unsubscribe
 
     # -- Controller -------------------------------------------------------------------
+
+    def refusal(self, action: HostAction) -> str | None:
+        """The opened controller's answer; while opening, the action waits and it answers then."""
+        return None if self._controller is None else self._controller.refusal(action)
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit once the session is open."""

@@ -31,6 +31,14 @@ from pi_durable_tui.app._view import (
 ExportFormat = Literal["jsonl", "markdown", "html"]
 """The transcript formats ``Controller.export`` writes."""
 
+HostAction = Literal["fork", "new", "resume", "export", "permission_mode"]
+"""What acts on the process that holds the session rather than on the shared session.
+
+``/fork``, ``/new``, ``/resume``, ``/export`` and a permission-mode change (F4)
+need the store, the directory's files or the settings of that process; the
+screen asks ``Controller.refusal`` before it starts one (issue 15).
+"""
+
 
 class ScreenModel(Protocol):
     """The state of the shown conversation and the session, as the screen renders it."""
@@ -100,6 +108,15 @@ class ScreenModel(Protocol):
 
 class Controller(Protocol):
     """Every action the screen takes. Actions run one at a time in order, except ``abort``."""
+
+    def refusal(self, action: HostAction) -> str | None:
+        """Why this screen cannot start ``action``, in one line that says what to do instead.
+
+        ``None`` when it can. A screen attached to a session hosted by another
+        process (issue 15) refuses what acts on that process: the screen asks
+        before it opens a picker or sends anything.
+        """
+        ...
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit text: a prompt when idle; a steer when busy, or a follow-up if asked."""

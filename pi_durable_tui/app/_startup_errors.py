@@ -15,7 +15,8 @@ directory, and a store that another SQLite client holds locked are told apart
 anywhere in the chain of causes) and said in words, with what to do: at start
 (``describe_startup_error``, nothing created) and when a commit fails in the
 middle of a run (``describe_run_failure``: SQLite's transaction left the store as
-its last commit did, so the session continues once the cause is gone). A store
+its last commit did, so the session continues once the cause is gone; on the
+screen, ``describe_store_failure``, which has a line for any storage error). A store
 another SQLite client holds names the processes that have the file open (read
 from ``/proc``, where there is one). Anything else is a bug and keeps its
 traceback.
@@ -163,11 +164,36 @@ def describe_run_failure(error: BaseException, store: Path, where: str, hint: st
     problem = disk_problem(error)
     if problem is None:
         return None
-    then = {"full": "free some space", "busy": "close that client", "read-only": "fix that"}
-    return (
-        f"{_disk_line(problem, store, where)}; nothing committed was lost: "
-        f"{then[problem]}, then `{hint}` continues the session"
-    )
+    return _nothing_lost(_disk_line(problem, store, where), _THEN[problem], hint)
+
+
+def describe_store_failure(error: BaseException, store: Path, where: str, hint: str) -> str:
+    """The line a screen shows when its store failed under it (issue 12): never a traceback.
+
+    What failed (the disk's problem in words, else the innermost error), that
+    nothing committed was lost (SQLite's transaction left the store as its last
+    commit did), and what to do: quit, fix the cause, continue.
+
+    Args:
+        error: What poisoned the session (a ``SessionFailed`` and its causes).
+        store: The session's store file.
+        where: How messages name the session.
+        hint: The command that continues the session.
+    """
+    problem = disk_problem(error)
+    if problem is not None:
+        return _nothing_lost(_disk_line(problem, store, where), f"quit, {_THEN[problem]}", hint)
+    innermost = list(_causes(error))[-1]
+    text = " ".join(str(innermost).split())[:160] or type(innermost).__name__
+    what = f"writing the session store {where} failed ({type(innermost).__name__}: {text})"
+    return _nothing_lost(what, "quit", hint)
+
+
+_THEN = {"full": "free some space", "busy": "close that client", "read-only": "fix that"}
+
+
+def _nothing_lost(what: str, then: str, hint: str) -> str:
+    return f"{what}; nothing committed was lost: {then}, then `{hint}` continues the session"
 
 
 def _unavailable(error: SessionUnavailable) -> str:

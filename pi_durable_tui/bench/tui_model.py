@@ -20,6 +20,7 @@ from pi_durable_tui.app import (
     ConversationInfo,
     ExportFormat,
     Footer,
+    HostAction,
     ModelChoice,
     Notice,
     QueueItem,
@@ -161,6 +162,7 @@ class RecordingController:
         fail: Names of actions that raise ``RuntimeError``.
         settings_refreshes: How often the screen asked to re-read the settings.
         jobs_running: What ``running_jobs`` returns.
+        refusals: What ``refusal`` answers, by action (an attached screen's lines).
     """
 
     model: StaticScreenModel | None = None
@@ -179,6 +181,7 @@ class RecordingController:
     fail: set[str] = field(default_factory=set)
     settings_refreshes: int = 0
     jobs_running: int = 0
+    refusals: dict[str, str] = field(default_factory=dict)
 
     def _record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -188,6 +191,10 @@ class RecordingController:
     def called(self, name: str) -> list[tuple[Any, ...]]:
         """Return the arguments of every call of ``name``."""
         return [args for call, args in self.calls if call == name]
+
+    def refusal(self, action: HostAction) -> str | None:
+        """``refusals[action]`` (set by a test), else ``None``."""
+        return self.refusals.get(action)
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Record a submission."""

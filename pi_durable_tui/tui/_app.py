@@ -51,6 +51,7 @@ from pi_durable_tui.tui._commands import (
     as_message,
     fork_from_picker,
     parse_command,
+    refused,
     session_items,
 )
 from pi_durable_tui.tui._completion import CompletionMenu
@@ -433,6 +434,8 @@ class PidurableApp(KeyActions, GuardedApp):
         self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed
+            if refused(self, command.acts_on):
+                return
             self.call(f"/{command.name}", lambda: command.run(self, arg))
             return
         self.transcript.follow()

@@ -8,6 +8,9 @@ are sent as messages (``//`` sends one slash), an unknown ``/word`` is an error
 so a typo never reaches the model (durable-behavior.md 5.2, issue 8). Custom
 commands (Markdown files, issue 16) join the table at each use (``all_commands``):
 they complete, show in help and run like the built-in ones, which win a name clash.
+A command that acts on the process holding the session (``Command.acts_on``) is
+first put to ``Controller.refusal``: an attached screen says its one line
+instead of starting it (issue 15).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pi_durable_tui.app import (
     CommandInfo,
     Controller,
     ExportFormat,
+    HostAction,
     NoticeLevel,
     ScreenModel,
     SessionInfo,
@@ -92,12 +96,40 @@ class Command:
         args: The argument synopsis for help and completion.
         summary: One line of help.
         run: The coroutine that runs it with the rest of the line.
+        acts_on: What it does to the process holding the session, if anything
+            (``refused`` asks the controller first).
     """
 
     name: str
     args: str
     summary: str
     run: Callable[[CommandHost, str], Awaitable[None]]
+    acts_on: HostAction | None = None
+
+
+class RefusalHost(Protocol):
+    """What ``refused`` needs: the controller to ask and a notice to say its answer."""
+
+    @property
+    def controller(self) -> Controller:
+        """The controller that may refuse."""
+        ...
+
+    def notice(self, level: NoticeLevel, text: str) -> int:
+        """Show a one-line notice; returns its id."""
+        ...
+
+
+def refused(host: RefusalHost, action: HostAction | None) -> bool:
+    """Whether the controller refuses ``action``; its line is then a notice.
+
+    The one check before a command, a key or a picker that acts on the process
+    holding the session: nothing opens or is sent when it refuses.
+    """
+    why = None if action is None else host.controller.refusal(action)
+    if why is not None:
+        host.notice("warning", why)
+    return why is not None
 
 
 async def fork_from_picker(host: CommandHost) -> None:
@@ -333,10 +365,16 @@ COMMANDS: tuple[Command, ...] = (
         "List the live tasks with their ids and kinds; stop N stops task N (a job)",
         _tasks,
     ),
-    Command("fork", "", "Fork the conversation from an earlier message", _fork),
-    Command("new", "", "Start a new session in this directory", _new),
-    Command("resume", "", "Open another session of this directory", _resume),
-    Command("export", "[jsonl|markdown|html] [path]", "Write the transcript to a file", _export),
+    Command("fork", "", "Fork the conversation from an earlier message", _fork, "fork"),
+    Command("new", "", "Start a new session in this directory", _new, "new"),
+    Command("resume", "", "Open another session of this directory", _resume, "resume"),
+    Command(
+        "export",
+        "[jsonl|markdown|html] [path]",
+        "Write the transcript to a file",
+        _export,
+        "export",
+    ),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
     Command("permissions", "", "List the permission mode and rules in force", _permissions),

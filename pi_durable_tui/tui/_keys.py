@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 
+from pi_durable_tui.tui._commands import refused
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class KeyActions:
         double = self._escape.press()
         if self.model.busy or self.model.queue:
             self.call("abort", self.controller.abort, self._restore_aborted)
-        elif double and not self.editor.text:
+        elif double and not self.editor.text and not refused(self, "fork"):
             self.call("fork", self.fork_picker)
 
     def _restore_aborted(self, texts: list[str]) -> None:
@@ -192,7 +193,8 @@ class KeyActions:
 
     def action_cycle_permission_mode(self) -> None:
         """Move to the session's next permission mode (a notice names it)."""
-        self.call("permission mode", self.controller.cycle_permission_mode)
+        if not refused(self, "permission_mode"):
+            self.call("permission mode", self.controller.cycle_permission_mode)
 
     def action_toggle_tasks(self) -> None:
         """Hide or show the task tree."""

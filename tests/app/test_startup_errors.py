@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pi_durable_tui.app import (
     SettingsError,
     describe_startup_error,
 )
+from pi_durable_tui.kernel import SessionFailed
 from pi_durable_tui.storage import StorageCorrupted, StoreLocked, UnsupportedSchema
 
 
@@ -85,3 +87,16 @@ def test_no_session_to_continue_says_how_to_start_one() -> None:
 @pytest.mark.parametrize("error", [ValueError("a bug"), RuntimeError("another"), KeyError("k")])
 def test_anything_else_is_a_bug_that_keeps_its_traceback(error: Exception) -> None:
     assert describe_startup_error(error) is None
+
+
+def test_a_store_that_failed_under_a_screen_for_another_reason_names_the_innermost_error(
+    store: Path,
+) -> None:
+    from pi_durable_tui.app._startup_errors import describe_store_failure
+
+    error = SessionFailed(sqlite3.DatabaseError("disk I/O error"))
+
+    assert describe_store_failure(error, store, str(store), "pidurable -c") == (
+        f"writing the session store {store} failed (DatabaseError: disk I/O error); nothing "
+        "committed was lost: quit, then `pidurable -c` continues the session"
+    )

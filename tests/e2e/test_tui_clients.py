@@ -11,7 +11,9 @@ attaches instead of being refused. Then, on the screens themselves:
 - the hosting terminal quits: it says it keeps serving, and the second goes on
   (a prompt is answered) until it leaves, when the first process exits;
 - ``kill -9`` of a host: the attached terminal says the host is gone and how
-  to take over, and the take-over finds everything committed.
+  to take over, and the take-over finds everything committed;
+- all of it with the session in PostgreSQL (issue 17): the socket's rendezvous
+  is the session's directory on this machine, which a database session has too.
 """
 
 from __future__ import annotations
@@ -146,3 +148,22 @@ def test_an_approval_asked_on_both_terminals_is_answered_from_the_second(
         terminal.wait_for(contains("approved-run", "END-APPROVED"), "the call ran, seen on both")
         terminal.wait_for(not_on("Needs your decision"), "the question gone on both")
     assert (first.work / "made").exists()
+
+
+def test_a_session_in_postgresql_is_attached_answered_and_taken_over_as_a_file_is(
+    pair: tuple[Terminal, Terminal], postgres_url: str
+) -> None:
+    first, second = pair
+    for terminal in (first, second):
+        terminal.environment["PIDURABLE_DATABASE_URL"] = postgres_url
+    attach_second(first, second)
+    second.submit("asked of the database session")
+    for terminal in (first, second):
+        terminal.wait_for(contains("asked of the database session", "END-ONE"), "answered on both")
+    first.kill()
+    second.wait_for(contains("host is gone", "--continue"), "the host's death")
+    second.press("C-d")
+    second.wait_dead()
+    second.start("-c")
+    second.wait_for(contains("asked of the database session", "END-ONE", "F1 help"), "taken over")
+    assert not list(first.home.rglob("session.sqlite"))  # the session lives in the database

@@ -83,6 +83,8 @@ class Terminal:
         self.config = root / "tmux.conf"
         self.config.write_text(_CONFIG)
         self.starts = 0
+        self.environment: dict[str, str] = {}
+        """Variables every start sets for the app (``PIDURABLE_DATABASE_URL``, say)."""
         self.screens: list[str] = []
         """Every distinct screen seen while waiting, in order."""
 
@@ -108,6 +110,7 @@ class Terminal:
         words = ["exec", "env", "-u", "PYTHONDONTWRITEBYTECODE", f"PIDURABLE_HOME={self.home}"]
         # Textual asks shutil for the size, which reads these first: a start that
         # queried the new pty too early got 80x24 instead of the pane's size.
+        words += [f"{name}={value}" for name, value in self.environment.items()]
         words += [f"COLUMNS={self.width}", f"LINES={self.height}", *python]
         return shlex.join([*words, *arguments])
 

@@ -7,10 +7,14 @@ prompt, a steer, a follow-up, Esc, withdrawing a queued item, an approval
 decision, ``/compact``, ``/model``, Shift+Tab. Its effect comes back to this
 screen, like to every other, only as committed state.
 
-What needs the store or this directory's files on the host's side (switching
-conversations, forks, other sessions, export, permission rules, trusting a
-project's settings) is refused in one sentence naming the terminal that can do
-it; listing things is empty rather than wrong.
+What acts on the host's process rather than on the shared session (``/fork``,
+``/new``, ``/resume``, ``/export``, a permission-mode change: ``HostAction``)
+is refused by ``refusal``, which the screen asks before it starts one: one line
+saying why and what to do (run it in the hosting terminal, or take over). The
+other things that need the host's store or files (switching conversations,
+listing permission rules, trusting a project's settings) are refused when
+called, in one sentence naming the terminal that can do them; listing things is
+empty rather than wrong.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._ports import ExportFormat, HostAction
 from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
@@ -34,8 +38,35 @@ from pi_durable_tui.app.screen import LiveScreenModel
 ONLY_THE_HOST = "the terminal that hosts this session"
 
 
+TAKE_OVER = "leave here (Ctrl+D) and take over with `pidurable --continue`"
+
+_ACTIONS: dict[HostAction, str] = {
+    "fork": "/fork",
+    "new": "/new",
+    "resume": "/resume",
+    "export": "/export",
+    "permission_mode": "Changing the permission mode (F4)",
+}
+
+
 def _refused(what: str) -> ValueError:
     return ValueError(f"{what} is done in {ONLY_THE_HOST} (this one is attached to it)")
+
+
+def host_action_refusal(action: HostAction, clients: Sequence[dict[str, object]], pid: int) -> str:
+    """The line an attached screen says for ``action``: why, and what to do instead.
+
+    Args:
+        action: What was asked.
+        clients: Who is attached, as the host last said (its own terminal is ``host``).
+        pid: The host's process id.
+    """
+    what = _ACTIONS[action]
+    why = f"{what} acts on the host's process (pid {pid}), not on this shared session"
+    if any(client.get("host") for client in clients):
+        return f"{why}: run it in the hosting terminal, or quit that one, {TAKE_OVER}"
+    # ``pidurable serve``, or a hosting terminal that quit and keeps serving.
+    return f"{why}: stop the host (kill {pid}), {TAKE_OVER}"
 
 
 class RemoteController:
@@ -51,6 +82,13 @@ class RemoteController:
         self.model = model
         self._lock = asyncio.Lock()
         self._closed = False
+
+    def refusal(self, action: HostAction) -> str | None:
+        """Always a line: every ``HostAction`` acts on the host's process (module docstring)."""
+        return host_action_refusal(action, self.feed.clients, self.feed.host_pid)
+
+    def _refuse(self, action: HostAction) -> ValueError:
+        return ValueError(self.refusal(action))
 
     async def _call(self, method: str, **args: object) -> object:
         try:
@@ -95,8 +133,8 @@ class RemoteController:
         return str(await self._call("cycle_thinking"))
 
     async def cycle_permission_mode(self) -> str:
-        """Permission modes stay with the host's user settings."""
-        raise _refused("Changing the permission mode")
+        """Refused (``refusal``): permission modes stay with the host's user settings."""
+        raise self._refuse("permission_mode")
 
     async def permissions(self) -> list[str]:
         """Permission rules are read where the store is held."""
@@ -123,24 +161,24 @@ class RemoteController:
         raise _refused("Switching conversations")
 
     async def fork(self, entry_id: int) -> str:
-        """Refused: see the module docstring."""
-        raise _refused("Forking")
+        """Refused (``refusal``)."""
+        raise self._refuse("fork")
 
     async def new_session(self) -> None:
-        """Refused: see the module docstring."""
-        raise _refused("Starting a new session")
+        """Refused (``refusal``)."""
+        raise self._refuse("new")
 
     async def sessions(self) -> list[SessionInfo]:
         """Nothing to pick while attached."""
         return []
 
     async def open_session(self, path: str) -> None:
-        """Refused: see the module docstring."""
-        raise _refused("Opening another session")
+        """Refused (``refusal``)."""
+        raise self._refuse("resume")
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Refused: see the module docstring."""
-        raise _refused("Exporting")
+        """Refused (``refusal``)."""
+        raise self._refuse("export")
 
     def custom_commands(self) -> list[CommandInfo]:
         """Custom commands are the host's files."""

@@ -8,6 +8,8 @@ protocols of ``app._ports``.
 Its private modules, lowest first (each imports only the ones before it):
 
 - ``_blocks``: transcript blocks from committed entries and ``pi.live``;
+- ``_doc_values``: the footer's figures, queue items and the approval question,
+  read from committed documents;
 - ``_task_tree``: the task tree, from the harness's task graph (R126);
 - ``_compaction_notices``: what a compaction's end says, and the failed ones in a
   commit (issue 12);
@@ -15,6 +17,7 @@ Its private modules, lowest first (each imports only the ones before it):
   process's session; ``app.remote``'s feed: a host elsewhere, issue 15);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
+- ``_editor_aids``: ``@`` path completion and the prompt history;
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._ports import ExportFormat
+from pi_durable_tui.app._ports import ExportFormat, HostAction
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     CommandInfo,
@@ -42,7 +42,6 @@ from pi_durable_tui.app._view import (
 )
 from pi_durable_tui.app.agent import AgentApp, export_transcript, live_jobs, stop_task
 from pi_durable_tui.app.files import (
-    SKIPPED_DIRS,
     Expansion,
     ProjectFiles,
     SettingsError,
@@ -52,9 +51,9 @@ from pi_durable_tui.app.files import (
     expand_command,
     expand_command_line,
     session_infos,
-    sessions_dir,
 )
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
+from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
 from pi_durable_tui.app.screen._names import conversation_label, entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -77,12 +76,6 @@ class KeepServing(Exception):
     The screen's model closes; the session and its host stay until whoever
     raised it closes them (issue 15: the hosting terminal quits, the others go on).
     """
-
-
-HISTORY_NAME = "history.txt"
-HISTORY_KEPT = 500
-COMPLETIONS = 50
-"""Paths ``complete_path`` offers at most."""
 
 
 class AgentController:
@@ -147,6 +140,10 @@ class AgentController:
         return self.app.harness.conversation(self.model.conversation_id)
 
     # -- the Controller protocol --
+
+    def refusal(self, action: HostAction) -> str | None:
+        """Never: this process holds the session, so everything acts on it."""
+        return None
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit text: a prompt when idle, a steer when busy, or a follow-up if asked."""
@@ -434,53 +431,24 @@ class AgentController:
         return [SkillInfo(s.name, s.description, str(s.path), s.source) for s in scan.skills]
 
     def complete_path(self, prefix: str) -> list[str]:
-        """Paths for ``@prefix`` (at most 50): the directory's entries starting with it.
+        """Paths for ``@prefix`` (at most 50), relative to the shown conversation's directory.
 
-        Relative to the shown conversation's working directory, where its tools
-        resolve paths (issue 12: a demo's workspace, not the directory ``pidurable``
-        was started in). A bare name of two characters or more also finds files anywhere below the
-        working directory whose path contains it (``ProjectFiles``), after the
-        entries of the working directory itself.
+        See ``_editor_aids.complete_path``; none over SSH (the files are on
+        another host: listing them per keystroke costs trips).
         """
         if self.app.remote is not None:
-            return []  # the files are on another host: listing them per keystroke costs trips
-        directory, _, stem = prefix.rpartition("/")
+            return []
         root = self.model.working_directory
-        base = Path(root) / directory
-        found: list[str] = []
-        with contextlib.suppress(OSError):
-            for entry in sorted(os.scandir(base), key=lambda e: e.name):
-                if entry.name in SKIPPED_DIRS or not entry.name.startswith(stem):
-                    continue
-                if stem == "" and entry.name.startswith("."):
-                    continue
-                name = f"{directory}/{entry.name}" if directory else entry.name
-                found.append(name + "/" if entry.is_dir() else name)
-                if len(found) == COMPLETIONS:
-                    return found
-        if directory or len(stem) < 2:
-            return found
-        files = self._project_files
-        if files is None or files.root != root:  # another session may work elsewhere
-            files = self._project_files = ProjectFiles(root)
-        listed = set(found)
-        found += [path for path in files.matching(stem, COMPLETIONS) if path not in listed]
-        return found[:COMPLETIONS]
+        if self._project_files is None or self._project_files.root != root:
+            self._project_files = ProjectFiles(root)  # another session may work elsewhere
+        return complete_path(root, prefix, self._project_files)
 
     def history(self) -> Sequence[str]:
         """Earlier prompts of this directory, oldest first."""
-        path = sessions_dir(self.app.session_key) / HISTORY_NAME
-        try:
-            return [line for line in path.read_text("utf-8").split("\0") if line]
-        except OSError:
-            return []
+        return read_history(self.app.session_key)
 
     def _remember(self, text: str) -> None:
-        path = sessions_dir(self.app.session_key) / HISTORY_NAME
-        with contextlib.suppress(OSError):
-            lines = [line for line in self.history() if line != text][-(HISTORY_KEPT - 1) :]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\0".join([*lines, text]) + "\0", "utf-8")
+        remember(self.app.session_key, text)
 
     def refresh_settings(self) -> None:
         """Re-read the settings files if they changed (a malformed edit is a notice)."""

@@ -27,10 +27,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
     Block,
@@ -44,7 +42,6 @@ from pi_durable_tui.app._view import (
 )
 from pi_durable_tui.app.agent import AgentApp
 from pi_durable_tui.app.screen._blocks import (
-    apply_result,
     entry_blocks,
     entry_message,
     live_blocks,
@@ -52,36 +49,22 @@ from pi_durable_tui.app.screen._blocks import (
     visible,
 )
 from pi_durable_tui.app.screen._compaction_notices import automatic_failure_notice
+from pi_durable_tui.app.screen._doc_values import (
+    approval_question,
+    context_tokens,
+    queue_item,
+    usage_total,
+    with_result,
+)
 from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
 from pi_durable_tui.app.screen._names import conversation_label
+from pi_durable_tui.app.screen._store_failure import STOPPED, watch_store_failure
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
 PAGE = 60
 """Entries mounted at first, and paged in per ``load_older``."""
 NOTICES_KEPT = 20
-
-
-def _usage_total(ledger: Mapping[str, Any] | None) -> dict[str, float]:
-    totals = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "cost": 0.0}
-    for section in ("models", "tools"):
-        for usage in ((ledger or {}).get(section) or {}).values():
-            for key in ("input", "output", "cache_read", "cache_write"):
-                totals[key] += float(usage.get(key) or 0)
-            totals["cost"] += float((usage.get("cost") or {}).get("total") or 0)
-    return totals
-
-
-def _context_tokens(message: Mapping[str, Any]) -> int | None:
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
-    if not usage:
-        return None
-    total = int(usage.get("total_tokens") or 0)
-    if total <= 0:
-        total = sum(
-            int(usage.get(k) or 0) for k in ("input", "output", "cache_read", "cache_write")
-        )
-    return total or None
 
 
 class LiveScreenModel:
@@ -120,6 +103,12 @@ class LiveScreenModel:
         self._resumed = 0
         self._attached = 0
         self._permission_mode = ""
+        self._stopped = ""
+        self._unwatch_store = (
+            watch_store_failure(source, self.store_failed)
+            if isinstance(source, AgentApp)
+            else lambda: None
+        )
         self.watched: set[int] = set()
         """Submissions sent from this screen or open when a conversation was shown: their
         ``unanswered`` settlements become notices."""
@@ -174,7 +163,7 @@ class LiveScreenModel:
     @property
     def approval(self) -> ApprovalQuestion | None:
         """The oldest call of the shown conversation waiting for a decision (issue 13)."""
-        return _approval(self._live_doc)
+        return approval_question(self._live_doc)
 
     def set_attached(self, count: int) -> None:
         """Show how many other terminals and clients share the session (the footer)."""
@@ -227,6 +216,21 @@ class LiveScreenModel:
         self._feed = LocalFeed(app)
         self._tree = self._new_tree()
         self.watched.clear()
+        self._unwatch_store()
+        self._unwatch_store = watch_store_failure(app, self.store_failed)
+        self._stopped = ""
+
+    def store_failed(self, line: str) -> None:
+        """Say that the store failed under the session (issue 12).
+
+        One error notice (``line``: what failed, that nothing committed was lost,
+        what to do), and the status line stops saying the agent works: no commit
+        can land any more, so ``pi.live`` would say it forever.
+        """
+        self._stopped = STOPPED
+        self._status, self._busy = STOPPED, False
+        self.add_notice("error", line, emit=False)
+        self._emit(ViewChange(status=True, notices=True))
 
     @property
     def feed(self) -> ScreenFeed:
@@ -311,7 +315,7 @@ class LiveScreenModel:
                 call = str(entry_message(entry).get("tool_call_id", ""))
                 if call in cards:
                     index = cards.pop(call)
-                    older[index] = _with_result(older[index], entry)
+                    older[index] = with_result(older[index], entry)
                 continue
             for block in visible(entry_blocks(entry), self._verbose):
                 if block.tool is not None:
@@ -321,7 +325,7 @@ class LiveScreenModel:
         for call, index in cards.items():
             result = self._unplaced_results.pop(call, None)
             if result is not None:
-                older[index] = _with_result(older[index], result)
+                older[index] = with_result(older[index], result)
         self._stored = older + self._stored
         self._reindex()
         self._emit(ViewChange(older_loaded=len(older)))
@@ -339,7 +343,7 @@ class LiveScreenModel:
         added: list[str] = []
         changed: list[str] = []
         footer = bool(entries) and self._append_entries(entries, changed, added)
-        waiting = _approval(self._live_doc)
+        waiting = approval_question(self._live_doc)
         flags = self._apply_docs(docs) if docs else {}
         removed: list[str] = []
         status = False
@@ -357,7 +361,7 @@ class LiveScreenModel:
             footer=footer or flags.get("footer", False),
             status=status,
             notices=notices,
-            approval=_approval(self._live_doc) != waiting,
+            approval=approval_question(self._live_doc) != waiting,
         )
         if change != ViewChange():
             self._emit(change)
@@ -397,13 +401,13 @@ class LiveScreenModel:
                     # REMINDER: its call may be on a page not loaded yet (load_older).
                     self._unplaced_results[call] = entry
                     continue
-                self._stored[index] = _with_result(self._stored[index], entry)
+                self._stored[index] = with_result(self._stored[index], entry)
                 changed.append(self._stored[index].key)
                 continue
             if entry.kind == "pi.assistant":
                 message = entry_message(entry)
                 if message.get("stop_reason") not in ("error", "aborted"):
-                    self._context_tokens = _context_tokens(message) or self._context_tokens
+                    self._context_tokens = context_tokens(message) or self._context_tokens
             elif entry.kind in ("pi.compaction", "pi.reset"):
                 self._context_tokens = None
             for block in visible(entry_blocks(entry), self._verbose):
@@ -446,8 +450,8 @@ class LiveScreenModel:
             else:
                 added.append(block.key)
         self._live = live
-        status = status_line(self._live_doc, self._feed.now())
-        busy = "run" in self._live_doc
+        status = self._stopped or status_line(self._live_doc, self._feed.now())
+        busy = not self._stopped and "run" in self._live_doc
         moved = (status, busy) != (self._status, self._busy)
         self._status, self._busy = status, busy
         self._tick_while_retrying()
@@ -459,7 +463,7 @@ class LiveScreenModel:
             self._live_doc = dict(docs[LIVE_DOC.kind] or {})
         if INBOX_DOC.kind in docs:
             items = (docs[INBOX_DOC.kind] or {}).get("items") or []
-            self._queue = tuple(_queue_item(item) for item in items if isinstance(item, dict))
+            self._queue = tuple(queue_item(item) for item in items if isinstance(item, dict))
             flags["queue"] = True
         if USAGE_DOC.kind in docs or AGENT_DOC.kind in docs:
             if USAGE_DOC.kind in docs:
@@ -472,7 +476,7 @@ class LiveScreenModel:
 
     def _update_footer(self) -> None:
         agent = self._agent
-        totals = _usage_total(self._usage)
+        totals = usage_total(self._usage)
         model = agent.get("model") if isinstance(agent.get("model"), dict) else None
         ref = f"{model['provider']}/{model['model_id']}" if model else ""
         window = self._feed.context_window(ref) if ref else 0
@@ -545,57 +549,12 @@ class LiveScreenModel:
     async def close(self) -> None:
         """Stop following commits and cancel background refreshes."""
         self.detach()
+        self._unwatch_store()
         await self._tree.close()
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._ticker
-
-
-def _with_result(block: Block, entry: EntryRecord) -> Block:
-    """A card block filled from its ``pi.tool-result`` entry."""
-    assert block.tool is not None
-    return replace(block, tool=apply_result(block.tool, entry), streaming=False)
-
-
-def _queue_item(item: Mapping[str, Any]) -> QueueItem:
-    mode = item.get("mode")
-    if mode == "write":
-        entry = item["entry"] if isinstance(item.get("entry"), dict) else {}
-        return QueueItem(int(item["id"]), "write", f"<{entry.get('kind', 'entry')}>")
-    content = item.get("content")
-    text = (
-        content
-        if isinstance(content, str)
-        else "".join(
-            b.get("text", "")
-            for b in content or []
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
-    )
-    return QueueItem(int(item["id"]), "steer" if mode == "steer" else "follow_up", text)
-
-
-def _approval(live: Mapping[str, Any]) -> ApprovalQuestion | None:
-    """The first slot of ``pi.live`` whose request waits for a decision (issue 13)."""
-    for slot in live.get("tools") or []:
-        approval = slot.get("approval")
-        if not isinstance(approval, dict) or "decision" in approval:
-            continue
-        request = approval.get("request")
-        if not isinstance(request, dict):
-            continue
-        suggestion = request.get("suggestion")
-        return ApprovalQuestion(
-            call_id=str(slot.get("call_id", "")),
-            tool=terminal_safe(str(request.get("tool", slot.get("name", "")))),
-            argument=terminal_safe(str(request.get("argument") or "")),
-            reason=terminal_safe(str(request.get("reason") or "")),
-            mode=str(request.get("mode") or ""),
-            protected=bool(request.get("protected")),
-            suggestion=terminal_safe(suggestion) if isinstance(suggestion, str) else None,
-        )
-    return None
 
 
 def _feed_of(source: AgentApp | ScreenFeed) -> ScreenFeed:

@@ -164,6 +164,21 @@ async def test_when_the_host_stops_the_attached_screen_says_so_and_how_to_take_o
     assert "stopped serving" in model.notices[-1].text
 
 
+async def test_a_host_action_refused_once_the_hosting_terminal_left_says_to_stop_its_process(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve()
+    _, controller = await attach(served.rig.app.store)
+    assert "run it in the hosting terminal" in (controller.refusal("export") or "")
+    served.host.screen_left()  # it quit and keeps serving: no terminal to run it in
+    await until(lambda: not any(c.get("host") for c in controller.feed.clients), what="left")
+    said = controller.refusal("export") or ""
+    assert said.startswith("/export acts on the host's process (pid ")
+    assert f"stop the host (kill {controller.feed.host_pid})" in said
+    with pytest.raises(ValueError, match="stop the host"):
+        await controller.export("markdown")
+
+
 async def test_an_automatic_compaction_that_fails_is_noticed_on_the_attached_screen_too(
     serve: ServeFactory, attach: Attach
 ) -> None:

@@ -1,0 +1,77 @@
+"""A disk that fills under the terminal app, in a real pseudo-terminal (issue 12).
+
+The app's home is a small tmpfs (it needs root; skipped without) that a file
+fills after a first answer. The next answer's streamed partials cannot be
+committed: the screen must say so in one line (what failed, that nothing
+committed was lost, what to do), stop saying it works, keep what is typed, and
+quit at once on Ctrl+D.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.support import mount_tmpfs, unmount
+from tests.e2e.tui_terminal import TMUX, Terminal, contains
+
+BIG = "word " * 200_000
+"""A 1 MB answer: its partials need more than the room the filled disk leaves."""
+SCRIPT = {
+    "tokens_per_second": 20_000,
+    "responses": [
+        {"content": [{"type": "text", "text": "FIRST-ANSWER"}]},
+        {"content": [{"type": "text", "text": BIG}]},
+    ],
+}
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Terminal]:
+    if shutil.which(TMUX) is None:
+        message = "tmux is not installed (apt-get install tmux)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    mount_tmpfs(tmp_path / "home", "16m")  # the Terminal's PIDURABLE_HOME
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(SCRIPT))
+    made = Terminal(tmp_path, script)
+    yield made
+    made.close()
+    unmount(tmp_path / "home")
+
+
+def unwrapped(text: str) -> str:
+    """Text without any whitespace: a line the screen wrapped, even inside a word, is whole."""
+    return "".join(text.split())
+
+
+def test_a_disk_that_fills_under_the_app_is_one_line_and_ctrl_d_quits_at_once(
+    terminal: Terminal,
+) -> None:
+    terminal.start("--model", "faux/faux-1")
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("hello")
+    terminal.wait_for(contains("FIRST-ANSWER"), "the first answer")
+    (terminal.home / "filler").write_bytes(b"\0" * (15 * 1024 * 1024))  # about 1 MiB left
+
+    terminal.submit("a long one please")
+    screen = terminal.wait_for(contains("Stopped: the session store cannot be written"), "the stop")
+    (store,) = terminal.home.glob("sessions/*/*/session.sqlite")
+    line = (
+        f"the disk holding the session store {store} is full; nothing committed was lost: "
+        "quit, free some space, then `pidurable -c` continues the session"
+    )
+    assert unwrapped(line) in unwrapped(screen), screen  # the long path wraps anywhere
+    assert "Working..." not in screen
+    terminal.type("still typing")  # the editor takes keys
+
+    terminal.press("C-c")  # clears the editor
+    terminal.wait_for(lambda screen: "still typing" not in screen, "the cleared editor")
+    terminal.press("C-d")  # quits, as the status line says
+    assert terminal.wait_dead(deadline=20) == "status 0"
+    assert "Traceback" not in terminal.history()
