@@ -164,6 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="what runs without asking: plan (reads only), ask, auto-edit (default), auto",
     )
     parser.add_argument(
+        "--leave-jobs-running",
+        action="store_true",
+        help="at exit, leave background jobs running instead of ending them (issue 13)",
+    )
+    parser.add_argument(
         "--allow",
         action="append",
         default=[],

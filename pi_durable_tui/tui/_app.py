@@ -60,6 +60,7 @@ from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
 from pi_durable_tui.tui._exit import GuardedApp
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
+from pi_durable_tui.tui._jobs_prompt import JobsChoice, JobsExitScreen
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
 from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._picker import PickerItem, PickerScreen
@@ -478,7 +479,24 @@ class PidurableApp(KeyActions, GuardedApp):
 
     @on(PromptEditor.ExitRequested)
     def _exit_requested(self) -> None:
-        self.exit()
+        self.request_exit()
+
+    def request_exit(self) -> None:
+        """Leave the app; with background jobs running, ask first what becomes of them."""
+        self.call("exit", self.controller.running_jobs, self._exit_with_jobs, on_error=self.exit)
+
+    def _exit_with_jobs(self, count: int) -> None:
+        if count == 0:
+            self.exit()
+            return
+
+        def chosen(choice: JobsChoice | None) -> None:
+            if choice == "keep":
+                self.controller.leave_jobs_running()
+            if choice is not None:
+                self.exit()
+
+        self.push_screen(JobsExitScreen(count), chosen)
 
     @on(PromptEditor.JumpRequested)
     def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:
@@ -539,5 +557,5 @@ class PidurableApp(KeyActions, GuardedApp):
         self.push_screen(HelpScreen(key_rows(bindings), commands))
 
     def exit_app(self) -> None:
-        """Leave the app."""
-        self.exit()
+        """Leave the app (asking first when background jobs run, issue 13)."""
+        self.request_exit()

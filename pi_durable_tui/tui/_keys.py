@@ -147,6 +147,8 @@ class KeyActions:
 
         def exit(self, result: Any = None, return_code: int = 0, message: Any = None) -> None: ...
 
+        def request_exit(self) -> None: ...
+
     def init_keys(self, clock: Callable[[], float]) -> None:
         """Set up the double-press detectors (called by the app's constructor)."""
         self._escape = DoublePress(clock)
@@ -168,7 +170,7 @@ class KeyActions:
     def action_clear_or_exit(self) -> None:
         """Clear the editor; exit on the second press within a second."""
         if self._ctrl_c.press():
-            self.exit()
+            self.request_exit()
             return
         if self.editor.text:
             self.editor.clear_input()

@@ -40,7 +40,7 @@ from pi_durable_tui.app._view import (
     SkillInfo,
     missing_key_hint,
 )
-from pi_durable_tui.app.agent import AgentApp, export_transcript
+from pi_durable_tui.app.agent import AgentApp, export_transcript, live_jobs, stop_task
 from pi_durable_tui.app.files import (
     Expansion,
     ProjectFiles,
@@ -541,6 +541,18 @@ class AgentController:
                 self.model.add_notice("info", f"Allowed always in this project: {rule}")
         elif choice == "session" and rule is not None:
             self.model.add_notice("info", f"Allowed for this session: {rule}")
+
+    async def stop_task(self, task_id: int) -> str:
+        """Stop a live task (``/tasks stop N``, issue 13)."""
+        return await stop_task(self.app.harness, task_id)
+
+    async def running_jobs(self) -> int:
+        """The jobs leaving would end (those not left running at an earlier exit)."""
+        return sum(not job.kept for job in await live_jobs(self.app.harness))
+
+    def leave_jobs_running(self) -> None:
+        """Leave the background jobs running at exit (the quit prompt's ``l``)."""
+        self.app.leave_jobs_running = True
 
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""
