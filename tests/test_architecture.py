@@ -59,8 +59,8 @@ PARTS: dict[str, dict[str, int]] = {
         "_submission_types": 1,
         "context": 1,
         "extensions": 2,
-        "mcp": 3,  # MCP servers as tools (issue 16), above the tools it builds
         "state": 3,
+        "mcp": 4,  # MCP servers as tools (issue 16), above the tools it builds and ``pi.tools``
         "views": 4,
         "_services": 4,
         "conversations": 5,

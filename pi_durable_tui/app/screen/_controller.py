@@ -261,6 +261,10 @@ class AgentController:
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
 
+    async def mcp_servers(self) -> list[str]:
+        """Each MCP server, its state and its tools (``/mcp``)."""
+        return [terminal_safe(line) for line in self.app.mcp_servers.status_lines()]
+
     async def clients(self) -> list[str]:
         """Who is attached to the session (``/clients``), this terminal first."""
         if self.presence is None:
@@ -491,7 +495,7 @@ class AgentController:
         if not trusted:
             settings.decline(request)
             self.model.add_notice(
-                "info", f"Not trusted: {keys} from {request.path} stay off in this session."
+                "info", f"Not trusted: {keys} from {request.where} stay off in this session."
             )
         else:
             try:
@@ -503,7 +507,7 @@ class AgentController:
                     f"be remembered ({error.strerror})",
                 )
             else:
-                self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
+                self.model.add_notice("info", f"Trusted: {keys} from {request.where} now apply.")
         self.model.trust_changed()
 
     async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
