@@ -328,6 +328,21 @@ class OpeningSession:
         """Decide a waiting call once the session is open."""
         await (await self._controlled()).decide(call_id, choice, message)
 
+    async def stop_task(self, task_id: int) -> str:
+        """Stop a live task once the session is open."""
+        return await (await self._controlled()).stop_task(task_id)
+
+    async def running_jobs(self) -> int:
+        """The jobs leaving would end: none while the session is still opening."""
+        controller = self._controller
+        return 0 if controller is None else await controller.running_jobs()
+
+    def leave_jobs_running(self) -> None:
+        """Leave the jobs running at exit (only an open session has any)."""
+        controller = self._controller
+        if controller is not None:
+            controller.leave_jobs_running()
+
     async def close(self) -> None:
         """Stop the opening or close the session; safe to call twice and concurrently."""
         if self._closing is None:

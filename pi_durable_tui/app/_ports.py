@@ -243,6 +243,22 @@ class Controller(Protocol):
         """Decide a call waiting for approval: ``once``, ``session``, ``project`` or ``deny``."""
         ...
 
+    async def stop_task(self, task_id: int) -> str:
+        """Stop a live task by its id (``/tasks stop N``); returns the notice (issue 13).
+
+        Raises:
+            ValueError: No live task has that id.
+        """
+        ...
+
+    async def running_jobs(self) -> int:
+        """How many background jobs leaving the app would end (0 for an attached client)."""
+        ...
+
+    def leave_jobs_running(self) -> None:
+        """Leave the background jobs running when the app exits (asked on quit)."""
+        ...
+
     async def close(self) -> None:
         """Close the harness and storage; safe to call twice."""
         ...

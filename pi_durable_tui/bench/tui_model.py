@@ -161,6 +161,7 @@ class RecordingController:
         command_list: What ``custom_commands`` returns.
         fail: Names of actions that raise ``RuntimeError``.
         settings_refreshes: How often the screen asked to re-read the settings.
+        jobs_running: What ``running_jobs`` returns.
         refusals: What ``refusal`` answers, by action (an attached screen's lines).
     """
 
@@ -179,6 +180,7 @@ class RecordingController:
     command_list: list[CommandInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
     settings_refreshes: int = 0
+    jobs_running: int = 0
     refusals: dict[str, str] = field(default_factory=dict)
 
     def _record(self, name: str, *args: Any) -> None:
@@ -325,6 +327,19 @@ class RecordingController:
         self._record("decide", call_id, choice, message)
         if self.model is not None:
             self.model.set(approval=None)
+
+    async def stop_task(self, task_id: int) -> str:
+        """Record the stop."""
+        self._record("stop_task", task_id)
+        return f"Stopping task {task_id}."
+
+    async def running_jobs(self) -> int:
+        """The jobs a test says run (``jobs_running``)."""
+        return self.jobs_running
+
+    def leave_jobs_running(self) -> None:
+        """Record the choice."""
+        self._record("leave_jobs_running")
 
     async def close(self) -> None:
         """Record the close."""

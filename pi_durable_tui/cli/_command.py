@@ -229,6 +229,7 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
         return signals.stopped(signals.received, None)
     except Exception as error:
         return _startup_failed(error, describe_startup_error(error))
+    app.leave_jobs_running = bool(args.leave_jobs_running)
     work = run_headless(
         app,
         args.prompt,
@@ -314,6 +315,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             return attached
         screen.log_path = app.store.parent / "pidurable.log"
         screen.redact = app.harness.redactor.text
+        app.leave_jobs_running = bool(args.leave_jobs_running)
         return await start_hosted_screen(
             app, reopened=reopened, prompt=args.prompt, linger=lingering
         )

@@ -209,9 +209,20 @@ def _task_rows(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int,
         yield from _task_rows(node.children, depth + 1)
 
 
+TASKS_STOP_USAGE = "Usage: /tasks stop N, where N is a task number /tasks lists"
+
+
 async def _tasks(host: CommandHost, arg: str) -> None:
     # The one place the screen shows task ids and kinds (issue 12): everywhere else
     # tasks and conversations go by their labels.
+    words = arg.split()
+    if words and words[0] == "stop":
+        if len(words) != 2 or not words[1].isdigit():
+            raise CommandError(TASKS_STOP_USAGE)
+        host.notice("info", await host.controller.stop_task(int(words[1])))
+        return
+    if words:
+        raise CommandError(TASKS_STOP_USAGE)
     items = [
         PickerItem(
             Content.assemble(
@@ -362,7 +373,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("model", "[provider/model]", "Pick the model of the shown conversation", _model),
     Command("compact", "[instructions]", "Summarize earlier context now", _compact),
     Command("agents", "", "Switch to the main or a subagent conversation", _agents),
-    Command("tasks", "", "List the live tasks with their ids and kinds", _tasks),
+    Command(
+        "tasks",
+        "[stop N]",
+        "List the live tasks with their ids and kinds; stop N stops task N (a job)",
+        _tasks,
+    ),
     Command("fork", "", "Fork the conversation from an earlier message", _fork, "fork"),
     Command("new", "", "Start a new session in this directory", _new, "new"),
     Command("resume", "", "Open another session of this directory", _resume, "resume"),

@@ -21,6 +21,9 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_subagent``, ``_demos``, ``_uncancelled``: the subagent tool, the offline
   demos, and steps that run to their end when cancelled;
 - ``_printed``: printed output redacted like committed output (issue 13);
+- ``_job_exit``: the background jobs at exit (ended, or left running), the
+  recovery line of each after a reopen, ``/tasks stop`` (issue 13);
+- ``_earlier_runs``: what earlier runs left running, ended at an opening;
 - ``_agent_app``: ``AgentApp``, the product opened on one session;
 - ``_headless``: print and JSON modes (R59, R87, R125);
 - ``_export``: ``pidurable export``, a session's transcript as a file.
@@ -34,6 +37,7 @@ from pi_durable_tui.app.agent._config import AppSettings, load_settings
 from pi_durable_tui.app.agent._demos import DEMOS, Demo
 from pi_durable_tui.app.agent._export import export_main, export_transcript
 from pi_durable_tui.app.agent._headless import HeadlessMode, run_headless
+from pi_durable_tui.app.agent._job_exit import live_jobs, stop_task
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import (
     ModelChoiceError,
@@ -43,7 +47,7 @@ from pi_durable_tui.app.agent._model_setup import (
     list_models_text,
 )
 from pi_durable_tui.app.agent._permissions import PermissionChoices
-from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -66,8 +70,11 @@ __all__ = [
     "choose_model",
     "export_main",
     "export_transcript",
+    "json_line",
     "list_models_text",
+    "live_jobs",
     "load_settings",
     "output_redactor",
     "run_headless",
+    "stop_task",
 ]

@@ -48,6 +48,7 @@ from pi_durable_tui.app.agent._demos import (
 )
 from pi_durable_tui.app.agent._earlier_runs import end_earlier_runs
 from pi_durable_tui.app.agent._extension_files import ExtensionFiles, extension_directories
+from pi_durable_tui.app.agent._job_exit import end_jobs, keep_jobs, reopened_jobs
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
@@ -151,6 +152,10 @@ class AgentApp:
     """One line per thing that could not be set up (an MCP server that did not start)."""
     leftovers: str | None = None
     """The notice naming processes earlier runs left running, ended at this opening."""
+    job_report: list[str] = field(default_factory=list)
+    """What became of each job an earlier run left live (the recovery report's lines)."""
+    leave_jobs_running: bool = False
+    """Whether closing leaves the background jobs running (issue 13); else they end."""
     _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
     _titled: bool = False
@@ -340,6 +345,7 @@ class AgentApp:
         app.remote = remote
         app._reopen = lambda other, demo: cls._open_completely(other, on_report, faux, clock, demo)
         try:
+            app.job_report = await reopened_jobs(harness)  # issue 13: before scheduling
             app.leftovers = await end_earlier_runs(store)  # issue 13
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
@@ -389,6 +395,11 @@ class AgentApp:
         await complete(self._closing)
 
     async def _close_harness(self) -> None:
+        with contextlib.suppress(Exception):  # issue 13: jobs end at exit unless left running
+            if self.leave_jobs_running:
+                await keep_jobs(self.harness, self.store)
+            else:
+                await end_jobs(self.harness)
         with contextlib.suppress(Exception):
             await self.harness.close()
         await self.mcp_servers.close()

@@ -8,7 +8,9 @@ processes were killed, an out-of-memory kill), the processes carrying an earlier
 run's mark are still there when the session is opened again (``--continue``,
 ``--session``, ``/resume``). They are ended then, and one notice names them,
 PID and command, for the recovery report (the screen) or stderr (print mode).
-The earlier run's spill directory is removed too.
+The earlier run's spill directory is removed too. Jobs the user chose to leave
+running (their marks in ``kept.txt``, ``_job_exit``) are spared, and forgotten
+once they ended.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from pi_durable_tui.app.agent._job_exit import KEPT_NAME, kept_marks
 from pi_durable_tui.env import RUN_DIRECTORY_PREFIX, ProcessInfo, end_processes, processes_of_run
 from pi_durable_tui.env import run_token as this_run
 
@@ -62,7 +65,11 @@ async def end_earlier_runs(store: Path) -> str | None:
         The notice naming the processes ended, or None when none was left.
     """
     tokens = _earlier_tokens(store)
-    found = [info for token in tokens for info in processes_of_run(token)]
+    kept = {mark for mark in kept_marks(store) if processes_of_run(mark)}
+    spared = {info.pid for mark in kept for info in processes_of_run(mark)}
+    found = [
+        info for token in tokens for info in processes_of_run(token) if info.pid not in spared
+    ]
     if found:
         await end_processes([info.pid for info in found], _GRACE_SECONDS)
     for token in tokens:
@@ -73,4 +80,5 @@ async def end_earlier_runs(store: Path) -> str | None:
     with contextlib.suppress(OSError):  # a session in a database has no directory to write
         if store.parent.is_dir():
             (store.parent / RUNS_NAME).write_text(this_run() + "\n", "ascii")
+            (store.parent / KEPT_NAME).write_text("".join(f"{m}\n" for m in sorted(kept)))
     return describe_leftovers(found) if found else None

@@ -255,6 +255,8 @@ async def run_headless(
     errors = RedactedWriter(err, redact, terminal=True)
     if app.leftovers is not None:
         _line(errors, f"pidurable: {app.leftovers}\n")  # issue 13
+    for line in app.job_report:
+        _line(errors, f"pidurable: {line}\n")
     for notice in app.notices:
         _line(errors, f"pidurable: {notice}\n")  # issue 16
     return await _run(app, prompt, printed, errors, mode, request_id)

@@ -65,6 +65,13 @@ async def perform(app: AgentApp, conversation_id: int, method: str, args: dict[s
         except DecisionRejected as error:
             raise IntentRefused(f"Not decided: {error}") from None
         return None
+    if method == "stop_task":
+        from pi_durable_tui.app.agent import stop_task
+
+        try:
+            return await stop_task(harness, int(args["task_id"]))
+        except ValueError as error:
+            raise IntentRefused(str(error)) from None
     if method == "compact":
         return {"task_id": await conversation.compact(args.get("instructions"))}
     if method in ("set_model", "cycle_thinking"):

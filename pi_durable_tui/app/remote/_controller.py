@@ -221,6 +221,17 @@ class RemoteController:
         except (HostRefused, HostGone) as error:
             self.model.add_notice("warning", str(error))
 
+    async def stop_task(self, task_id: int) -> str:
+        """The host stops the task (``/tasks stop N``)."""
+        return str(await self._call("stop_task", task_id=task_id))
+
+    async def running_jobs(self) -> int:
+        """0: a client's exit ends nothing; the host's own exit decides the jobs."""
+        return 0
+
+    def leave_jobs_running(self) -> None:
+        """Nothing to leave: the jobs are the host's."""
+
     async def close(self) -> None:
         """Leave the host (it keeps serving the others); safe to call twice."""
         if self._closed:

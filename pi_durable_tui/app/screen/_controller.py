@@ -40,7 +40,7 @@ from pi_durable_tui.app._view import (
     SkillInfo,
     missing_key_hint,
 )
-from pi_durable_tui.app.agent import AgentApp, export_transcript
+from pi_durable_tui.app.agent import AgentApp, export_transcript, live_jobs, stop_task
 from pi_durable_tui.app.files import (
     Expansion,
     ProjectFiles,
@@ -53,13 +53,13 @@ from pi_durable_tui.app.files import (
     session_infos,
 )
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
+from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
-from pi_durable_tui.app.screen._names import conversation_label, entry_text
+from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.harness import (
-    LIVE_DOC,
     MODES,
     PERMISSIONS_DOC,
     AgentChange,
@@ -311,35 +311,7 @@ class AgentController:
 
     async def conversations(self) -> list[ConversationInfo]:
         """The main conversation and the subagent conversations, newest first."""
-        storage = self.app.harness.session.storage
-        found: list[ConversationInfo] = []
-        cursor = None
-        while True:
-            page = await storage.scan_conversations(limit=200, cursor=cursor)
-            for record in page.items:
-                first = await storage.scan_entries(record.id, order="asc", limit=5)
-                title = next(
-                    (entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
-                )
-                label = conversation_label(record.id, record.owner is not None, self.app.root.id)
-                live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
-                found.append(
-                    ConversationInfo(
-                        record.id,
-                        label,
-                        title[:80],
-                        shown=record.id == self.model.conversation_id,
-                        busy="run" in live,
-                    )
-                )
-            if page.cursor is None:
-                break
-            cursor = page.cursor
-        main = [c for c in found if c.conversation_id == self.app.root.id]
-        return main + sorted(
-            (c for c in found if c.conversation_id != self.app.root.id),
-            key=lambda c: -c.conversation_id,
-        )
+        return await list_conversations(self.app, self.model.conversation_id)
 
     async def switch_conversation(self, conversation_id: int) -> None:
         """Show another conversation; the editor then talks to it."""
@@ -549,6 +521,18 @@ class AgentController:
                 self.model.add_notice("info", f"Allowed always in this project: {rule}")
         elif choice == "session" and rule is not None:
             self.model.add_notice("info", f"Allowed for this session: {rule}")
+
+    async def stop_task(self, task_id: int) -> str:
+        """Stop a live task (``/tasks stop N``, issue 13)."""
+        return await stop_task(self.app.harness, task_id)
+
+    async def running_jobs(self) -> int:
+        """The jobs leaving would end (those not left running at an earlier exit)."""
+        return sum(not job.kept for job in await live_jobs(self.app.harness))
+
+    def leave_jobs_running(self) -> None:
+        """Leave the background jobs running at exit (the quit prompt's ``l``)."""
+        self.app.leave_jobs_running = True
 
     async def close(self) -> None:
         """Close the screen model, the harness and the store; safe to call twice."""

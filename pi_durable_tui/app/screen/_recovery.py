@@ -7,7 +7,9 @@ intent was committed (phase ``execute``) runs again only if it is replay-safe
 ``interrupted`` with the output it had committed (R95); background tasks (a
 background subagent) keep running, named by their task id as ``/tasks`` lists
 them (issue 12). Processes an earlier run left running
-(``AgentApp.leftovers``, issue 13) come first.
+(``AgentApp.leftovers``, issue 13) come first, then what became of each
+background job (``AgentApp.job_report``: ended with its run, or still running
+because the user left it running).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ async def recovery_report(app: AgentApp) -> list[str]:
             break
         cursor = page.cursor
     lines: list[str] = [] if app.leftovers is None else [app.leftovers]
+    lines.extend(app.job_report)  # issue 13: what became of each background job
     lines.extend(app.notices)  # issue 16: an MCP server that did not start
     if not records:
         return lines
@@ -61,6 +64,8 @@ async def recovery_report(app: AgentApp) -> list[str]:
         where = label[record.conversation_id]
         checkpoint = record.state.get("checkpoint") if isinstance(record.state, dict) else None
         phase = checkpoint.get("phase") if isinstance(checkpoint, dict) else None
+        if record.kind == "pi.job":
+            continue  # app.job_report says what became of it
         if record.background:
             lines.append(
                 f"Background task {record.id} ({_background_label(record, app.root.id)}) "
