@@ -12,12 +12,14 @@ a project's ``.pidurable/settings.json`` or ``.mcp.json`` only once trusted:
 
 The remembered listing is keyed by the sha256 of the server's name, command,
 arguments and URL (never its ``env`` or ``headers``, which may hold secrets),
-and refreshed each time a server lists its tools. A server that fails is one
+and refreshed each time a server lists its tools, and at close from every
+server running then. A server that fails is one
 notice, never a crash.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -130,8 +132,17 @@ class McpServers:
         return lines
 
     async def close(self) -> None:
-        """Stop every server (none outlives the session)."""
+        """Remember the listing of each server running now, then stop every server.
+
+        A lazily started server listed its tools from memory; listing them again
+        here keeps the memory fresh for the next session. Bounded: a server that
+        does not answer in 2 s keeps its old listing.
+        """
         for connection in self.connections:
+            if connection.state == "running":
+                with contextlib.suppress(Exception):
+                    listed = await asyncio.wait_for(connection.list_tools(), timeout=2)
+                    remember_tools(connection.config, listed)
             with contextlib.suppress(Exception):
                 await connection.close()
 

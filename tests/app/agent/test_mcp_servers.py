@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
+from pi_durable_tui.app.agent._mcp_servers import (
+    McpServers,
+    open_mcp_servers,
+    remember_tools,
+    remembered_tools,
+)
 from pi_durable_tui.harness import parse_mcp_servers
 from tests.harness.mcp.mcp_server_support import server_script
 from tests.harness.run_support import within
@@ -65,3 +70,15 @@ async def test_a_failing_server_is_one_notice_and_its_tools_stay_out(opened: Mcp
     names = [tool.name for tool in opened.extension().tools]
     assert "mcp__probe__echo" in names
     assert not any(name.startswith("mcp__ghost__") for name in names)
+
+
+async def test_a_lazily_started_server_refreshes_its_remembered_listing_at_close(
+    opened: McpServers,
+) -> None:
+    probe = opened.connections[0]
+    remember_tools(probe.config, [])  # a listing gone stale
+    await within(probe.call_tool("echo", {"text": "x"}), 30)
+    await within(opened.close(), 30)
+
+    names = [tool.name for tool in remembered_tools(probe.config) or []]
+    assert "echo" in names
