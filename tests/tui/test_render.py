@@ -162,6 +162,7 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "theme",
         "skills",
         "permissions",
+        "mcp",
         "clients",
         "help",
         "quit",
