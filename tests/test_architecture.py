@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "tui": 6,
     "cli": 7,
     "stack_dump": 0,  # diagnostics on SIGUSR1: imports nothing of the package, any layer may use it
+    "_utf8": 0,  # where UTF-8 may be cut: env, harness and tools share it (issue 14)
     "bench": 7,  # programs beside the product: they may use any layer, nothing uses them
     "examples": 7,
     "__main__": 8,  # ``python -m pi_durable_tui`` runs the command line
@@ -58,8 +59,8 @@ PARTS: dict[str, dict[str, int]] = {
         "_submission_types": 1,
         "context": 1,
         "extensions": 2,
-        "mcp": 3,  # MCP servers as tools (issue 16), above the tools it builds
         "state": 3,
+        "mcp": 4,  # MCP servers as tools (issue 16), above the tools it builds and ``pi.tools``
         "views": 4,
         "_services": 4,
         "conversations": 5,
@@ -87,7 +88,9 @@ PARTS: dict[str, dict[str, int]] = {
         "screen": 6,  # says a store that fails under it in _startup_errors' words (issue 12)
         "host": 7,  # serves the open session to clients (issue 15): above the screen it reuses
         "remote": 8,  # the same screen model over a session hosted elsewhere (issue 15)
-        "": 9,  # the face
+        "web": 8,  # the web page's server and ``pidurable serve`` (issue 15)
+        "acp": 9,  # an editor's agent over stdio, on the screen's model and controller (issue 15)
+        "": 10,  # the face
     },
 }
 """The parts of the layers that have parts, by level (the faces' docstrings list the same).

@@ -28,4 +28,5 @@ def test_smoke_run_reports_attach_wire_and_follower_figures(
     ]
     for n in (1, 5, 20):
         assert {f"followers.{n}.host_cpu_s", f"followers.{n}.lag_p99_ms"} <= set(report)
+        assert {f"web.followers.{n}.host_cpu_s", f"web.followers.{n}.lag_p99_ms"} <= set(report)
     assert all(isinstance(value, (int, float)) and value >= 0 for value in report.values())

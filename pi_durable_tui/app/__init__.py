@@ -34,8 +34,11 @@ This module is its one public face. Behind it, in the direction imports run
 7. ``host/``: ``SessionHost``, the process holding the store serves its
    session to other clients (issue 15), and ``start_hosted_screen``;
 8. ``remote/``: ``attach_screen``, the same view model over a session hosted
-   elsewhere, and its controller;
-9. this face.
+   elsewhere, and its controller; ``web/``: the web page and its WebSocket, and
+   ``pidurable serve`` (``--web``);
+9. ``acp/``: ``pidurable acp``, an editor's agent over the Agent Client
+   Protocol on the same view model and controller;
+10. this face.
 
 ``tests/test_architecture.py`` holds the same levels (``PARTS``) and checks them.
 
@@ -78,6 +81,7 @@ if TYPE_CHECKING:
     )
     from pi_durable_tui.app._opening import OpeningSession, SessionNotOpened
     from pi_durable_tui.app._startup_errors import describe_run_failure, describe_startup_error
+    from pi_durable_tui.app.acp import acp_main
     from pi_durable_tui.app.agent import (
         CODING_PROMPT,
         DEMOS,
@@ -118,7 +122,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import Lingering, SessionHost, serve_main, start_hosted_screen
+    from pi_durable_tui.app.host import Lingering, SessionHost, start_hosted_screen
     from pi_durable_tui.app.remote import (
         RemoteController,
         RemoteFeed,
@@ -131,6 +135,7 @@ if TYPE_CHECKING:
         recovery_report,
         start_screen,
     )
+    from pi_durable_tui.app.web import serve_main
 
 _LAZY: dict[str, str] = {
     "Location": "_location",
@@ -185,7 +190,8 @@ _LAZY: dict[str, str] = {
     "HostRefused": "client",
     "SessionHost": "host",
     "Lingering": "host",
-    "serve_main": "host",
+    "serve_main": "web",
+    "acp_main": "acp",
     "RemoteController": "remote",
     "RemoteFeed": "remote",
     "attach_screen": "remote",
@@ -260,6 +266,7 @@ __all__ = [
     "ToolCard",
     "TrustQuestion",
     "ViewChange",
+    "acp_main",
     "attach_if_hosted",
     "attach_screen",
     "build_models",

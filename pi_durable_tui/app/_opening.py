@@ -247,6 +247,10 @@ class OpeningSession:
         """The mode and rules in force once the session is open."""
         return await (await self._controlled()).permissions()
 
+    async def mcp_servers(self) -> list[str]:
+        """The MCP servers once the session is open."""
+        return await (await self._controlled()).mcp_servers()
+
     async def clients(self) -> list[str]:
         """Who is attached once the session is open."""
         return await (await self._controlled()).clients()

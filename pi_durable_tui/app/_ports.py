@@ -154,6 +154,10 @@ class Controller(Protocol):
         """The permission mode and rules in force, one line each, with their source."""
         ...
 
+    async def mcp_servers(self) -> list[str]:
+        """Each MCP server, its state and its tools, one line each (``/mcp``)."""
+        ...
+
     async def clients(self) -> list[str]:
         """Who is attached to the session (``/clients``), one line each, this terminal first."""
         ...

@@ -77,6 +77,9 @@ class Block(TerminalSafe):
     detail: str = ""
     """A second line: the retry countdown, the compaction reason, the error detail."""
     timestamp_ms: int = 0
+    stop_reason: str = ""
+    """An assistant message's stop reason once it is committed (``length``: cut at
+    the model's max tokens); empty while it streams and for other blocks."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,10 @@ Three figures, each against a baseline measured in the same run:
    (``getrusage``) per run, as a ratio to one follower (target: 20 cost at
    most 2x), and the commit-to-receipt lag p99 per follower (target at most
    150 ms): the host stamps each commit's wall time when it is published, a
-   follower stamps each frame when it reads it.
+   follower stamps each frame when it reads it. The same again with web
+   followers: each a process reading the page's WebSocket (``WebServer`` on
+   127.0.0.1, aiohttp's client), the one host code path over another transport
+   (``web.followers.N.*``).
 
 ``--smoke`` runs a short version (the test suite checks the report's shape);
 ``--json`` prints the figures as one JSON object.
@@ -52,6 +55,29 @@ for line in sock.makefile("rb"):
     elif message["t"] == "bye":
         break
 print(json.dumps({"bytes": size, "seen": seen}))
+"""
+
+
+WEB_FOLLOWER = r"""
+import asyncio, json, sys, time
+import aiohttp
+async def main():
+    seen = []
+    size = 0
+    async with aiohttp.ClientSession() as client:
+        async with client.ws_connect(sys.argv[1], max_msg_size=0) as ws:
+            await ws.send_str('{"t": "hello", "v": 1, "name": "bench-web"}')
+            async for frame in ws:
+                if frame.type != aiohttp.WSMsgType.TEXT:
+                    break
+                size += len(frame.data.encode())
+                message = json.loads(frame.data)
+                if message["t"] == "commit":
+                    seen.append((message["seq"], time.time()))
+                elif message["t"] == "bye":
+                    break
+    print(json.dumps({"bytes": size, "seen": seen}))
+asyncio.run(main())
 """
 
 
@@ -104,21 +130,25 @@ async def _attach_ms(home: Path, entries: int, runs: int) -> float:
     return statistics.median(times)
 
 
-async def _stream(home: Path, followers: int, tokens: int) -> dict[str, Any]:
+async def _stream(home: Path, followers: int, tokens: int, web: bool = False) -> dict[str, Any]:
+    from pi_durable_tui.app.web import WebAddress, WebServer
     from pi_durable_tui.harness import Input
 
     words = " ".join(f"w{n:04d}" for n in range(tokens))
     app, host = await _served(home, words, 200.0, 0)
     published: dict[int, float] = {}
     app.harness.session.subscribe(lambda info: published.setdefault(info.seq, time.time()))
+    page = WebServer(host, WebAddress("127.0.0.1", 0)) if web else None
+    if page is not None:
+        base, token = (await page.start()).split("/?token=")
+        # The follower's argument: the WebSocket URL, or the socket relative to its
+        # cwd (a socket path is limited to 107 bytes).
+        script, target = WEB_FOLLOWER, f"ws{base[4:]}/ws?token={token}"
+    else:
+        script, target = FOLLOWER, host.path.name
     readers = [
         await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            FOLLOWER,
-            host.path.name,  # relative to cwd: a socket path is limited to 107 bytes
-            stdout=subprocess.PIPE,
-            cwd=host.path.parent,
+            sys.executable, "-c", script, target, stdout=subprocess.PIPE, cwd=host.path.parent
         )
         for _ in range(followers)
     ]
@@ -131,6 +161,8 @@ async def _stream(home: Path, followers: int, tokens: int) -> dict[str, Any]:
     cpu = _cpu() - cpu
     await host.close()
     results = [json.loads((await reader.communicate())[0]) for reader in readers]
+    if page is not None:
+        await page.close()
     await app.close()
     lags = sorted(
         (received - published[seq]) * 1000
@@ -159,6 +191,7 @@ async def _run(smoke: bool) -> dict[str, Any]:
             small = await _attach_ms(home, 10, runs)
             large = await _attach_ms(home, 1000 if smoke else 10_000, runs)
             streams = {n: await _stream(home, n, tokens) for n in (1, 5, 20)}
+            webs = {n: await _stream(home, n, tokens, web=True) for n in (1, 5, 20)}
         finally:
             if before is None:
                 os.environ.pop("PIDURABLE_HOME", None)
@@ -179,6 +212,10 @@ async def _run(smoke: bool) -> dict[str, Any]:
         report[f"followers.{n}.host_cpu_s"] = round(figures["cpu_s"], 3)
         report[f"followers.{n}.cpu_ratio_to_1"] = round(figures["cpu_s"] / one["cpu_s"], 2)
         report[f"followers.{n}.lag_p99_ms"] = round(figures["lag_p99_ms"], 1)
+    for n, figures in webs.items():
+        report[f"web.followers.{n}.host_cpu_s"] = round(figures["cpu_s"], 3)
+        report[f"web.followers.{n}.cpu_ratio_to_1"] = round(figures["cpu_s"] / webs[1]["cpu_s"], 2)
+        report[f"web.followers.{n}.lag_p99_ms"] = round(figures["lag_p99_ms"], 1)
     return report
 
 

@@ -229,6 +229,11 @@ class RecordingController:
         self._record("permissions")
         return ["mode: auto-edit (default)"]
 
+    async def mcp_servers(self) -> list[str]:
+        """Record the call; no servers."""
+        self._record("mcp_servers")
+        return ["No MCP servers"]
+
     async def clients(self) -> list[str]:
         """Record the call; only this terminal."""
         self._record("clients")

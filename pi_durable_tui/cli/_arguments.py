@@ -60,7 +60,14 @@ def _serve(argv: Sequence[str]) -> int:
     return serve_main(argv)
 
 
+def _acp(argv: Sequence[str]) -> int:
+    from pi_durable_tui.app import acp_main
+
+    return acp_main(argv)
+
+
 SUBCOMMANDS: dict[str, Subcommand] = {
+    "acp": Subcommand("run as an Agent Client Protocol agent on stdio, for editors", _acp),
     "export": Subcommand("write a session's transcript as JSON lines, Markdown or HTML", _export),
     "serve": Subcommand("host a session for other terminals and clients, until stopped", _serve),
 }

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pi_durable_tui._utf8 import continuation_start
 from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._types import (
     OutputCallback,
@@ -43,13 +44,6 @@ class _Segment:
     stream: OutputStream
     data: bytes
     newlines: int
-
-
-def _character_start(data: bytes, cut: int) -> int:
-    """Move ``cut`` back to the start of the UTF-8 character it falls in (within ``data``)."""
-    while cut > 0 and data[cut] & 0xC0 == 0x80:
-        cut -= 1
-    return cut
 
 
 class TailWindow:
@@ -137,7 +131,7 @@ class TailWindow:
                 if index == len(self._pending):
                     break
             if index < len(self._pending):
-                drop = _character_start(self._pending[index].data, drop)
+                drop = continuation_start(self._pending[index].data, drop)
             self._drop_front(index, drop)
         need = self._window.max_lines + 1
         if self._pending_newlines < need:

@@ -68,6 +68,9 @@ class Settings(_Section):
     """The host default extension selection; ``None`` means every installed one (R30)."""
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)
     """The permission engine's mode, rules and protected paths (issue 13; default: all run)."""
+    tool_search_share: float = Field(default=0.1, ge=0, le=1)
+    """The share of the context window deferred tools' schemas may take before the
+    model gets ``tool_search`` instead of them (issue 16)."""
 
 
 SettingsSource = Settings | Callable[[], Settings]

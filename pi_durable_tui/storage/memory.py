@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import PreparedBatch, RevisionKind, prepare_batch
 from pi_durable_tui.storage._scans import (
     check_limit,
@@ -23,12 +24,11 @@ from pi_durable_tui.storage._scans import (
     unknown_conversation,
     visible_chain,
 )
-from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
+from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted
 from pi_durable_tui.storage.json_ops import InvalidOperation, JsonObject, Op, apply_ops, loads
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
     FIRST_MINTED_ID,
-    MAX_ID,
     ConversationRecord,
     DocAddress,
     DocumentRead,
@@ -42,7 +42,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     SubmissionStatus,
     TaskRecord,
-    TaskStatus,
 )
 from pi_durable_tui.storage.writes import Write
 
@@ -64,7 +63,7 @@ class _Entry:
     seq: int
 
 
-class MemoryStorage:
+class MemoryStorage(StorageBackend):
     """A Storage kept in memory; the reference every other backend is compared with."""
 
     def __init__(self) -> None:
@@ -126,20 +125,6 @@ class MemoryStorage:
         return version, value
 
     # -- Storage ------------------------------------------------------------
-
-    @property
-    def last_seq(self) -> int:
-        """The sequence number of the newest commit."""
-        return self._seq
-
-    def mint_id(self) -> int:
-        """Return a fresh ID above every committed or minted one."""
-        self._check_open()
-        if self._next_id > MAX_ID:
-            raise StorageRejected("ID space is exhausted")
-        minted = self._next_id
-        self._next_id += 1
-        return minted
 
     async def commit(self, writes: Sequence[Write]) -> int:
         """Store a batch atomically and return its sequence number."""
@@ -313,20 +298,11 @@ class MemoryStorage:
         result.sort()
         return result
 
-    async def scan_tasks(
-        self,
-        *,
-        conversation_id: int | None = None,
-        kind: str | None = None,
-        status: TaskStatus | Sequence[TaskStatus] | None = None,
-        abort_requested: bool | None = None,
-        background: bool | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
+    async def _scan_tasks(
+        self, filters: TaskFilters, order: ScanOrder | None, limit: int, cursor: JsonObject | None
     ) -> Page[TaskRecord]:
-        """Scan tasks by ID; every given filter must match."""
         self._check_open()
+        conversation_id, kind, status, abort_requested, background = filters
         statuses = status_filter(status)
 
         def keep(task_id: int) -> TaskRecord | None:

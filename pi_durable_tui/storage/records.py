@@ -3,11 +3,14 @@
 Records are frozen dataclasses whose payload fields hold plain JSON values
 (reference section 1.2-1.8). Backends keep them as JSON text made by
 ``to_json`` and rebuild them with ``from_json`` on every read, so every record a
-backend returns is a detached copy (R10, R128). All IDs are integers from one
-global space shared by every kind (R-1.2): conversation 1 is the root, minted IDs
-start at 2, and no ID is ever used by two records of different kinds.
+backend returns is a detached copy (R10, R128). Both methods come from
+``JsonRecord`` (``_record_json``), which derives the format from the fields.
+All IDs are integers from one global space shared by every kind (R-1.2):
+conversation 1 is the root, minted IDs start at 2, and no ID is ever used by
+two records of different kinds.
 
-JSON keys are snake_case; optional fields that are ``None`` are left out.
+JSON keys are snake_case; optional fields (default ``None``) that are ``None``
+are left out, after the fields that are always written.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
+from pi_durable_tui.storage._record_json import JsonRecord, json_codec
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 
 ROOT_CONVERSATION_ID = 1
@@ -33,12 +37,8 @@ History = Literal["latest", "rewindable"]
 ForkPolicy = Literal["initial", "current", "asOf"]
 
 
-def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if v is not None}
-
-
 @dataclass(frozen=True, slots=True)
-class ForkPoint:
+class ForkPoint(JsonRecord):
     """Where a fork branches off: the parent conversation and the fork entry (inclusive)."""
 
     conversation_id: int
@@ -46,7 +46,7 @@ class ForkPoint:
 
 
 @dataclass(frozen=True, slots=True)
-class ConversationOwner:
+class ConversationOwner(JsonRecord):
     """The task that owns a conversation, and that task's conversation (R-1.3)."""
 
     conversation_id: int
@@ -54,39 +54,22 @@ class ConversationOwner:
 
 
 @dataclass(frozen=True, slots=True)
-class ConversationRecord:
+class ConversationRecord(JsonRecord):
     """A conversation: an ID, an optional fork point and an optional owner. Immutable."""
 
     id: int
-    parent: ForkPoint | None = None
-    owner: ConversationOwner | None = None
-
-    def to_json(self) -> JsonObject:
-        """Return the record as a JSON object."""
-        data: JsonObject = {"id": self.id}
-        if self.parent is not None:
-            data["parent"] = {"conversation_id": self.parent.conversation_id, "at": self.parent.at}
-        if self.owner is not None:
-            data["owner"] = {
-                "conversation_id": self.owner.conversation_id,
-                "task_id": self.owner.task_id,
-            }
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> ConversationRecord:
-        """Build the record from ``to_json`` output."""
-        parent = data.get("parent")
-        owner = data.get("owner")
-        return cls(
-            id=data["id"],
-            parent=ForkPoint(parent["conversation_id"], parent["at"]) if parent else None,
-            owner=ConversationOwner(owner["conversation_id"], owner["task_id"]) if owner else None,
-        )
+    parent: ForkPoint | None = field(
+        default=None,
+        metadata=json_codec(encode=JsonRecord.to_json, decode=ForkPoint.from_json),
+    )
+    owner: ConversationOwner | None = field(
+        default=None,
+        metadata=json_codec(encode=JsonRecord.to_json, decode=ConversationOwner.from_json),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class EntryRecord:
+class EntryRecord(JsonRecord):
     """An immutable transcript entry (R-1.4).
 
     ``model`` holds the messages this entry contributes to model context, ``data``
@@ -104,38 +87,9 @@ class EntryRecord:
     edits: list[Json] | None = None
     by_task_id: int | None = None
 
-    def to_json(self) -> JsonObject:
-        """Return the record as a JSON object."""
-        return _drop_none(
-            {
-                "id": self.id,
-                "conversation_id": self.conversation_id,
-                "kind": self.kind,
-                "model": self.model,
-                "data": self.data,
-                "head": self.head,
-                "edits": self.edits,
-                "by_task_id": self.by_task_id,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, data: Any) -> EntryRecord:
-        """Build the record from ``to_json`` output."""
-        return cls(
-            id=data["id"],
-            conversation_id=data["conversation_id"],
-            kind=data["kind"],
-            model=data.get("model"),
-            data=data.get("data"),
-            head=data.get("head"),
-            edits=data.get("edits"),
-            by_task_id=data.get("by_task_id"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class TaskRecord:
+class TaskRecord(JsonRecord):
     """A durable task: a state machine attached to one conversation (R-1.6).
 
     ``state`` is a JSON object whose ``status`` is one of ``TaskStatus``:
@@ -151,7 +105,7 @@ class TaskRecord:
     conversation_id: int
     kind: str
     version: int
-    input: Json
+    input: Json = field(metadata=json_codec(missing_is_none=True))
     state: JsonObject
     owner: int | None = None
     background: bool = False
@@ -171,49 +125,9 @@ class TaskRecord:
         """Whether the task is not yet terminal."""
         return self.state["status"] != "terminal"
 
-    def to_json(self) -> JsonObject:
-        """Return the record as a JSON object."""
-        data: JsonObject = {
-            "id": self.id,
-            "conversation_id": self.conversation_id,
-            "kind": self.kind,
-            "version": self.version,
-            "input": self.input,
-            "state": self.state,
-            "background": self.background,
-            "abort_requested": self.abort_requested,
-        }
-        if self.owner is not None:
-            data["owner"] = self.owner
-        if self.started_at is not None:
-            data["started_at"] = self.started_at
-        if self.ended_at is not None:
-            data["ended_at"] = self.ended_at
-        if self.memos is not None:
-            data["memos"] = self.memos
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> TaskRecord:
-        """Build the record from ``to_json`` output."""
-        return cls(
-            id=data["id"],
-            conversation_id=data["conversation_id"],
-            kind=data["kind"],
-            version=data["version"],
-            input=data.get("input"),
-            state=data["state"],
-            owner=data.get("owner"),
-            background=data.get("background", False),
-            abort_requested=data.get("abort_requested", False),
-            started_at=data.get("started_at"),
-            ended_at=data.get("ended_at"),
-            memos=data.get("memos"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class SubmissionRecord:
+class SubmissionRecord(JsonRecord):
     """A durable host hand-off to one conversation (R-1.8).
 
     ``queued`` → ``placed`` (input) or ``done`` (write) → ``done`` / ``unanswered``;
@@ -229,37 +143,6 @@ class SubmissionRecord:
     answer: int | None = None
     reason: str | None = None
     detail: Json = None
-
-    def to_json(self) -> JsonObject:
-        """Return the record as a JSON object."""
-        return _drop_none(
-            {
-                "id": self.id,
-                "conversation_id": self.conversation_id,
-                "type": self.type,
-                "status": self.status,
-                "request_id": self.request_id,
-                "entry": self.entry,
-                "answer": self.answer,
-                "reason": self.reason,
-                "detail": self.detail,
-            }
-        )
-
-    @classmethod
-    def from_json(cls, data: Any) -> SubmissionRecord:
-        """Build the record from ``to_json`` output."""
-        return cls(
-            id=data["id"],
-            conversation_id=data["conversation_id"],
-            type=data["type"],
-            status=data["status"],
-            request_id=data.get("request_id"),
-            entry=data.get("entry"),
-            answer=data.get("answer"),
-            reason=data.get("reason"),
-            detail=data.get("detail"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +230,7 @@ class DocAddress:
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentRecord:
+class DocumentRecord(JsonRecord):
     """One incarnation of a document (R-1.5).
 
     It is a member of the store from ``created_at`` (the seq of its creating
@@ -357,7 +240,7 @@ class DocumentRecord:
 
     id: int
     kind: str
-    scope: DocScope
+    scope: DocScope = field(metadata=json_codec(encode=scope_to_json, decode=scope_from_json))
     created_at: int
     key: str | None = None
     retired_at: int | None = None
@@ -380,32 +263,6 @@ class DocumentRecord:
     def alive_at(self, seq: int) -> bool:
         """Whether the incarnation is a member of the store at ``seq``."""
         return self.created_at <= seq and (self.retired_at is None or seq < self.retired_at)
-
-    def to_json(self) -> JsonObject:
-        """Return the record as a JSON object."""
-        data: JsonObject = {
-            "id": self.id,
-            "kind": self.kind,
-            "scope": scope_to_json(self.scope),
-            "created_at": self.created_at,
-        }
-        if self.key is not None:
-            data["key"] = self.key
-        if self.retired_at is not None:
-            data["retired_at"] = self.retired_at
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> DocumentRecord:
-        """Build the record from ``to_json`` output."""
-        return cls(
-            id=data["id"],
-            kind=data["kind"],
-            scope=scope_from_json(data["scope"]),
-            created_at=data["created_at"],
-            key=data.get("key"),
-            retired_at=data.get("retired_at"),
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from pi_durable_tui._utf8 import continuation_start
 from pi_durable_tui.harness import format_size
 
 DEFAULT_MAX_LINES = 2000
@@ -129,8 +130,7 @@ def _cut_utf8(data: bytes, cap: int) -> str:
     """Decode the longest prefix of at most ``cap`` bytes ending on a character boundary."""
     end = min(cap, len(data))
     if end < len(data):
-        while end > 0 and data[end] & 0xC0 == 0x80:
-            end -= 1
+        end = continuation_start(data, end)
     return data[:end].decode("utf-8", errors="replace")
 
 

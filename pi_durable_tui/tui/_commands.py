@@ -335,6 +335,12 @@ async def _skills(host: CommandHost, arg: str) -> None:
         host.set_editor_text(f"Use the {name} skill: ")
 
 
+async def _mcp(host: CommandHost, arg: str) -> None:
+    lines = await host.controller.mcp_servers()
+    items = [PickerItem(Content(line), str(index)) for index, line in enumerate(lines)]
+    await host.pick("MCP servers: state and tools", items)
+
+
 async def _permissions(host: CommandHost, arg: str) -> None:
     lines = await host.controller.permissions()
     items = [PickerItem(Content(line), str(index)) for index, line in enumerate(lines)]
@@ -377,6 +383,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
+    Command("mcp", "", "List the MCP servers, their state and tools", _mcp),
     Command("permissions", "", "List the permission mode and rules in force", _permissions),
     Command("clients", "", "List the terminals and clients attached to this session", _clients),
     Command("help", "", "List every key and command", _help),

@@ -86,10 +86,6 @@ class Transcript(VerticalScroll, can_focus=False):
         """Return the mounted widget of a block, if it is mounted."""
         return self._views.get(key)
 
-    def on_mount(self) -> None:
-        """Build the first window."""
-        self.rebuild()
-
     def set_context(self, ctx: RenderContext) -> None:
         """Re-render the mounted blocks with a new context (theme, Ctrl+O, Alt+T).
 
@@ -151,7 +147,10 @@ class Transcript(VerticalScroll, can_focus=False):
         if not self._at_end:
             return
         following = self.is_anchored and self.scroll_y >= self.max_scroll_y - 1
-        blocks = [block for block in map(self.model.block, keys) if block is not None]
+        # A block the window already shows was mounted by a build that saw it: the
+        # change that added it was queued before that build (the app subscribes first).
+        fresh = [key for key in keys if key not in self._views]
+        blocks = [block for block in map(self.model.block, fresh) if block is not None]
         self._mount_blocks(blocks)
         excess = len(self._order) - WINDOW
         if following and excess > 0:

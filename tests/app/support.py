@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
+from pi_durable_tui.app.agent._config import read_project_settings
 from pi_durable_tui.app.files import remember_trust, settings_digest
 from pi_durable_tui.storage import EntryRecord, SqliteStorage
 
@@ -46,9 +47,14 @@ def write_settings(path: Path, data: Any) -> Path:
 
 
 def trust_settings(project: Path) -> None:
-    """Trust the project's settings file as it is now, as the user would in the app."""
-    raw = (project / ".pidurable" / "settings.json").read_bytes()
-    remember_trust(os.path.realpath(project), settings_digest(raw))
+    """Trust the project's settings (and ``.mcp.json``) as they are now, as the user would."""
+    if not (project / ".mcp.json").exists():
+        raw = (project / ".pidurable" / "settings.json").read_bytes()
+        remember_trust(os.path.realpath(project), settings_digest(raw))
+        return
+    digest = read_project_settings(project).digest
+    assert digest is not None
+    remember_trust(os.path.realpath(project), digest)
 
 
 @dataclass

@@ -47,7 +47,7 @@ from pi_durable_tui.app.agent._model_setup import (
     list_models_text,
 )
 from pi_durable_tui.app.agent._permissions import PermissionChoices
-from pi_durable_tui.app.agent._printed import RedactedWriter, output_redactor
+from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -70,6 +70,7 @@ __all__ = [
     "choose_model",
     "export_main",
     "export_transcript",
+    "json_line",
     "list_models_text",
     "live_jobs",
     "load_settings",

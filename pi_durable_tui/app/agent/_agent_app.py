@@ -49,6 +49,7 @@ from pi_durable_tui.app.agent._demos import (
 from pi_durable_tui.app.agent._earlier_runs import end_earlier_runs
 from pi_durable_tui.app.agent._job_exit import end_jobs, keep_jobs, reopened_jobs
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
+from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
@@ -76,11 +77,8 @@ from pi_durable_tui.harness import (
     AgentChange,
     Conversation,
     EnvTarget,
-    Extension,
     Harness,
-    McpConnection,
     create_registry,
-    mcp_extension,
     parse_mcp_servers,
 )
 from pi_durable_tui.kernel import Clock, Report
@@ -145,7 +143,7 @@ class AgentApp:
     """Where the tools work (None: ``cwd`` on this machine)."""
     remote: ExecutionEnv | None = None
     """The SSH environment of a remote location, closed with the app."""
-    mcp_servers: list[McpConnection] = field(default_factory=list)
+    mcp_servers: McpServers = field(default_factory=McpServers)
     """The MCP servers of this session (issue 16), stopped with the app."""
     notices: list[str] = field(default_factory=list)
     """One line per thing that could not be set up (an MCP server that did not start)."""
@@ -295,17 +293,14 @@ class AgentApp:
             if on_report is not None:
                 on_report(item)
 
-        # Issue 16: MCP servers start with the session; one that fails is a notice.
-        mcp_servers = [
-            McpConnection(server, log_path=store.parent / "pidurable.log", cwd=Path(workspace))
-            for server in parse_mcp_servers(app_settings.mcpServers)
-        ]
-        mcp_tools: list[Extension] = []
-        mcp_notices: list[str] = []
-        if mcp_servers:
-            extension, notices = await mcp_extension(mcp_servers)
-            mcp_tools.append(extension)
-            mcp_notices.extend(notices)
+        # Issue 16: MCP servers (lazily, or with the session); one that fails is a notice.
+        mcp_servers = await open_mcp_servers(
+            parse_mcp_servers(app_settings.mcpServers),
+            app_settings.mcp_start,
+            log_path=store.parent / "pidurable.log",
+            cwd=Path(workspace),
+        )
+        mcp_tools = [mcp_servers.extension()] if mcp_servers.connections else []
         try:
             harness = await Harness.open(
                 storage,
@@ -325,7 +320,7 @@ class AgentApp:
             )
         except BaseException as error:
             await storage.close()
-            await _close_all(mcp_servers)
+            await mcp_servers.close()
             if remote is not None:
                 await remote.close()
             if _store_failure(error):
@@ -333,7 +328,7 @@ class AgentApp:
             raise
         app = cls(harness, harness.conversation(1), store, settings, models, cwd, reports, created)
         app.mcp_servers = mcp_servers
-        app.notices = mcp_notices
+        app.notices = list(mcp_servers.notices)
         app.demo = marker.demo if marker is not None else None
         app.options = options
         app.location = location if remote is not None else None
@@ -397,7 +392,7 @@ class AgentApp:
                 await end_jobs(self.harness)
         with contextlib.suppress(Exception):
             await self.harness.close()
-        await _close_all(self.mcp_servers)
+        await self.mcp_servers.close()
         closing = getattr(self.remote, "close", None)
         if closing is not None:
             with contextlib.suppress(Exception):
@@ -500,10 +495,3 @@ def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]
         return env
 
     return build
-
-
-async def _close_all(servers: list[McpConnection]) -> None:
-    """Stop every MCP server (issue 16: none outlives the session)."""
-    for server in servers:
-        with contextlib.suppress(Exception):
-            await server.close()

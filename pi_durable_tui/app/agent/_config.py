@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,11 +29,13 @@ from pi_durable_tui.ai.providers import ProviderDeclaration
 from pi_durable_tui.app.agent._permissions import PermissionRules
 from pi_durable_tui.app.files import (
     DATABASE_KEY,
+    MCP_JSON_NAME,
     SETTINGS_NAME,
     SettingsError,
     TrustRequest,
     merge_settings,
     parse_settings,
+    project_mcp_json,
     read_settings_bytes,
     read_settings_file,
     settings_digest,
@@ -88,6 +90,10 @@ class AppSettings(BaseModel):
     follow_up_mode: Literal["one-at-a-time", "all"] = "one-at-a-time"
     mcpServers: dict[str, Any] = Field(default_factory=dict)
     """MCP servers (issue 16): ``{"name": {"command", "args", "env"}}`` or ``{"url", ...}``."""
+    mcp_start: Literal["lazy", "session"] = "lazy"
+    """When MCP servers start: at the first call of one of their tools, or with the session."""
+    tool_search_share: float = Field(default=0.1, ge=0, le=1)
+    """Past this share of the context window, MCP tool schemas give way to ``tool_search``."""
 
     @field_validator("mcpServers")
     @classmethod
@@ -105,6 +111,7 @@ class AppSettings(BaseModel):
             tool_execution=self.tool_execution,
             steering_mode=self.steering_mode,
             follow_up_mode=self.follow_up_mode,
+            tool_search_share=self.tool_search_share,
         )
 
 
@@ -188,11 +195,30 @@ class ProjectSettings:
     data: dict[str, Any]
     digest: str | None
     widening: dict[str, Any]
+    mcp_json: Path | None = None
+    """The project's ``.mcp.json`` when it exists (the digest covers it too; issue 16)."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """The servers its ``.mcp.json`` declares."""
+
+    @property
+    def merged(self) -> dict[str, Any]:
+        """The settings file's object with the ``.mcp.json`` servers under ``mcpServers``.
+
+        A server the settings file declares wins over one of the same name there.
+        """
+        if not self.mcp_servers:
+            return self.data
+        own = self.data.get("mcpServers")
+        return {
+            **self.data,
+            "mcpServers": {**self.mcp_servers, **(own if isinstance(own, dict) else {})},
+        }
 
     def request(self) -> TrustRequest:
         """The confirmation its widening keys need."""
         assert self.digest is not None
-        return TrustRequest(self.project, self.path, self.digest, self.widening)
+        also = (self.mcp_json,) if self.mcp_json is not None else ()
+        return TrustRequest(self.project, self.path, self.digest, self.widening, also)
 
 
 def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
@@ -204,15 +230,39 @@ def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
     user, path = settings_sources(cwd)
     project = os.path.realpath(cwd)
     raw = read_settings_bytes(path)
-    if raw is None:
+    mcp_path = project_mcp_json(cwd)
+    mcp_raw = read_settings_bytes(mcp_path)
+    if raw is None and mcp_raw is None:
         return ProjectSettings(project, path, {}, None, {})
-    data = parse_settings(raw, path)
+    data = {} if raw is None else parse_settings(raw, path)
     for key, what in _USER_ONLY.items():
         if key in data:
             raise SettingsError(
                 f"{path}: {key}: only your own settings ({user}) may {what}; remove it here"
             )
-    return ProjectSettings(project, path, data, settings_digest(raw), widening_values(data))
+    if mcp_raw is None:
+        return ProjectSettings(
+            project, path, data, settings_digest(raw or b""), widening_values(data)
+        )
+    # REMINDER: one digest over both files, so trusting one content never trusts
+    # a later change of the other; without a .mcp.json it is the settings file's
+    # own digest, so confirmations made before .mcp.json was read stay valid.
+    digest = settings_digest((raw or b"") + b"\0" + MCP_JSON_NAME.encode() + b"\0" + mcp_raw)
+    servers = _mcp_json_servers(parse_settings(mcp_raw, mcp_path), mcp_path)
+    read = ProjectSettings(project, path, data, digest, {}, mcp_path, servers)
+    return replace(read, widening=widening_values(read.merged))
+
+
+def _mcp_json_servers(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The servers of a ``.mcp.json`` (Claude Code's shape), checked as settings are."""
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict):
+        raise SettingsError(f'{path}: expected {{"mcpServers": {{"name": {{...}}}}}}')
+    try:
+        parse_mcp_servers(servers)
+    except ValueError as error:
+        raise SettingsError(f"{path}: {error}") from None
+    return servers
 
 
 _USER_ONLY = {
@@ -239,8 +289,8 @@ def effective_settings(
     user_path = settings_sources(cwd)[0]
     user = read_settings_file(user_path)
     sources = [p for p in (user_path, project.path) if p.exists()]
-    _validate(merge_settings(user, project.data), sources)
-    overrides = with_values(without_widening(project.data), confirmed)
+    _validate(merge_settings(user, project.merged), sources)
+    overrides = with_values(without_widening(project.merged), confirmed)
     return _validate(merge_settings(user, overrides), sources)
 
 

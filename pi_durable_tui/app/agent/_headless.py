@@ -194,7 +194,7 @@ def untrusted_warning(request: TrustRequest, user_settings: str) -> str:
     """
     keys = ", ".join(request.widening)
     return (
-        f"pidurable: ignoring {keys} in {request.path}: not confirmed by you; to use them, "
+        f"pidurable: ignoring {keys} in {request.where}: not confirmed by you; to use them, "
         f"run pidurable in {request.project} once and trust them, or set them in "
         f"{user_settings}\n"
     )

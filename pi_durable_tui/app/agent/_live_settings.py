@@ -48,9 +48,9 @@ from pi_durable_tui.app.agent._permissions import (
 from pi_durable_tui.app.files import (
     SettingsError,
     TrustRequest,
+    project_mcp_json,
     read_settings_file,
     remember_trust,
-    settings_digest,
     settings_sources,
     trusted_digest,
 )
@@ -166,8 +166,9 @@ class SettingsFiles:
             os.replace(temporary, before.path)
         finally:
             temporary.unlink(missing_ok=True)
-        if trusted_before:
-            digest = settings_digest(raw)
+        after = read_project_settings(self._cwd).digest
+        if trusted_before and after is not None:
+            digest = after
             self._trusted.add(digest)
             with contextlib.suppress(OSError):  # trusted for this session at least
                 remember_trust(before.project, digest)
@@ -177,7 +178,7 @@ class SettingsFiles:
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         """Each file's modification time and size (a missing file: ``(-1, -1)``)."""
         stamps: list[tuple[int, int]] = []
-        for path in settings_sources(self._cwd):
+        for path in (*settings_sources(self._cwd), project_mcp_json(self._cwd)):
             try:
                 stat = path.stat()
             except OSError:

@@ -32,6 +32,8 @@ PROJECT_DIR = ".pidurable"
 """The project's directory of pidurable files, in the working directory."""
 SETTINGS_NAME = "settings.json"
 """The name of both settings files."""
+MCP_JSON_NAME = ".mcp.json"
+"""A project's MCP servers in Claude Code's shape, ``{"mcpServers": {...}}`` (issue 16)."""
 DATABASE_KEY = "database"
 """The user-only setting naming the PostgreSQL database of the sessions."""
 MAX_BYTES = 1024 * 1024
@@ -47,6 +49,11 @@ class SettingsError(ValueError):
 def settings_sources(cwd: str | os.PathLike[str]) -> tuple[Path, Path]:
     """The user file, then the project file of ``cwd`` (which overrides it)."""
     return home() / SETTINGS_NAME, Path(cwd) / PROJECT_DIR / SETTINGS_NAME
+
+
+def project_mcp_json(cwd: str | os.PathLike[str]) -> Path:
+    """The project's ``.mcp.json`` of ``cwd`` (gated by trust like the project's settings)."""
+    return Path(cwd) / MCP_JSON_NAME
 
 
 def read_settings_file(path: Path) -> dict[str, Any]:

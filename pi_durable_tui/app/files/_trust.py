@@ -65,20 +65,27 @@ class TrustRequest:
         path: The settings file.
         digest: The sha256 of the bytes the request is about.
         widening: Each widening key the file sets (dotted path) and its value.
+        also: The project's other files the digest covers (its ``.mcp.json``).
     """
 
     project: str
     path: Path
     digest: str
     widening: Mapping[str, Any]
+    also: tuple[Path, ...] = ()
+
+    @property
+    def where(self) -> str:
+        """The files the request is about, as the user reads them."""
+        return " and ".join(str(path) for path in (self.path, *self.also))
 
     def question(self) -> str:
         """``This project's settings allow ...: trust them?`` as the screen asks it."""
-        return f"This project's settings ({self.path}) allow {self.summary()}: trust them?"
+        return f"This project's settings ({self.where}) allow {self.summary()}: trust them?"
 
     def heading(self) -> str:
         """``This project's settings (PATH) allow:``, the line above the keys and values."""
-        return f"This project's settings ({self.path}) allow:"
+        return f"This project's settings ({self.where}) allow:"
 
     def summary(self) -> str:
         """The widening keys and their values, ``allow_outside_cwd = true, ...``."""

@@ -11,8 +11,9 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_intents``: what a client's ``call`` does, through the host's harness;
 - ``_connection``: one client's bounded outbox and writer (R124);
 - ``_host``: ``SessionHost``, the socket, the commit listener, presence;
-- ``_hosted``: ``start_hosted_screen``, the terminal that holds the store hosts it;
-- ``_serve``: ``pidurable serve``, a host without a terminal.
+- ``_transport``: how the host reaches one client (a Unix socket; the web page's
+  WebSocket is ``app.web``'s);
+- ``_hosted``: ``start_hosted_screen``, the terminal that holds the store hosts it.
 
 It imports ``app._wire``, ``app._socket``, ``_startup_errors``, ``agent`` and
 ``screen`` (the task tree, the screen it hosts).
@@ -25,13 +26,11 @@ from pi_durable_tui.app.host._hosted import (
     presence_notices,
     start_hosted_screen,
 )
-from pi_durable_tui.app.host._serve import serve_main
 
 __all__ = [
     "Lingering",
     "SessionHost",
     "describe_clients",
     "presence_notices",
-    "serve_main",
     "start_hosted_screen",
 ]

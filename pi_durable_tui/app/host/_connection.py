@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pi_durable_tui.app._socket import Peer
 from pi_durable_tui.app._wire import MAX_PENDING, encode
+from pi_durable_tui.app.host._transport import Transport
 
 
 class Connection:
@@ -29,8 +29,7 @@ class Connection:
     Args:
         client_id: Unique in this host.
         name: What the client calls itself (``terminal``, ``web``, ``acp``).
-        peer: Its kernel-given credentials.
-        writer: The stream to it.
+        transport: The connection to it (a Unix socket, a WebSocket).
         resnapshot: Puts a fresh snapshot in the outbox, on the line.
     """
 
@@ -38,20 +37,18 @@ class Connection:
         self,
         client_id: int,
         name: str,
-        peer: Peer,
-        writer: asyncio.StreamWriter,
+        transport: Transport,
         resnapshot: Callable[[Connection], Awaitable[None]],
     ) -> None:
         self.client_id = client_id
         self.name = name
-        self.peer = peer
         self.conversation: int | None = None
         """The followed conversation; set on the line with the snapshot that starts it."""
         self.window = 0
         self.stale = False
         self.collapsed = 0
         """How many times a backlog became a snapshot (for tests and ``/clients``)."""
-        self._writer = writer
+        self._transport = transport
         self._pending: deque[tuple[bool, bytes]] = deque()  # (is a frame, encoded)
         self._frames = 0
         self._wake = asyncio.Event()
@@ -61,7 +58,7 @@ class Connection:
 
     def describe(self) -> dict[str, Any]:
         """The client as ``clients`` messages list it."""
-        return {"id": self.client_id, "name": self.name, "pid": self.peer.pid}
+        return {"id": self.client_id, "name": self.name, **self._transport.describe()}
 
     def deliver(self, data: bytes) -> None:
         """Queue an encoded frame (from the commit listener: never blocks, never raises)."""
@@ -96,7 +93,7 @@ class Connection:
             self._wake.set()
 
     async def _write_loop(self) -> None:
-        writer = self._writer
+        transport = self._transport
         with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
             while True:
                 await self._wake.wait()
@@ -106,8 +103,7 @@ class Connection:
                 while self._pending and not self.stale:
                     frame, data = self._pending.popleft()
                     self._frames -= frame
-                    writer.write(data)
-                    await writer.drain()
+                    await transport.send(data)
                 if self._closed and not self._pending:
                     return
 
@@ -124,6 +120,5 @@ class Connection:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
-        self._writer.close()
         with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
+            await self._transport.close()

@@ -51,6 +51,7 @@ from pi_durable_tui.app._wire import (
 from pi_durable_tui.app.host._connection import Connection
 from pi_durable_tui.app.host._frames import commit_frame, snapshot, tasks_json
 from pi_durable_tui.app.host._intents import IntentRefused, perform
+from pi_durable_tui.app.host._transport import StreamTransport, Transport
 from pi_durable_tui.app.screen import TaskTree
 from pi_durable_tui.env import started_by_a_command
 from pi_durable_tui.kernel import CommitInfo, Tx
@@ -243,27 +244,47 @@ class SessionHost:
     # -- one client --
 
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(self._serve(reader, writer))
+        task = asyncio.ensure_future(self._serve_socket(reader, writer))
         self._serving.add(task)
         task.add_done_callback(self._serving.discard)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_socket(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         peer = peer_of(writer.get_extra_info("socket"))
+        transport = StreamTransport(reader, writer, peer)
         if peer.uid != os.getuid():
-            await _refuse(writer, "forbidden", "This session belongs to another user")
+            await _refuse(transport, "forbidden", "This session belongs to another user")
             return
         if started_by_a_command(peer.pid):
             # A command the agent ran must not steer or approve its own session.
-            await _refuse(writer, "forbidden", "A command run by an agent may not attach")
+            await _refuse(transport, "forbidden", "A command run by an agent may not attach")
             return
+        await self._serve(transport)
+
+    async def serve_client(self, transport: Transport) -> None:
+        """Serve one client over ``transport`` until it leaves or the host closes.
+
+        The one code path of every transport (the Unix socket, the web page's
+        WebSocket): the caller has admitted the peer (credentials, token).
+        """
+        task = asyncio.ensure_future(self._serve(transport))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
+        await task
+
+    async def _serve(self, transport: Transport) -> None:
         try:
-            hello = decode(await _read_line(reader))
+            hello = decode(await transport.receive())
             check_hello(hello)
         except WireError as error:
-            await _refuse(writer, error.code, str(error))
+            await _refuse(transport, error.code, str(error))
+            return
+        except (ConnectionError, OSError):
+            await transport.close()
             return
         connection = Connection(
-            self._next_id, str(hello.get("name") or "client"), peer, writer, self._resnapshot
+            self._next_id, str(hello.get("name") or "client"), transport, self._resnapshot
         )
         self._next_id += 1
         connection.window = int(hello.get("window") or WINDOW)
@@ -277,7 +298,7 @@ class SessionHost:
         self._connections[connection.client_id] = connection
         try:
             self._presence_changed()
-            await self._read_loop(reader, connection)
+            await self._read_loop(transport, connection)
         finally:
             self._connections.pop(connection.client_id, None)
             self._presence_changed()
@@ -299,13 +320,13 @@ class SessionHost:
             "windows": {f"{m.provider}/{m.id}": m.context_window for m in app.models.list()},
         }
 
-    async def _read_loop(self, reader: asyncio.StreamReader, connection: Connection) -> None:
+    async def _read_loop(self, transport: Transport, connection: Connection) -> None:
         calls: set[asyncio.Task[None]] = set()
         order = asyncio.Lock()  # intents run in the order sent, except abort (reference 5.2)
         try:
             while True:
                 try:
-                    line = await _read_line(reader)
+                    line = await transport.receive()
                     if not line:
                         return
                     message = decode(line)
@@ -325,6 +346,8 @@ class SessionHost:
                     connection.send({"t": "error", "code": error.code, "message": str(error)})
                     if error.code == "oversized":
                         return  # REMINDER: the rest of that line cannot be framed: close.
+                except (ConnectionError, OSError):
+                    return  # the client went away mid-message
         finally:
             for task in calls:
                 task.cancel()
@@ -360,18 +383,7 @@ class SessionHost:
         connection.send(reply)
 
 
-async def _read_line(reader: asyncio.StreamReader) -> bytes:
-    """One line; ``WireError("oversized")`` past the limit (``b""`` at the end)."""
-    try:
-        return await reader.readline()
-    except ValueError:  # asyncio's LimitOverrunError, re-raised by readline
-        raise WireError("oversized", f"Message longer than {MAX_MESSAGE} bytes") from None
-
-
-async def _refuse(writer: asyncio.StreamWriter, code: str, message: str) -> None:
+async def _refuse(transport: Transport, code: str, message: str) -> None:
     with contextlib.suppress(ConnectionError, OSError):
-        writer.write(encode({"t": "error", "code": code, "message": message}))
-        await writer.drain()
-    writer.close()
-    with contextlib.suppress(Exception):
-        await writer.wait_closed()
+        await transport.send(encode({"t": "error", "code": code, "message": message}))
+    await transport.close()

@@ -28,6 +28,13 @@ from pi_durable_tui.app.screen import (
 )
 
 
+def where(client: dict[str, Any]) -> str:
+    """``pid 123`` for a local client, ``from 127.0.0.1:5678`` for the web page's."""
+    if client.get("address"):
+        return f"from {client['address']}"
+    return f"pid {client.get('pid')}"
+
+
 def presence_notice(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> str | None:
     """``A terminal attached (pid 123); 2 clients attached`` for a join or leave, else ``None``.
 
@@ -44,7 +51,7 @@ def presence_notice(before: list[dict[str, Any]], after: list[dict[str, Any]]) -
     who = (joined or left)[0]
     verb = "attached" if joined else "left"
     count = f"{len(new)} client{'s' if len(new) != 1 else ''} attached"
-    return f"A {who.get('name', 'client')} {verb} (pid {who.get('pid')}); {count}"
+    return f"A {who.get('name', 'client')} {verb} ({where(who)}); {count}"
 
 
 def describe_clients(clients: list[dict[str, Any]], own: int) -> list[str]:
@@ -54,7 +61,7 @@ def describe_clients(clients: list[dict[str, Any]], own: int) -> list[str]:
         role = "this terminal" if client["id"] == own else f"a {client.get('name') or 'client'}"
         if client.get("host"):
             role += ", hosting the session"
-        lines.append(f"{role} (pid {client.get('pid')})")
+        lines.append(f"{role} ({where(client)})")
     return lines
 
 

@@ -140,6 +140,10 @@ class RemoteController:
         """Permission rules are read where the store is held."""
         raise _refused("Listing the permission rules")
 
+    async def mcp_servers(self) -> list[str]:
+        """MCP servers run where the store is held."""
+        raise _refused("Listing the MCP servers")
+
     async def clients(self) -> list[str]:
         """Who is attached, as the host last said."""
         return describe_clients(self.feed.clients, self.feed.client_id)

@@ -15,6 +15,8 @@ Its private modules, lowest first (each imports only the ones before it):
   commit (issue 12);
 - ``_feed``: where the view model's state comes from (``LocalFeed``: this
   process's session; ``app.remote``'s feed: a host elsewhere, issue 15);
+- ``_store_failure``: the line for a store that fails under the screen, and
+  ``StoreStopped`` for an action tried after it (issue 12);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
 - ``_editor_aids``: ``@`` path completion and the prompt history;

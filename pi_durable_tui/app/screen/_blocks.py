@@ -230,6 +230,7 @@ def assistant_blocks(
                 streaming=streaming,
                 mark=mark,
                 timestamp_ms=timestamp,
+                stop_reason="" if streaming else str(stop or ""),
             )
         )
     not_run = not streaming and stop != "toolUse"

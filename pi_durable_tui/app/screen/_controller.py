@@ -59,12 +59,13 @@ from pi_durable_tui.app.files import (
     session_infos,
 )
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
+from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
-from pi_durable_tui.app.screen._names import conversation_label, entry_text
+from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.harness import (
-    LIVE_DOC,
     MODES,
     PERMISSIONS_DOC,
     AgentChange,
@@ -72,6 +73,7 @@ from pi_durable_tui.harness import (
     Input,
     WhenBusy,
 )
+from pi_durable_tui.kernel import SessionFailed
 from pi_durable_tui.tools import move_to_background
 
 T = TypeVar("T")
@@ -140,7 +142,7 @@ class AgentController:
 
     async def _serial(self, action: Callable[[], Awaitable[T]]) -> T:
         async with self._lock:
-            return await action()
+            return await _unless_stopped(action)
 
     @property
     def _conversation(self):  # type: ignore[no-untyped-def]
@@ -167,6 +169,9 @@ class AgentController:
 
     async def abort(self) -> list[str]:
         """Abort the shown conversation's foreground work; return withdrawn input texts."""
+        return await _unless_stopped(self._abort)
+
+    async def _abort(self) -> list[str]:
         queued = [item for item in self.model.queue if item.mode != "write"]
         await self._conversation.abort()
         texts: list[str] = []
@@ -263,6 +268,10 @@ class AgentController:
         lines += [f"protected (always asks): {path}" for path in policy.protected]
         return [terminal_safe(line) for line in lines]
 
+    async def mcp_servers(self) -> list[str]:
+        """Each MCP server, its state and its tools (``/mcp``)."""
+        return [terminal_safe(line) for line in self.app.mcp_servers.status_lines()]
+
     async def clients(self) -> list[str]:
         """Who is attached to the session (``/clients``), this terminal first."""
         if self.presence is None:
@@ -305,35 +314,7 @@ class AgentController:
 
     async def conversations(self) -> list[ConversationInfo]:
         """The main conversation and the subagent conversations, newest first."""
-        storage = self.app.harness.session.storage
-        found: list[ConversationInfo] = []
-        cursor = None
-        while True:
-            page = await storage.scan_conversations(limit=200, cursor=cursor)
-            for record in page.items:
-                first = await storage.scan_entries(record.id, order="asc", limit=5)
-                title = next(
-                    (entry_text(s.entry) for s in first.items if s.entry.kind == "pi.user"), ""
-                )
-                label = conversation_label(record.id, record.owner is not None, self.app.root.id)
-                live = await self.app.harness.session.snapshot(LIVE_DOC, record.id) or {}
-                found.append(
-                    ConversationInfo(
-                        record.id,
-                        label,
-                        title[:80],
-                        shown=record.id == self.model.conversation_id,
-                        busy="run" in live,
-                    )
-                )
-            if page.cursor is None:
-                break
-            cursor = page.cursor
-        main = [c for c in found if c.conversation_id == self.app.root.id]
-        return main + sorted(
-            (c for c in found if c.conversation_id != self.app.root.id),
-            key=lambda c: -c.conversation_id,
-        )
+        return await list_conversations(self.app, self.model.conversation_id)
 
     async def switch_conversation(self, conversation_id: int) -> None:
         """Show another conversation; the editor then talks to it."""
@@ -493,7 +474,7 @@ class AgentController:
         if not trusted:
             settings.decline(request)
             self.model.add_notice(
-                "info", f"Not trusted: {keys} from {request.path} stay off in this session."
+                "info", f"Not trusted: {keys} from {request.where} stay off in this session."
             )
         else:
             try:
@@ -505,7 +486,7 @@ class AgentController:
                     f"be remembered ({error.strerror})",
                 )
             else:
-                self.model.add_notice("info", f"Trusted: {keys} from {request.path} now apply.")
+                self.model.add_notice("info", f"Trusted: {keys} from {request.where} now apply.")
         self.model.trust_changed()
 
     async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
@@ -578,6 +559,14 @@ class AgentController:
         await self.model.close()
         if not keep:
             await self.app.close()
+
+
+async def _unless_stopped(action: Callable[[], Awaitable[T]]) -> T:
+    """Run ``action``; a session its store failed under raises ``StoreStopped`` (issue 12)."""
+    try:
+        return await action()
+    except SessionFailed as error:
+        raise StoreStopped() from error
 
 
 def settings_notice(error: SettingsError) -> str:

@@ -7,7 +7,9 @@ works and the screen would wait forever. ``watch_store_failure`` listens for the
 session's end (``Session.closed``) and, when it failed, hands the view model the
 line of ``describe_store_failure``: what failed, that nothing committed was lost,
 and the command that continues the session once the cause is gone. The app stays
-usable for quitting (closing a failed session writes nothing and does not wait).
+usable for quitting (closing a failed session writes nothing and does not wait);
+an action tried after it (a prompt, Esc) fails with ``StoreStopped``, one line
+pointing at the notice, instead of the kernel's ``SessionFailed`` text.
 """
 
 from __future__ import annotations
@@ -23,6 +25,17 @@ if TYPE_CHECKING:
 
 STOPPED = "Stopped: the session store cannot be written (ctrl+d quits; see the notice)"
 """The status line once the store failed: nothing runs on, whatever ``pi.live`` says."""
+
+
+class StoreStopped(Exception):
+    """An action tried after the store failed: nothing it would do can be stored.
+
+    The screen says ``<action> failed: <this message>`` under the notice that
+    says what failed (the controller raises it for a ``SessionFailed``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the session store cannot be written (see the notice); ctrl+d quits")
 
 
 def continue_command(app: AgentApp) -> str:

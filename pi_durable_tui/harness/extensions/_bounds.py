@@ -25,9 +25,10 @@ and a partly kept line counts as kept. The kept bytes are decoded with
 ``errors="replace"``, so kept invalid bytes become U+FFFD (three bytes in UTF-8
 each): only then can the kept text's UTF-8 size pass ``max_bytes``.
 
-A *character boundary* is a byte position not inside a UTF-8 sequence: one
-whose byte is not a continuation byte, or a continuation byte that no lead byte
-among the three before it could claim. For valid UTF-8 these are exactly the
+A *character boundary* (``pi_durable_tui._utf8.inside_character``) is a byte
+position not inside a UTF-8 sequence: one whose byte is not a continuation
+byte, or a continuation byte that no lead byte among the three before it could
+claim. For valid UTF-8 these are exactly the
 character starts; for invalid bytes they are always places where a decoder
 restarts, so decoding the kept bytes alone gives the same characters as
 decoding the whole and cutting there.
@@ -41,6 +42,8 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 from typing import Literal
+
+from pi_durable_tui._utf8 import inside_character
 
 Retain = Literal["head", "tail"]
 
@@ -129,38 +132,6 @@ def decode_output(data: bytes | bytearray, *, final: bool = True) -> str:
     return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
 
 
-def _sequence_length(byte: int) -> int:
-    if 0xC2 <= byte <= 0xDF:
-        return 2
-    if 0xE0 <= byte <= 0xEF:
-        return 3
-    if 0xF0 <= byte <= 0xF4:
-        return 4
-    return 0
-
-
-def _inside_character(data: bytes | bytearray, index: int, suffix: bool = False) -> int:
-    """Return how far before ``index`` its character starts (0 when ``index`` is a boundary).
-
-    Args:
-        data: The bytes.
-        index: A position in them.
-        suffix: ``data`` is the end of a longer stream whose earlier bytes are gone
-            (skipped, or not kept): continuation bytes at its very start belong to
-            a character that began before it, so they are inside one.
-    """
-    if index >= len(data) or not 0x80 <= data[index] <= 0xBF:
-        return 0
-    for back in (1, 2, 3):
-        if index - back < 0:
-            return back if suffix else 0
-        byte = data[index - back]
-        if 0x80 <= byte <= 0xBF:
-            continue
-        return back if _sequence_length(byte) > back else 0
-    return 0
-
-
 def head_window(data: bytes | bytearray, max_bytes: int, max_lines: int) -> tuple[int, int]:
     """Find the head window of ``data`` (section 3.5).
 
@@ -188,7 +159,7 @@ def head_window(data: bytes | bytearray, max_bytes: int, max_lines: int) -> tupl
     last_newline = data.rfind(b"\n", 0, max_bytes)
     if last_newline >= 0:
         return last_newline + 1, newlines
-    cut = max_bytes - _inside_character(data, max_bytes)
+    cut = max_bytes - inside_character(data, max_bytes)
     return cut, 1 if cut else 0
 
 
@@ -221,7 +192,7 @@ def tail_window(
             # The last line alone is over-long: keep its final bytes from a boundary.
             # REMINDER: after a skip, the kept bytes may begin with the tail of a
             # character whose lead byte was skipped; it is not part of the window.
-            while _inside_character(data, start, suffix=not starts_line):
+            while inside_character(data, start, suffix=not starts_line):
                 start += 1
             return start, 1 if start < size else 0
         start = newline + 1

@@ -139,6 +139,7 @@ class Tool(Generic[P]):
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     read_only: bool = False
     access: ToolAccess | None = None
+    deferred: bool = False
 
     @functools.cached_property
     def _spec(self) -> JsonObject:
@@ -167,6 +168,7 @@ def define_tool(
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     read_only: bool = False,
     access: ToolAccess | None = None,
+    deferred: bool = False,
 ) -> Tool[P]:
     """Define a tool.
 
@@ -187,6 +189,10 @@ def define_tool(
             included (issue 13). A tool that does not say so follows ``bash``'s policy.
         access: Its main argument (a path, a command) for permission rules
             (``write(src/**)``) and protected paths.
+        deferred: Its schema may be held back from the model when all deferred
+            schemas together are too large for the context window (issue 16):
+            the model then finds it with ``tool_search`` and loads it; a call by
+            its name works either way.
 
     Returns:
         The tool.
@@ -211,6 +217,7 @@ def define_tool(
         prepare_arguments=prepare_arguments,
         read_only=read_only,
         access=access,
+        deferred=deferred,
     )
 
 

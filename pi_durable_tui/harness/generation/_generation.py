@@ -74,11 +74,13 @@ from pi_durable_tui.harness.generation._tool_round import (
 )
 from pi_durable_tui.harness.state import (
     LIVE_DOC,
+    LOADED_TOOLS_DOC,
     PROVIDER_DOC,
     SYSTEM,
     add_model_usage,
     append_assistant,
     dump,
+    exposed_tools,
 )
 from pi_durable_tui.kernel import (
     Aborted,
@@ -185,8 +187,12 @@ async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
     if not view.entries:
         raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
     sections = await _render_sections(runtime, view)
-    drafts = plan_system_entries(view, sections, [tool.spec() for tool in agent.tools])
     settings = services.settings()
+    loaded = await services.session.snapshot(LOADED_TOOLS_DOC, runtime.conversation_id) or {}
+    offered = exposed_tools(
+        agent.tools, set(loaded.get("loaded") or ()), model, settings.tool_search_share
+    )
+    drafts = plan_system_entries(view, sections, [tool.spec() for tool in offered])
     compaction = settings.compaction
     background = False
     planned = [message for draft in drafts for message in draft.model]

@@ -3,9 +3,11 @@
 ``start_round`` (R89) is one commit that appends the tool-calling assistant entry
 and gives each call a slot in ``pi.live.tools``: a call to a tool that was not
 offered (by the committed context through ``cutoff``) gets a ``tool_unavailable``
-result at once and a ``done`` slot; the others get ``pi.tool`` tasks owned by the
-generation. A sequential round (``settings.tool_execution`` or any called tool's
-``execution_mode``) starts only the first task. The generation then waits on its
+result at once and a ``done`` slot (a deferred tool counts as offered: a call by
+its full name works whether or not its schema was sent, issue 16); the others get
+``pi.tool`` tasks owned by the generation. A sequential round
+(``settings.tool_execution`` or any called tool's ``execution_mode``) starts only
+the first task. The generation then waits on its
 tool tasks (``all_settled``, phase ``tools``).
 
 ``tools_phase`` (R90) starts the next call of a sequential round, or settles the
@@ -34,6 +36,7 @@ from pi_durable_tui.harness.state import (
     add_model_usage,
     append_assistant,
     append_tool_result,
+    deferred_names,
     end_run,
     message_of,
     run_inputs,
@@ -73,6 +76,7 @@ async def start_round(
     services = services_of(runtime)
     agent = await runtime.agent()
     offered = {spec.get("name") for spec in offered_tools(view.messages)}
+    offered |= deferred_names(agent.tools)  # called by full name without a schema (issue 16)
     calls = _calls(stored)
     sequential = services.settings().tool_execution == "sequential" or any(
         (tool := agent.tool(call["name"])) is not None

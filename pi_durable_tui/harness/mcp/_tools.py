@@ -27,6 +27,7 @@ from pi_durable_tui.harness.extensions import (
     schema_parameters,
 )
 from pi_durable_tui.harness.mcp._connection import McpConnection, McpServerError
+from pi_durable_tui.harness.mcp._search import tool_search_tool
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -71,6 +72,7 @@ def harness_tool(connection: McpConnection, spec: mcp_types.Tool) -> Tool[Schema
         execute=execute,
         replay="safe" if read_only else "unsafe",
         read_only=read_only,
+        deferred=True,
     )
 
 
@@ -90,4 +92,13 @@ async def mcp_extension(connections: Sequence[McpConnection]) -> tuple[Extension
             notices.append(str(error))
             continue
         tools.extend(harness_tool(connection, spec) for spec in specs)
-    return define_extension("mcp", tools=tools), notices
+    return mcp_bundle(tools), notices
+
+
+def mcp_bundle(tools: Sequence[Tool[SchemaArguments]]) -> Extension:
+    """The extension ``mcp``: the servers' tools and ``tool_search`` over them.
+
+    ``tool_search`` is offered only when the tools' schemas are held back
+    (``state._exposure``).
+    """
+    return define_extension("mcp", tools=[*tools, tool_search_tool(tools)])

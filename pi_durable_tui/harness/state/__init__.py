@@ -14,10 +14,12 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_usage``: the spend ledger ``pi.usage`` (R115, R116);
 - ``_entries``: building the entries the harness appends (R98);
 - ``_agent``: a conversation's agent in ``pi.agent``: ``configure`` and
-  resolution against the registry (R29-R31).
+  resolution against the registry (R29-R31);
+- ``_exposure``: which resolved tools a request offers (deferred tools and
+  ``tool_search``, issue 16).
 
 Outside itself this part imports only ``harness.extensions`` (the tool and
-section types an agent and a diagnostic entry name).
+section types an agent and a diagnostic entry name) and ``ai`` (token counts).
 """
 
 from pi_durable_tui.harness.state._agent import (
@@ -36,6 +38,7 @@ from pi_durable_tui.harness.state._docs import (
     COMPACTION,
     INBOX_DOC,
     LIVE_DOC,
+    LOADED_TOOLS_DOC,
     PERMISSIONS_DOC,
     PROVIDER_DOC,
     RESET,
@@ -52,6 +55,12 @@ from pi_durable_tui.harness.state._entries import (
     message_of,
     text_of,
     tool_result_message,
+)
+from pi_durable_tui.harness.state._exposure import (
+    TOOL_SEARCH,
+    deferred_names,
+    exposed_tools,
+    schema_tokens,
 )
 from pi_durable_tui.harness.state._live import (
     compaction_of,
@@ -70,11 +79,13 @@ __all__ = [
     "COMPACTION",
     "INBOX_DOC",
     "LIVE_DOC",
+    "LOADED_TOOLS_DOC",
     "PERMISSIONS_DOC",
     "PROVIDER_DOC",
     "RESET",
     "SYSTEM",
     "TOOL_RESULT",
+    "TOOL_SEARCH",
     "UNSET",
     "USAGE_DOC",
     "USER",
@@ -89,13 +100,16 @@ __all__ = [
     "append_user",
     "compaction_of",
     "configure",
+    "deferred_names",
     "dump",
     "end_run",
+    "exposed_tools",
     "is_busy",
     "message_of",
     "remove_compaction",
     "resolve_agent",
     "run_inputs",
+    "schema_tokens",
     "slot_of_task",
     "text_of",
     "tool_result_message",

@@ -91,5 +91,9 @@ PERMISSIONS_DOC = define_doc(
     "pi.permissions", initial=dict, scope="session", checkpoint_when=_always
 )
 """``pi.permissions`` (session scope): ``{"mode"?, "allow": [rules]}``, the user's choices."""
+LOADED_TOOLS_DOC = define_doc(
+    "pi.tools", initial=lambda: {"loaded": []}, history="rewindable", fork="asOf"
+)
+"""``pi.tools``: ``{"loaded": [names]}``, the deferred tools the model loaded (issue 16)."""
 BUILTIN_DOCS = (AGENT_DOC, PROVIDER_DOC, LIVE_DOC, INBOX_DOC, USAGE_DOC)
 """In the order views mount them."""

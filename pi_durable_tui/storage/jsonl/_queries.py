@@ -16,12 +16,14 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from pi_durable_tui.storage._backend_base import TaskFilters
 from pi_durable_tui.storage._scans import (
     check_limit,
     check_order,
     make_cursor,
     no_history,
     read_cursor,
+    status_filter,
     unknown_conversation,
     visible_chain,
 )
@@ -249,16 +251,14 @@ def latest_head_marker(
 
 def scan_tasks(
     index: JsonlIndex,
-    conversation_id: int | None,
-    kind: str | None,
-    statuses: set[str] | None,
-    abort_requested: bool | None,
-    background: bool | None,
+    filters: TaskFilters,
     order: ScanOrder | None,
     limit: int,
     cursor: JsonObject | None,
 ) -> Page[TaskRecord]:
     """Scan tasks by ID; every given filter must match."""
+    conversation_id, kind, status, abort_requested, background = filters
+    statuses = status_filter(status)
     table = index.tasks
     kind_code = None if kind is None else table.kinds.lookup(kind)
     status_codes = _codes(statuses, table.statuses.lookup)

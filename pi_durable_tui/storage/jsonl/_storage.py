@@ -80,9 +80,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage._scans import status_filter
-from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned, StorageRejected
+from pi_durable_tui.storage.errors import StorageClosed, StoragePoisoned
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.jsonl import _queries as jsonl_queries
 from pi_durable_tui.storage.jsonl._checkpoint import DEFAULT_POLICY, CheckpointPolicy, Checkpoints
@@ -95,7 +96,6 @@ from pi_durable_tui.storage.jsonl._recovery import Recovery, RecoveryStats, reco
 from pi_durable_tui.storage.lock import StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
-    MAX_ID,
     ConversationRecord,
     DocAddress,
     DocumentRead,
@@ -106,14 +106,13 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     SubmissionStatus,
     TaskRecord,
-    TaskStatus,
 )
 from pi_durable_tui.storage.writes import Write
 
 __all__ = ["CheckpointPolicy", "JsonlStorage"]
 
 
-class JsonlStorage:
+class JsonlStorage(StorageBackend):
     """A Storage kept in a directory of append-only JSON-lines files.
 
     Use ``await JsonlStorage.open(directory)``; see the module docstring.
@@ -224,14 +223,13 @@ class JsonlStorage:
         """The sequence number of the newest commit."""
         return self._index.seq
 
-    def mint_id(self) -> int:
-        """Return a fresh ID above every committed or minted one; no I/O."""
+    def _fresh_id(self) -> int:
+        # A commit may have taken IDs the index now knows; mint above both.
+        return max(self._next_id, self._index.next_id)
+
+    def _check_open(self) -> None:
+        # JSONL refuses to mint on a poisoned store too, as every other call does.
         self._check_usable()
-        minted = max(self._next_id, self._index.next_id)
-        if minted > MAX_ID:
-            raise StorageRejected("ID space is exhausted")
-        self._next_id = minted + 1
-        return minted
 
     # -- commit -----------------------------------------------------------------
 
@@ -333,22 +331,11 @@ class JsonlStorage:
             self._index, conversation_id, min_entry_id, max_entry_id, order, limit, cursor
         )
 
-    async def scan_tasks(
-        self,
-        *,
-        conversation_id: int | None = None,
-        kind: str | None = None,
-        status: TaskStatus | Sequence[TaskStatus] | None = None,
-        abort_requested: bool | None = None,
-        background: bool | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
+    async def _scan_tasks(
+        self, filters: TaskFilters, order: ScanOrder | None, limit: int, cursor: JsonObject | None
     ) -> Page[TaskRecord]:
-        """Scan tasks by ID; every given filter must match."""
         self._check_usable()
-        filters = (conversation_id, kind, status_filter(status), abort_requested, background)
-        return jsonl_queries.scan_tasks(self._index, *filters, order, limit, cursor)
+        return jsonl_queries.scan_tasks(self._index, filters, order, limit, cursor)
 
     async def scan_submissions(
         self,

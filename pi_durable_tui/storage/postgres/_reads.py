@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from pi_durable_tui.storage._backend_base import TaskFilters
 from pi_durable_tui.storage._batch import PreparedBatch
 from pi_durable_tui.storage._scans import (
     check_limit,
@@ -278,16 +279,13 @@ class Reads:
     async def scan_tasks(
         self,
         conn: asyncpg.Connection,
-        conversation_id: int | None,
-        kind: str | None,
-        status: str | Sequence[str] | None,
-        abort_requested: bool | None,
-        background: bool | None,
+        filters: TaskFilters,
         order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[TaskRecord]:
         """Scan tasks by ID; every given filter must match."""
+        conversation_id, kind, status, abort_requested, background = filters
         where = Where(self.store)
         where.equals_if("conversation_id", conversation_id)
         where.equals_if("kind", kind)

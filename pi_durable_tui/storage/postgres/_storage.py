@@ -39,12 +39,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
 
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
     StorageError,
     StoragePoisoned,
-    StorageRejected,
 )
 from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
@@ -64,7 +64,6 @@ from pi_durable_tui.storage.postgres._url import redact, scrub
 from pi_durable_tui.storage.postgres._view import Known, Unknown
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
-    MAX_ID,
     ConversationRecord,
     DocAddress,
     DocumentRead,
@@ -75,7 +74,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     SubmissionStatus,
     TaskRecord,
-    TaskStatus,
 )
 from pi_durable_tui.storage.writes import Write
 
@@ -128,7 +126,7 @@ async def connect(url: str, *, timeout: float, purpose: str) -> asyncpg.Connecti
     return conn
 
 
-class PostgresStorage:
+class PostgresStorage(StorageBackend):
     """A Storage kept in a PostgreSQL database under a name; see the module docstring.
 
     Create it with ``open``.
@@ -214,11 +212,6 @@ class PostgresStorage:
         """The database's URL, without its password."""
         return self._where
 
-    @property
-    def last_seq(self) -> int:
-        """The sequence number of the newest commit (0 for an empty store)."""
-        return self._seq
-
     def __repr__(self) -> str:
         return f"PostgresStorage({self._name!r} in {self._where})"
 
@@ -291,15 +284,6 @@ class PostgresStorage:
         )
 
     # -- writes -------------------------------------------------------------------
-
-    def mint_id(self) -> int:
-        """Return a fresh ID above every committed or previously minted one (no I/O)."""
-        self._check_open()
-        if self._next_id > MAX_ID:
-            raise StorageRejected("ID space is exhausted")
-        minted = self._next_id
-        self._next_id += 1
-        return minted
 
     async def commit(self, writes: Sequence[Write]) -> int:
         """Store a batch atomically in one SQL transaction and return its seq.
@@ -420,30 +404,10 @@ class PostgresStorage:
             cursor,
         )
 
-    async def scan_tasks(
-        self,
-        *,
-        conversation_id: int | None = None,
-        kind: str | None = None,
-        status: TaskStatus | Sequence[TaskStatus] | None = None,
-        abort_requested: bool | None = None,
-        background: bool | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
+    async def _scan_tasks(
+        self, filters: TaskFilters, order: ScanOrder | None, limit: int, cursor: JsonObject | None
     ) -> Page[TaskRecord]:
-        """Scan tasks by ID; every given filter must match."""
-        return await self._read(
-            self._reads.scan_tasks,
-            conversation_id,
-            kind,
-            status,
-            abort_requested,
-            background,
-            order,
-            limit,
-            cursor,
-        )
+        return await self._read(self._reads.scan_tasks, filters, order, limit, cursor)
 
     async def scan_submissions(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from pi_durable_tui.storage._backend_base import TaskFilters
 from pi_durable_tui.storage._scans import (
     check_limit,
     check_order,
@@ -103,16 +104,13 @@ class Queries(Tables):
 
     def scan_tasks(
         self,
-        conversation_id: int | None,
-        kind: str | None,
-        status: str | Sequence[str] | None,
-        abort_requested: bool | None,
-        background: bool | None,
+        filters: TaskFilters,
         order: ScanOrder | None,
         limit: int,
         cursor: JsonObject | None,
     ) -> Page[TaskRecord]:
         """Scan tasks by ID; every given filter must match."""
+        conversation_id, kind, status, abort_requested, background = filters
         where = _Where()
         where.add_if("conversation_id = ?", conversation_id)
         where.add_if("kind = ?", kind)

@@ -47,19 +47,18 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
+from pi_durable_tui.storage._backend_base import StorageBackend, TaskFilters
 from pi_durable_tui.storage._batch import prepare_batch
 from pi_durable_tui.storage.errors import (
     StorageClosed,
     StorageCorrupted,
     StoragePoisoned,
-    StorageRejected,
 )
 from pi_durable_tui.storage.failpoints import define as define_failpoint
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.lock import LOCK_SUFFIX, StoreLock
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, ScanOrder
 from pi_durable_tui.storage.records import (
-    MAX_ID,
     ConversationRecord,
     DocAddress,
     DocumentRead,
@@ -70,7 +69,6 @@ from pi_durable_tui.storage.records import (
     SubmissionRecord,
     SubmissionStatus,
     TaskRecord,
-    TaskStatus,
 )
 from pi_durable_tui.storage.sqlite._checkpoints import Checkpoints
 from pi_durable_tui.storage.sqlite._scans import Queries
@@ -123,7 +121,7 @@ async def run_on_worker(
     return result
 
 
-class SqliteStorage:
+class SqliteStorage(StorageBackend):
     """A Storage in one SQLite file; see the module docstring. Create it with ``open``."""
 
     def __init__(
@@ -256,21 +254,7 @@ class SqliteStorage:
         """The ``synchronous`` level the store was opened with."""
         return self._synchronous
 
-    @property
-    def last_seq(self) -> int:
-        """The sequence number of the newest commit (0 for an empty store)."""
-        return self._seq
-
     # -- writes ------------------------------------------------------------------
-
-    def mint_id(self) -> int:
-        """Return a fresh ID above every committed or previously minted one (no I/O)."""
-        self._check_open()
-        if self._next_id > MAX_ID:
-            raise StorageRejected("ID space is exhausted")
-        minted = self._next_id
-        self._next_id += 1
-        return minted
 
     async def commit(self, writes: Sequence[Write]) -> int:
         """Store a batch atomically in one SQL transaction and return its seq.
@@ -424,30 +408,10 @@ class SqliteStorage:
             cursor,
         )
 
-    async def scan_tasks(
-        self,
-        *,
-        conversation_id: int | None = None,
-        kind: str | None = None,
-        status: TaskStatus | Sequence[TaskStatus] | None = None,
-        abort_requested: bool | None = None,
-        background: bool | None = None,
-        order: ScanOrder | None = None,
-        limit: int = DEFAULT_PAGE,
-        cursor: JsonObject | None = None,
+    async def _scan_tasks(
+        self, filters: TaskFilters, order: ScanOrder | None, limit: int, cursor: JsonObject | None
     ) -> Page[TaskRecord]:
-        """Scan tasks by ID; every given filter must match."""
-        return await self._read(
-            self._tables.scan_tasks,
-            conversation_id,
-            kind,
-            status,
-            abort_requested,
-            background,
-            order,
-            limit,
-            cursor,
-        )
+        return await self._read(self._tables.scan_tasks, filters, order, limit, cursor)
 
     async def scan_submissions(
         self,

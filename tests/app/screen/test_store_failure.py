@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app.screen._store_failure import STOPPED
+from pi_durable_tui.app.screen._store_failure import STOPPED, StoreStopped
 from tests.app.screen_support import ScreenFactory, say
 from tests.cli.support import mount_tmpfs, unmount
 from tests.harness.run_support import within
@@ -53,6 +53,9 @@ async def test_a_disk_filling_under_the_screen_is_one_notice_the_status_stops_an
             "lost: quit, free some space, then `pidurable -c` continues the session",
         )
     ]
+    for action in (lambda: rig.controller.submit("more"), rig.controller.abort):
+        with pytest.raises(StoreStopped, match=r"cannot be written \(see the notice\)"):
+            await within(action())  # one line pointing at the notice, not SessionFailed's
     await within(rig.controller.close())  # quitting a failed session does not wait
 
     filler.unlink()

@@ -89,27 +89,61 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(server_script: Path, tmp_path: Path) -> Iterator[str]:
-    """The same server over streamable HTTP on loopback; yields its URL."""
-    port = _free_port()
-    env = {**os.environ, "NOTES": str(tmp_path / "notes.txt")}
-    log = (tmp_path / "http_server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, str(server_script), "http", str(port)], env=env, stderr=log, stdout=log
-    )
-    try:
+class HttpServer:
+    """The probe server over streamable HTTP on a loopback port: started, killed, started again."""
+
+    def __init__(self, script: Path, tmp_path: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._script = script
+        self._env = {**os.environ, "NOTES": str(tmp_path / "notes.txt")}
+        self._log = (tmp_path / "http_server.log").open("a")
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until its port accepts connections."""
+        self.process = process = subprocess.Popen(
+            [sys.executable, str(self._script), "http", str(self.port)],
+            env=self._env,
+            stderr=self._log,
+            stdout=self._log,
+        )
         deadline = time.monotonic() + 20
         while True:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("the HTTP MCP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+
+    def kill(self) -> None:
+        """SIGKILL the server process and reap it."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Terminate the server (teardown)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self._log.close()
+
+
+@pytest.fixture
+def http_process(server_script: Path, tmp_path: Path) -> Iterator[HttpServer]:
+    """The server over streamable HTTP on loopback, as a process the test can kill."""
+    server = HttpServer(server_script, tmp_path)
+    server.start()
+    try:
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+        server.stop()
+
+
+@pytest.fixture
+def http_server(http_process: HttpServer) -> str:
+    """The same server over streamable HTTP on loopback; its URL."""
+    return http_process.url

@@ -19,9 +19,11 @@ from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.harness.mcp import (
     McpConnection,
     McpServerConfig,
+    McpServerError,
     mcp_extension,
     parse_mcp_servers,
 )
+from tests.harness.mcp.mcp_server_support import HttpServer
 from tests.harness.run_support import RigFactory, message, within
 
 ConnectionFactory = Callable[[McpServerConfig], McpConnection]
@@ -68,7 +70,7 @@ async def test_a_stdio_server_tool_is_called_end_to_end_through_the_durable_path
     connection = connect(stdio_config(server_script, tmp_path))
     extension, notices = await within(mcp_extension([connection]), 30)
     assert notices == []
-    names = sorted(tool.name for tool in extension.tools)
+    names = sorted(tool.name for tool in extension.tools if tool.name != "tool_search")
     assert names == [
         f"mcp__probe__{n}" for n in ("broken", "echo", "note", "pid", "pixel", "slow_note")
     ]
@@ -163,7 +165,7 @@ async def test_a_server_that_cannot_start_is_one_notice_not_a_crash(
     (config,) = parse_mcp_servers({"ghost": {"command": str(tmp_path / "no-such-program")}})
     connection = connect(config)
     extension, notices = await within(mcp_extension([connection]), 30)
-    assert extension.tools == ()
+    assert [tool.name for tool in extension.tools] == ["tool_search"]
     assert len(notices) == 1
     assert notices[0].startswith("MCP server 'ghost' did not start")
     assert "\n" not in notices[0]
@@ -207,3 +209,21 @@ def test_a_bad_declaration_is_one_line_naming_the_server(value: object, problem:
 def test_secrets_in_a_declaration_do_not_show_in_its_repr() -> None:
     (config,) = parse_mcp_servers({"a": {"command": "x", "env": {"TOKEN": "s3cret"}}})
     assert "s3cret" not in repr(config)
+
+
+async def test_an_http_server_killed_mid_session_is_a_tool_error_then_reconnected_when_back(
+    connect: ConnectionFactory, http_process: HttpServer
+) -> None:
+    (config,) = parse_mcp_servers({"probe": {"url": http_process.url}})
+    connection = connect(config)
+    first = await within(connection.call_tool("pid", {}), 30)
+    http_process.kill()
+
+    with pytest.raises(McpServerError, match="MCP server 'probe'"):
+        await within(connection.call_tool("pid", {}), 30)
+    http_process.start()
+    second = await within(connection.call_tool("pid", {}), 30)
+
+    assert second.content[0].text != first.content[0].text  # type: ignore[union-attr]
+    assert connection.starts == 2
+    assert connection.state == "running"

@@ -446,6 +446,8 @@ def test_r34_settings_defaults_and_object_fields_merge_key_by_key() -> None:
         "extensions": None,
         # issue 13: by default the harness gate lets every call run, as the reference does
         "permissions": {"mode": "auto", "rules": (), "protected": (), "on_ask": "wait", "hint": ""},
+        # issue 16: deferred tools' schemas may take a tenth of the context window
+        "tool_search_share": 0.1,
     }
     merged = Settings.model_validate({"retry": {"enabled": False}})
     assert merged.retry.enabled is False

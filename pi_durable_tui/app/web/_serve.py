@@ -9,7 +9,10 @@ line on stderr says what is served, how to attach and how to stop; SIGINT or
 SIGTERM says ``bye`` to the clients and closes the session (exit 0). A problem
 opening it is one line and exit status 2, as for ``pidurable``.
 
-(The web page and its ``--web`` option are the next step of issue 15.)
+``--web HOST:PORT`` also serves the web page (``WebServer``) and prints its
+URL with the access token on stdout, one line; ``HOST`` must be loopback unless
+``--allow-remote`` is given (``_address``). A bad ``--web`` is one line and
+exit status 2 before anything is opened.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from collections.abc import Sequence
 
 from pi_durable_tui.app._startup_errors import describe_startup_error
 from pi_durable_tui.app.agent import AgentApp, AppOptions, PermissionChoices
-from pi_durable_tui.app.host._host import SessionHost
+from pi_durable_tui.app.host import SessionHost
+from pi_durable_tui.app.web._address import WebAddress, parse_web_address
+from pi_durable_tui.app.web._server import WebServer
 from pi_durable_tui.harness import MODES
 
 
@@ -44,10 +49,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="provider/model-id[:thinking] for a new session")
     parser.add_argument("--faux-script", metavar="FILE", help="serve provider faux from FILE")
     parser.add_argument("--permission-mode", choices=MODES, help="the session's permission mode")
+    parser.add_argument(
+        "--web",
+        metavar="HOST:PORT",
+        help="also serve the web page there (loopback, e.g. 127.0.0.1:8080; port 0 picks)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --web listen on a non-loopback host you name (the token crosses the network)",
+    )
     return parser
 
 
-async def serve(options: AppOptions) -> int:
+async def serve(options: AppOptions, web_address: WebAddress | None = None) -> int:
     """Open, serve until SIGINT or SIGTERM, close; returns the exit status."""
     try:
         app = await AgentApp.open(options)
@@ -58,13 +73,22 @@ async def serve(options: AppOptions) -> int:
         sys.stderr.write(f"pidurable serve: {line}\n")
         return 2
     host = SessionHost(app, name=None)
+    page = WebServer(host, web_address) if web_address is not None else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     try:
         await host.start()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        if page is not None:
+            try:
+                url = await page.start()
+            except OSError as error:
+                sys.stderr.write(f"pidurable serve: cannot listen on --web: {error}\n")
+                return 2
         app.harness.resume()
+        if page is not None:
+            print(url, flush=True)
         sys.stderr.write(
             f"pidurable serve: serving {app.session_id} on {host.path} (pid {os.getpid()}); "
             f"attach with: pidurable --session {app.store}; stop with Ctrl+C "
@@ -76,14 +100,25 @@ async def serve(options: AppOptions) -> int:
         for signum in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signum)
-        await host.close()
+        await host.close()  # bye to every client, the pages' WebSockets too
+        if page is not None:
+            await page.close()
         await app.close()
     return 0
 
 
 def serve_main(argv: Sequence[str]) -> int:
     """Run ``pidurable serve``; returns the exit status."""
-    args = _parser().parse_args(list(argv))
+    parser = _parser()
+    args = parser.parse_args(list(argv))
+    web_address = None
+    if args.allow_remote and not args.web:
+        parser.exit(2, "pidurable serve: --allow-remote goes with --web HOST:PORT\n")
+    if args.web:
+        try:
+            web_address = parse_web_address(args.web, allow_remote=args.allow_remote)
+        except ValueError as error:
+            parser.exit(2, f"pidurable serve: {error}\n")
     options = AppOptions(
         cwd=os.getcwd(),
         session=args.session,
@@ -92,4 +127,4 @@ def serve_main(argv: Sequence[str]) -> int:
         faux_script=args.faux_script,
         permissions=PermissionChoices(mode=args.permission_mode),
     )
-    return asyncio.run(serve(options))
+    return asyncio.run(serve(options, web_address))
