@@ -332,6 +332,10 @@ class OpeningSession:
         """Stop a live task once the session is open."""
         return await (await self._controlled()).stop_task(task_id)
 
+    async def background_command(self) -> str:
+        """Move the running command once the session is open."""
+        return await (await self._controlled()).background_command()
+
     async def running_jobs(self) -> int:
         """The jobs leaving would end: none while the session is still opening."""
         controller = self._controller

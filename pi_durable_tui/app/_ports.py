@@ -251,6 +251,14 @@ class Controller(Protocol):
         """
         ...
 
+    async def background_command(self) -> str:
+        """Move the shown conversation's running ``bash`` command to the background (Ctrl+B).
+
+        Returns:
+            The notice to show (what moved, or that nothing runs).
+        """
+        ...
+
     async def running_jobs(self) -> int:
         """How many background jobs leaving the app would end (0 for an attached client)."""
         ...

@@ -333,6 +333,11 @@ class RecordingController:
         self._record("stop_task", task_id)
         return f"Stopping task {task_id}."
 
+    async def background_command(self) -> str:
+        """Record the move."""
+        self._record("background_command")
+        return "Moved the running command to the background."
+
     async def running_jobs(self) -> int:
         """The jobs a test says run (``jobs_running``)."""
         return self.jobs_running

@@ -26,12 +26,12 @@ This package imports nothing from the rest of ``pi_durable_tui``.
 from __future__ import annotations
 
 from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCode
-from pi_durable_tui.env._jobs import KEPT_LOG_PREFIX, JobProcess, KeptJob, RunningJob
+from pi_durable_tui.env._jobs import JobProcess, KeptJob, RunningJob
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
 from pi_durable_tui.env._redaction import REDACTED, SecretRedactor
-from pi_durable_tui.env._run_guard import RUN_DIRECTORY_PREFIX
+from pi_durable_tui.env._run_guard import KEPT_LOG_PREFIX, RUN_DIRECTORY_PREFIX
 from pi_durable_tui.env._secrets import (
     SECRET_NAME_PATTERNS,
     SECRET_NAMES,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -38,6 +37,7 @@ from pi_durable_tui.env._groups import (
     become_subreaper,
     reap_finished_groups,
 )
+from pi_durable_tui.env._job_base import OwnedJob
 from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._process import end_strays, spawn_guarded
 from pi_durable_tui.env._run_guard import RUN_GUARD
@@ -46,9 +46,6 @@ from pi_durable_tui.env._strays import (
     children_of_this_process,
     end_processes,
 )
-
-KEPT_LOG_PREFIX = "pi-kept-job-"
-"""The name prefix of a kept job's log in the temp directory."""
 
 _POLL_SECONDS = 0.05
 _KEPT_POLL_SECONDS = 1.0
@@ -85,7 +82,7 @@ class JobProcess(Protocol):
         ...
 
 
-class RunningJob:
+class RunningJob(OwnedJob):
     """A job this process started (``LocalEnv.start_job``)."""
 
     def __init__(
@@ -99,31 +96,9 @@ class RunningJob:
         groups: set[ProcessGroup],
         marks: set[str],
     ) -> None:
-        self._mark = mark
-        self._group = group
+        super().__init__(mark, group, log_path, kill_grace, groups, marks)
         self._guard = guard
-        self._log_path = log_path
-        self._grace = kill_grace
-        self._groups = groups
-        self._marks = marks
         self._ended = False
-        self.kept = False
-        """Whether ``keep()`` left it running past this process."""
-
-    @property
-    def mark(self) -> str:
-        """The mark every process of the job carries."""
-        return self._mark
-
-    @property
-    def pid(self) -> int:
-        """The PID of the command's leader."""
-        return self._group.leader
-
-    @property
-    def log_path(self) -> str:
-        """The job's log (moved by ``keep()``)."""
-        return self._log_path
 
     @property
     def exit_code(self) -> int | None:
@@ -158,16 +133,7 @@ class RunningJob:
 
     def keep(self) -> str:
         """Leave the job running past this process; returns its log's new path."""
-        self.kept = True
-        self._guard.release()
-        RUN_GUARD.keep(self._mark)
-        self._groups.discard(self._group)
-        self._marks.discard(self._mark)
-        target = os.path.join(tempfile.gettempdir(), f"{KEPT_LOG_PREFIX}{self._mark}.log")
-        with contextlib.suppress(OSError):
-            os.rename(self._log_path, target)
-            self._log_path = target
-        return self._log_path
+        return self.keep_owned(self._guard)
 
 
 class KeptJob:

@@ -355,6 +355,7 @@ class LocalEnv:
         window: OutputWindow | None = None,
         abort: asyncio.Event | None = None,
         end_background: bool = False,
+        move: asyncio.Event | None = None,
     ) -> ExecResult:
         """Run a command and wait for it (see ``ExecutionEnv.exec``).
 
@@ -371,6 +372,8 @@ class LocalEnv:
             abort: Kills the process group when set.
             end_background: When the command ends, also end every process it left
                 running (background jobs, ``nohup``, ``setsid``; issue 13).
+            move: When set while the command runs, return at once with it as a
+                background job (``ExecResult.moved``, a ``MovedJob``; Ctrl+B).
 
         Returns:
             The exit code and the spill file, if any (deleted by ``cleanup()``).
@@ -410,6 +413,8 @@ class LocalEnv:
                 groups=self._groups,
                 secrets=self._secret_values(),
                 end_background=end_background,
+                move=move,
+                marks=self._marks,
             )
         except FileError as error:
             if error.spill_path:
@@ -417,6 +422,8 @@ class LocalEnv:
             raise
         if result.spill_path:
             self._spills.add(result.spill_path)
+        if result.moved is not None:
+            self._spills.add(result.moved.log_path)  # a kept job's log moved away first
         return result
 
     async def start_job(

@@ -47,6 +47,7 @@ from pi_durable_tui.env._groups import (
     live_groups,
     reap_finished_groups,
 )
+from pi_durable_tui.env._moved_job import MovedJob
 from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._run_guard import RUN_GUARD
 from pi_durable_tui.env._spill import SpillFile
@@ -61,6 +62,7 @@ from pi_durable_tui.env._types import (
     OutputCallback,
     OutputStream,
     OutputWindow,
+    SkippedOutput,
     SpillPolicy,
 )
 from pi_durable_tui.env._window import TailWindow
@@ -254,6 +256,50 @@ class _Command:
             self._close_pipe(pipe)
         self._maybe_done()
 
+    # -- moving to the background (issue 13) --------------------------------------
+
+    def move_output(self, log: int) -> None:
+        """From now on, write the output to the descriptor ``log`` instead of the callback.
+
+        What the window still holds goes to the callback first (the call's result
+        shows the output up to the move).
+        """
+        if self._window_timer is not None:
+            self._window_timer.cancel()
+            self._window_timer = None
+        if self._window is not None and self.error is None:
+            self._window.deliver(self._loop.time())
+        self._window = None
+        if self._spill is not None:
+            self._spill.close()  # its file holds the output up to the move; the log, the rest
+        self._spill = None
+
+        def write(data: bytes, stream: OutputStream, skipped: SkippedOutput | None) -> None:
+            del stream, skipped
+            with contextlib.suppress(OSError):
+                os.write(log, data)
+
+        self._on_output = write
+
+    def open_pipes(self) -> list[int]:
+        """The read ends still open (a kept job hands them to a drainer)."""
+        return [pipe.fd for pipe in self._pipes if pipe.fd is not None]
+
+    def drop_pipes(self) -> None:
+        """Stop reading the pipes and close this process's read ends."""
+        for pipe in self._pipes:
+            self._close_pipe(pipe)
+
+    @property
+    def group(self) -> ProcessGroup | None:
+        """The command's process group, once started."""
+        return self._group
+
+    @property
+    def guard(self) -> OrphanGuard | None:
+        """The command's orphan guard, once started."""
+        return self._guard
+
     # -- ending ------------------------------------------------------------------
 
     def stop(self, reason: StopReason) -> None:
@@ -263,6 +309,11 @@ class _Command:
         self.stop_reason = reason
         killing = self._group.kill(self._kill_grace)
         killing.add_done_callback(lambda _: self._check_exit())
+
+    @property
+    def finished(self) -> bool:
+        """Whether the leader exited and both pipes are closed."""
+        return self._done.done()
 
     def _maybe_done(self) -> None:
         group = self._group
@@ -297,6 +348,21 @@ class _Command:
         finally:
             if self._spill is not None:
                 self._spill.close()
+
+
+async def _moved_first(command: _Command, move: asyncio.Event) -> bool:
+    """Wait until the command ends or ``move`` is set; whether it is to move."""
+    if move.is_set():
+        return not command.finished
+    waiting = asyncio.ensure_future(command.wait())
+    moving = asyncio.ensure_future(move.wait())
+    try:
+        await asyncio.wait({waiting, moving}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        moving.cancel()
+        if not waiting.done():
+            waiting.cancel()
+    return not command.finished and move.is_set()
 
 
 def spawn_guarded(
@@ -374,6 +440,8 @@ async def run_command(
     groups: set[ProcessGroup],
     secrets: Sequence[bytes] = (),
     end_background: bool = False,
+    move: asyncio.Event | None = None,
+    marks: set[str] | None = None,
 ) -> ExecResult:
     """Run ``argv`` to its end, or kill its group on timeout, abort or cancellation.
 
@@ -390,9 +458,12 @@ async def run_command(
         groups: The environment's live process groups; this one is added while alive.
         secrets: Values a spill file must never hold (written ``[redacted]``).
         end_background: End every process the command left once its leader is gone.
+        move: When set while the command runs, the call returns at once with the
+            command as a background job (``ExecResult.moved``, issue 13).
+        marks: The environment's marks (a moved job's is forgotten when it is kept).
 
     Returns:
-        The exit code and the spill file, if any.
+        The exit code and the spill file, if any; or the moved job.
 
     Raises:
         FileError: ``timeout`` or ``aborted`` (with ``spill_path``), or a spawn error.
@@ -421,24 +492,36 @@ async def run_command(
         watcher.add_done_callback(
             lambda waited: None if waited.cancelled() else command.stop("aborted")
         )
+    moved: MovedJob | None = None
     try:
         try:
+            if move is not None and await _moved_first(command, move):
+                moved = MovedJob(
+                    command,
+                    mark or "",
+                    kill_grace,
+                    groups,
+                    marks if marks is not None else set(),
+                    lambda: end_strays(mark or "", group, children_before, kill_grace),
+                )
+                return ExecResult(-1, command.spill_path, moved=moved)
             await command.wait()
         except asyncio.CancelledError:
             command.stop("cancelled")
             await command.wait()
             raise
         finally:
-            if end_background and mark is not None:
+            if end_background and mark is not None and moved is None:
                 await asyncio.shield(end_strays(mark, group, children_before, kill_grace))
     finally:
         if timer is not None:
             timer.cancel()
         if watcher is not None:
             watcher.cancel()
-        if not group.alive():
-            groups.discard(group)
-        command.finish()
+        if moved is None:
+            if not group.alive():
+                groups.discard(group)
+            command.finish()
     if command.error is not None:
         raise command.error
     if command.stop_reason == "timeout":

@@ -42,6 +42,9 @@ from pi_durable_tui.env._strays import run_token
 RUN_DIRECTORY_PREFIX = "pi-run-"
 """The name prefix of a run's spill directory in the temp directory."""
 
+KEPT_LOG_PREFIX = "pi-kept-job-"
+"""The name prefix of a kept job's log in the temp directory (outside any run's directory)."""
+
 # REMINDER: the guard must never carry a mark (it would count itself); it is started
 # with this process's environment minus the mark variable, and skips its own PID.
 _SCRIPT = r"""

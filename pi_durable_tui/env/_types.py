@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 FileKind = Literal["file", "directory", "symlink", "other"]
 """What a path names; ``other`` covers FIFOs, sockets and devices, which tools refuse."""
@@ -143,3 +143,6 @@ class ExecResult:
 
     exit_code: int
     spill_path: str | None = None
+    moved: Any = None
+    """The command as a background job when the call asked it to move (a ``MovedJob``,
+    issue 13); ``exit_code`` is then -1: the command still runs."""

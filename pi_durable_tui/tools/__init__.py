@@ -35,6 +35,7 @@ from pi_durable_tui.tools._jobs import (
     JOB_TASK_DEFINITION,
     JOBS_DOC,
     keep_job,
+    move_to_background,
 )
 from pi_durable_tui.tools._read import ReadArgs, create_read_tool
 from pi_durable_tui.tools._read_window import (
@@ -108,6 +109,7 @@ __all__ = [
     "display_diff",
     "first_changed_line",
     "keep_job",
+    "move_to_background",
     "repair_edit_arguments",
     "select_lines",
     "unified_patch",

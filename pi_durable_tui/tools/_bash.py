@@ -14,7 +14,8 @@ crash of the call kills the whole group. The call leaves nothing running
 &``, ``nohup``, ``setsid``) is ended when the command ends. ``bash`` is not
 replay-safe: a command cut by a crash reaches the model as ``interrupted`` with
 the output it had committed, never silently run twice. With ``background:
-true`` the command runs as a background job instead (``_background``, ``_jobs``).
+true`` the command runs as a background job instead (``_background``, ``_jobs``);
+Ctrl+B moves a running command to one (``MOVABLE``, ``ExecResult.moved``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pi_durable_tui.harness import (
     ToolResult,
     define_tool,
 )
-from pi_durable_tui.tools._background import start_background
+from pi_durable_tui.tools._background import adopt_moved, start_background
+from pi_durable_tui.tools._jobs import MOVABLE
 from pi_durable_tui.tools._read_window import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 
 SPILL_KEPT = " (kept until this session closes)"
@@ -91,6 +93,10 @@ def create_bash_tool(
                 counts = (skipped.byte_count, skipped.line_count, skipped.ends_line)
             api.output(chunk, counts)
 
+        movable: dict[str, asyncio.Event] = {}
+        if getattr(env, "start_job", None) is not None:  # it can run jobs: Ctrl+B may move it
+            movable["move"] = asyncio.Event()
+            MOVABLE[api.task_id] = (api.conversation_id, movable["move"])
         try:
             result = await env.exec(
                 command,
@@ -103,6 +109,7 @@ def create_bash_tool(
                 window=api.output_window,
                 abort=api.aborted,
                 end_background=True,
+                **movable,
             )
         except FileError as error:
             if error.spill_path:
@@ -114,6 +121,10 @@ def create_bash_tool(
             if error.code == "aborted":
                 raise RuntimeError("Command aborted") from None
             raise
+        finally:
+            MOVABLE.pop(api.task_id, None)
+        if result.moved is not None:
+            return await adopt_moved(args.command, result.moved, api)
         duration_ms = round((asyncio.get_running_loop().time() - started) * 1000)
         details = {
             "command": args.command,

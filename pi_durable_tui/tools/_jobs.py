@@ -62,6 +62,23 @@ ENDED_NOTE = (
 RUNNING: dict[str, JobProcess] = {}
 """The jobs this process watches, by mark."""
 
+MOVABLE: dict[int, tuple[int, asyncio.Event]] = {}
+"""The ``bash`` calls running in the foreground: tool task id -> (conversation, move event)."""
+
+
+def move_to_background(conversation_id: int) -> int | None:
+    """Move the foreground ``bash`` commands of a conversation to the background (Ctrl+B).
+
+    Returns:
+        The tool task id of the newest one asked to move, or None when none runs.
+    """
+    moved = None
+    for task_id, (conversation, event) in sorted(MOVABLE.items()):
+        if conversation == conversation_id and not event.is_set():
+            event.set()
+            moved = task_id
+    return moved
+
 _READ_SIZE = 1 << 20
 _READS_PER_TICK = 16
 

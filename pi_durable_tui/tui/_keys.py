@@ -67,6 +67,12 @@ KEY_BINDINGS: list[BindingType] = [
         "Cycle the permission mode: plan, auto-edit, ask, auto (also /permissions)",
         priority=True,
     ),
+    Binding(
+        "ctrl+b",
+        "background_command",
+        "Move the running command to the background (a job that survives Esc)",
+        priority=True,
+    ),
     Binding("ctrl+t", "toggle_tasks", "Show or hide the task tree (also /tasks)", priority=True),
     Binding("alt+up", "pull_queued", "Take the newest queued message back", priority=True),
     Binding(
@@ -162,6 +168,14 @@ class KeyActions:
             self.call("abort", self.controller.abort, self._restore_aborted)
         elif double and not self.editor.text and not refused(self, "fork"):
             self.call("fork", self.fork_picker)
+
+    def action_background_command(self) -> None:
+        """Ctrl+B: the running ``bash`` command becomes a background job (issue 13)."""
+        self.call(
+            "background",
+            self.controller.background_command,
+            lambda text: self.notice("info", text),
+        )
 
     def _restore_aborted(self, texts: list[str]) -> None:
         if texts:

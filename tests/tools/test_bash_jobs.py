@@ -10,9 +10,10 @@ from pi_durable_tui.ai import faux_response, faux_tool_call
 from pi_durable_tui.env import KEPT_LOG_PREFIX
 from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.storage import JsonObject
-from pi_durable_tui.tools import JOB_TASK, JOBS_DOC, keep_job
+from pi_durable_tui.tools import JOB_TASK, JOBS_DOC, keep_job, move_to_background
 from pi_durable_tui.tools._jobs import RUNNING
 from tests.harness.run_support import Rig, RigFactory, message, texts, within
+from tests.tools.test_bash_tool import outputs
 from tests.tools.tool_run import start_tool
 
 
@@ -176,3 +177,67 @@ async def test_a_kept_job_outlives_the_session_and_its_log_moves_out_of_the_run(
         if log:
             os.unlink(log)
     assert not alive(entry["pid"])
+
+
+async def test_a_running_command_moved_to_the_background_becomes_a_job_that_survives_esc(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    wait = "n=0; while [ ! -e go ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done"
+    command = f"echo before; {wait}; echo after; sleep 30"
+    rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    handle = await within(rig.root.submit("go"))
+    await rig.wait_until(lambda: any("before" in output for output in outputs(rig)))
+
+    [call] = [task.id for task in await rig.tasks("pi.tool")]
+    assert move_to_background(1) == call  # what Ctrl+B does
+    assert (await within(handle.wait())).status == "done"
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    [(job_id, entry)] = (await jobs(rig)).items()
+    assert texts(result).startswith("before\n")
+    assert f"moved this command to the background as job {job_id}" in texts(result)
+    assert not message(result)["is_error"]
+
+    (workdir / "go").touch()
+    while "after" not in str((await jobs(rig))[job_id].get("output")):
+        await _tick()
+    await within(rig.root.abort())
+    assert alive(entry["pid"])
+
+    await within(rig.harness.abort_task(int(job_id)))
+    await within(rig.harness.wait_for_task(int(job_id)))
+    assert (await jobs(rig))[job_id]["status"] == "stopped"
+    assert not alive(entry["pid"])
+
+
+async def test_nothing_moves_when_no_command_runs() -> None:
+    assert move_to_background(1) is None
+
+
+async def test_a_moved_job_left_running_keeps_writing_its_log_after_the_session_closes(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    wait = "n=0; while [ ! -e go ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done"
+    command = f"echo before; {wait}; echo after; sleep 30"
+    rig = await start_tool(open_rig, workdir, "bash", {"command": command})
+    handle = await within(rig.root.submit("go"))
+    await rig.wait_until(lambda: any("before" in output for output in outputs(rig)))
+    move_to_background(1)
+    assert (await within(handle.wait())).status == "done"
+    [(_job_id, entry)] = (await jobs(rig)).items()
+    log = None
+    try:
+        log = keep_job(entry["mark"])
+        await within(rig.harness.close())
+        assert alive(entry["pid"])
+
+        (workdir / "go").touch()  # "after" is written once pidurable's pipes are gone
+        assert log is not None
+        kept = Path(log)
+        await rig.wait_until(lambda: "after" in kept.read_text(), timeout=10)
+    finally:
+        job = RUNNING.pop(entry["mark"], None)
+        if job is not None:
+            await job.stop()
+        os.kill(entry["pid"], 9) if alive(entry["pid"]) else None
+        if log:
+            os.unlink(log)

@@ -37,7 +37,7 @@ from pi_durable_tui.app.agent._config import AppSettings, load_settings
 from pi_durable_tui.app.agent._demos import DEMOS, Demo
 from pi_durable_tui.app.agent._export import export_main, export_transcript
 from pi_durable_tui.app.agent._headless import HeadlessMode, run_headless
-from pi_durable_tui.app.agent._job_exit import live_jobs, stop_task
+from pi_durable_tui.app.agent._job_exit import live_jobs, moved_notice, stop_task
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import (
     ModelChoiceError,
@@ -74,6 +74,7 @@ __all__ = [
     "list_models_text",
     "live_jobs",
     "load_settings",
+    "moved_notice",
     "output_redactor",
     "run_headless",
     "stop_task",

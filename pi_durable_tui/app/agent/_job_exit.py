@@ -177,3 +177,10 @@ async def stop_task(harness: Harness, task_id: int) -> str:
     await harness.abort_task(task_id)
     what = "background job" if record.kind == JOB_TASK else "task"
     return f"Stopping {what} {task_id}."
+
+
+def moved_notice(task_id: int | None) -> str:
+    """The notice of Ctrl+B: the call moved (its result names the job), or nothing ran."""
+    if task_id is None:
+        return "No command is running in the foreground: nothing to move to the background."
+    return "Moved the running command to the background; its result names the job."

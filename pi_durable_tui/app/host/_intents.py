@@ -65,6 +65,11 @@ async def perform(app: AgentApp, conversation_id: int, method: str, args: dict[s
         except DecisionRejected as error:
             raise IntentRefused(f"Not decided: {error}") from None
         return None
+    if method == "background_command":
+        from pi_durable_tui.app.agent import moved_notice
+        from pi_durable_tui.tools import move_to_background
+
+        return moved_notice(move_to_background(conversation_id))
     if method == "stop_task":
         from pi_durable_tui.app.agent import stop_task
 

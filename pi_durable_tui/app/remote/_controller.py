@@ -225,6 +225,10 @@ class RemoteController:
         """The host stops the task (``/tasks stop N``)."""
         return str(await self._call("stop_task", task_id=task_id))
 
+    async def background_command(self) -> str:
+        """The host moves its running command to the background."""
+        return str(await self._call("background_command"))
+
     async def running_jobs(self) -> int:
         """0: a client's exit ends nothing; the host's own exit decides the jobs."""
         return 0

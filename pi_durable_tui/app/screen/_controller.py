@@ -40,7 +40,13 @@ from pi_durable_tui.app._view import (
     SkillInfo,
     missing_key_hint,
 )
-from pi_durable_tui.app.agent import AgentApp, export_transcript, live_jobs, stop_task
+from pi_durable_tui.app.agent import (
+    AgentApp,
+    export_transcript,
+    live_jobs,
+    moved_notice,
+    stop_task,
+)
 from pi_durable_tui.app.files import (
     Expansion,
     ProjectFiles,
@@ -68,6 +74,7 @@ from pi_durable_tui.harness import (
     WhenBusy,
 )
 from pi_durable_tui.kernel import SessionFailed
+from pi_durable_tui.tools import move_to_background
 
 T = TypeVar("T")
 
@@ -525,6 +532,10 @@ class AgentController:
     async def stop_task(self, task_id: int) -> str:
         """Stop a live task (``/tasks stop N``, issue 13)."""
         return await stop_task(self.app.harness, task_id)
+
+    async def background_command(self) -> str:
+        """Ctrl+B: the running ``bash`` command of the shown conversation becomes a job."""
+        return moved_notice(move_to_background(self.model.conversation_id))
 
     async def running_jobs(self) -> int:
         """The jobs leaving would end (those not left running at an earlier exit)."""

@@ -5,7 +5,8 @@ children are the tasks a node owns, then the conversation-owned tasks of the
 conversations it owns. Labels are words a person reads, never bare ids
 (issue 12): ``turn`` for a generation (under its subagent when it is one's),
 ``turn in fork of <first words>`` for a fork's, ``bash: npm test`` for a tool
-call, ``compaction (threshold)``, ``subagent: <task>`` for a background subagent.
+call, ``compaction (threshold)``, ``subagent: <task>`` for a background subagent,
+``job: npm run dev`` for a background job.
 The ids and kinds stay on each ``TaskNode`` (``/tasks`` lists them).
 
 ``TaskTree`` follows the session: the view model calls ``schedule()`` after each
@@ -188,6 +189,8 @@ class TaskTree:
             return f"compaction ({data.get('reason', 'manual')})"
         if record.kind == "pi.subagent":
             return conversation_label(-1, True, self._root_id, str(data.get("prompt", "")))
+        if record.kind == "pi.job":  # issue 13: a background job, by its command
+            return "job: " + describe_call("job", data)[1]
         if record.kind == "pi.tool":
             name, what = describe_call(*await tool_call_of(self._session, record))
             return f"{name}: {what}" if what else name
