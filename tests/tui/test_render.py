@@ -164,7 +164,6 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "reload",
         "mcp",
         "permissions",
-        "mcp",
         "clients",
         "help",
         "quit",
