@@ -158,6 +158,7 @@ class RecordingController:
         paths: What ``complete_path`` filters by prefix.
         prompts: What ``history`` returns.
         skill_list: What ``skills`` returns.
+        reload_failures: What ``reload_extensions`` returns (the files that failed).
         command_list: What ``custom_commands`` returns.
         fail: Names of actions that raise ``RuntimeError``.
         settings_refreshes: How often the screen asked to re-read the settings.
@@ -177,6 +178,7 @@ class RecordingController:
     paths: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     skill_list: list[SkillInfo] = field(default_factory=list)
+    reload_failures: list[str] = field(default_factory=list)
     command_list: list[CommandInfo] = field(default_factory=list)
     fail: set[str] = field(default_factory=set)
     settings_refreshes: int = 0
@@ -230,9 +232,9 @@ class RecordingController:
         return ["mode: auto-edit (default)"]
 
     async def reload_extensions(self) -> list[str]:
-        """Record the call; nothing failed."""
+        """Record the call; ``reload_failures``."""
         self._record("reload_extensions")
-        return []
+        return list(self.reload_failures)
 
     async def mcp_servers(self) -> list[str]:
         """Record the call; no servers."""
