@@ -10,8 +10,7 @@ goes to the log file), never a crash. Keys live in ``_keys``, commands in
 
 Project settings that widen powers and wait for the user (issue 13) show as the
 trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes, and the
-approval prompt (``_approval_prompt``, a panel above the editor, not a modal:
-typing goes on) whenever a call waits for a decision;
+approval prompt (``_approval_prompt``) whenever a call waits for a decision;
 the screen asks the controller to re-read the settings files every second, so
 an edit made while the agent is idle is asked about too.
 
@@ -43,7 +42,7 @@ from pi_durable_tui.app import (
     SessionInfo,
     ViewChange,
 )
-from pi_durable_tui.tui._approval_prompt import ApprovalPanel
+from pi_durable_tui.tui._approval_prompt import ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
     SESSIONS_TITLE,
@@ -142,6 +141,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
         self._trust_screen: TrustScreen | None = None
+        self._approval_screen: ApprovalScreen | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -156,8 +156,6 @@ class PidurableApp(KeyActions, GuardedApp):
             custom_commands=controller.custom_commands,
             id="editor",
         )
-        self.approval_panel = ApprovalPanel(id="approval")
-        self._answered_call: str | None = None  # decided here; the model may not know yet
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
 
@@ -169,7 +167,6 @@ class PidurableApp(KeyActions, GuardedApp):
         yield self.notice_bar
         yield self.status_line
         yield self.completion_menu
-        yield self.approval_panel
         yield self.editor
         yield self.footer_bar
 
@@ -251,46 +248,37 @@ class PidurableApp(KeyActions, GuardedApp):
             self._ask_approval()
 
     def _ask_approval(self) -> None:
-        """Show the oldest call waiting for a decision; hide a decided one.
-
-        The prompt takes the focus only from an empty editor: text being typed
-        keeps it (``_approval_prompt``'s rules).
-        """
+        """Show the oldest call waiting for a decision (once); take down a decided one."""
         question = self.model.approval
-        panel = self.approval_panel
-        shown = panel.question
-        if question is not None and shown is not None and shown.call_id == question.call_id:
+        shown = self._approval_screen
+        if shown is not None:
+            if question is not None and shown.question.call_id == question.call_id:
+                return
+            self._approval_screen = None  # decided (here or elsewhere), or aborted
+            if self.screen is shown:
+                shown.dismiss(None)
+        if question is None:
             return
-        if question is not None and question.call_id == self._answered_call:
-            question = None  # REMINDER: never ask again what was just decided here
-        had_focus = self.focused is not None and panel in (self.focused, *self.focused.ancestors)
-        panel.ask(question)
-        if question is not None and not self.editor.text and self.screen is self.screen_stack[0]:
-            panel.focus()
-        elif had_focus:
-            self.editor.focus()
-
-    @on(ApprovalPanel.Decided)
-    def _decided(self, event: ApprovalPanel.Decided) -> None:
-        call_id, choice, message = event.call_id, event.choice, event.message
-        self._answered_call = call_id
-        self.approval_panel.ask(None)
-        self.editor.focus()
-        self.call("decide", lambda: self.controller.decide(call_id, choice, message))
-
-    @on(ApprovalPanel.TypedAway)
-    def _typed_away(self, event: ApprovalPanel.TypedAway) -> None:
-        self.editor.insert(event.text)
-
-    def action_toggle_approval_focus(self) -> None:
-        """Move the focus between the waiting approval prompt and the editor (F3)."""
-        panel = self.approval_panel
-        if panel.question is None:
+        if self._trust_screen is not None:
+            # REMINDER: one prompt at a time. A prompt that appears over another
+            # takes the key meant for the one the user reads (an `n` for the trust
+            # question opened this prompt's message line; a `y` for this prompt
+            # trusted a hostile settings file). Nothing runs while the call waits.
             return
-        if self.focused is panel or (self.focused is not None and panel in self.focused.ancestors):
-            self._focus_editor_now()
-        else:
-            self.screen.set_focus(panel)  # now: a key right behind F3 answers
+        screen = ApprovalScreen(question)
+        self._approval_screen = screen
+
+        def decided(answer: tuple[str, str | None] | None) -> None:
+            if self._approval_screen is screen:
+                self._approval_screen = None
+            if answer is not None:
+                choice, message = answer
+                self.call(
+                    "decide", lambda: self.controller.decide(question.call_id, choice, message)
+                )
+            self.call_after_refresh(self._ask_trust)  # one that waited behind this prompt
+
+        self.push_screen(screen, decided)
 
     def _ask_trust(self) -> None:
         """Show the waiting trust question (once), or take down one that was answered."""
@@ -302,8 +290,8 @@ class PidurableApp(KeyActions, GuardedApp):
             self._trust_screen = None  # answered, or replaced by a newer content
             if self.screen is shown:
                 shown.dismiss(None)
-        if question is None:
-            return
+        if question is None or self._approval_screen is not None:
+            return  # one prompt at a time (``_ask_approval``): asked once the call is decided
         screen = TrustScreen(question)
         self._trust_screen = screen
 
@@ -312,6 +300,7 @@ class PidurableApp(KeyActions, GuardedApp):
                 self._trust_screen = None
             if trusted is not None:
                 self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
+            self.call_after_refresh(self._ask_approval)  # one that waited behind this prompt
 
         self.push_screen(screen, answered)
 
@@ -417,36 +406,21 @@ class PidurableApp(KeyActions, GuardedApp):
             self.drop_exit_hint()
         elif isinstance(event, events.Paste) and self._typing_goes_astray():
             # A paste into a panel would be dropped: the editor takes it.
-            self._focus_editor_now()
+            self.editor.focus()
             self.editor.paste_text(event.text)
             return
         await super().on_event(event)
 
     def on_key(self, event: events.Key) -> None:
         """A printable key no widget took (a panel had the focus) goes into the editor."""
-        if self.focused is self.approval_panel and self.approval_panel.decides(event.key):
-            return  # the prompt's own binding answers
-        # A printable key that reaches the app was taken by no widget: the editor
-        # takes every one it sees. Keys typed fast behind the one that moved the
-        # focus were queued in the panel before it moved: they arrive here too.
-        if event.is_printable and event.character and self._typing_goes_astray(keys=True):
+        if event.is_printable and event.character and self._typing_goes_astray():
             event.stop()
-            self._focus_editor_now()
+            self.editor.focus()
             self.editor.insert(event.character)
 
-    def _focus_editor_now(self) -> None:
-        # REMINDER: ``Widget.focus()`` moves the focus only later; keys typed fast
-        # behind this one (a ``y``) would still reach the approval prompt and answer it.
-        if self.focused is not self.editor:
-            self.screen.set_focus(self.editor)
-
-    def _typing_goes_astray(self, *, keys: bool = False) -> bool:
+    def _typing_goes_astray(self) -> bool:
         # Only on the main screen: a picker's filter or the help take their own keys.
-        # The approval prompt's message line takes its own text too.
-        focused = self.focused
-        in_line = focused is not None and focused.id == "approval-message"
-        elsewhere = keys or focused is not self.editor
-        return len(self.screen_stack) == 1 and elsewhere and not in_line
+        return len(self.screen_stack) == 1 and self.focused is not self.editor
 
     def action_focus_editor(self) -> None:
         """Give the focus back to the editor (Esc in a panel)."""

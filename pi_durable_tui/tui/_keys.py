@@ -10,8 +10,7 @@
   Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
   transcript while the editor keeps the focus (over the help they scroll the
   help); Ctrl+Home/Ctrl+End (Home/End on an empty editor) jump to its top and
-  its end (issue 12); F1 shows the help; F3 moves between a waiting approval
-  prompt and the editor (issue 13, ``_approval_prompt``).
+  its end (issue 12); F1 shows the help.
 - Alt+Down (or F2) moves the focus into the queue, then the task tree, then back
   to the editor (issue 12): Tab never leaves the editor, so typed text cannot go
   to a widget that drops it. Esc in a panel returns to the editor, and a
@@ -94,12 +93,6 @@ KEY_BINDINGS: list[BindingType] = [
         "ctrl+end",
         "jump_transcript(1)",
         "Jump to the end of the transcript and follow it (also End on an empty editor)",
-        priority=True,
-    ),
-    Binding(
-        "f3",
-        "toggle_approval_focus",
-        "Move between a waiting approval prompt and the editor",
         priority=True,
     ),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),

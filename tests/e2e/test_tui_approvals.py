@@ -12,9 +12,7 @@ faux script whose model calls ``bash`` with a command that appends a line to
 - ``n`` with a message: the refusal and the message reach the model (the card
   shows the result the model read, and the script's next answer arrives);
   nothing ran;
-- F4 moves the footer's mode along plan, auto-edit, ask, auto;
-- typing while the prompt is up lands in the editor (a ``y`` in it answers
-  nothing), Enter queues it as a steer while the call waits, F3 then ``y`` answers.
+- F4 moves the footer's mode along plan, auto-edit, ask, auto.
 """
 
 from __future__ import annotations
@@ -62,14 +60,6 @@ def asked(terminal: Terminal) -> str:
     )
 
 
-def start_and_ask(terminal: Terminal) -> None:
-    """Start the app, send a prompt, and wait for the approval prompt it leads to."""
-    terminal.start(*START)
-    terminal.wait_for(contains("/compact"), "the first frame")
-    terminal.submit("make it")
-    asked(terminal)
-
-
 def count(terminal: Terminal) -> int:
     """How many times the command ran (lines in its side-effect file)."""
     made = terminal.work / "count.txt"
@@ -102,7 +92,10 @@ def test_a_request_survives_kill_9_is_asked_again_by_continue_and_y_runs_it_once
 def test_n_with_a_message_sends_the_refusal_and_the_message_to_the_model(
     terminal: Terminal,
 ) -> None:
-    start_and_ask(terminal)
+    terminal.start(*START)
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("make it")
+    asked(terminal)
     terminal.press("n")
     terminal.wait_for(contains("Enter denies with this message"), "the message line")
     terminal.type("use make clean")
@@ -119,17 +112,3 @@ def test_f4_moves_the_footers_mode(terminal: Terminal) -> None:
     for mode in ("ask", "auto", "plan", "auto-edit"):
         terminal.press("F4")
         terminal.wait_for(contains(f"Permission mode: {mode}", f"mode:{mode} "), mode)
-
-
-def test_typing_while_the_prompt_is_up_reaches_the_editor_and_never_answers_it(
-    terminal: Terminal,
-) -> None:
-    start_and_ask(terminal)
-    terminal.type("wait, yes")  # the w moves the focus to the editor; the y is text
-    terminal.wait_for(contains("wait, yes", "F3 to answer"), "the typed text in the editor")
-    terminal.press("Enter")  # a steer, sent while the call still waits
-    terminal.wait_for(contains("[steer] wait, yes", "Allow bash?"), "the steer queued")
-    assert count(terminal) == 0  # nothing typed answered the prompt
-    terminal.press("F3", "y")
-    terminal.wait_for(contains("TURN-DONE"), "the end of the turn")
-    assert count(terminal) == 1

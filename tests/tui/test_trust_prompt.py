@@ -120,7 +120,7 @@ async def test_settings_the_model_wrote_apply_only_after_the_users_y(
         await type_line(pilot, "widen your powers")
         # pidurable's own settings file is protected: its write waits for the user
         # in every mode, and the user lets it through here.
-        await until(pilot, lambda: app.approval_panel.question is not None, "the approval prompt")
+        await until(pilot, lambda: screen_name(app) == "ApprovalScreen", "the approval prompt")
         await pilot.press("y")
         await until(pilot, lambda: screen_name(app) == "TrustScreen", "the trust prompt")
         assert "allow_outside_cwd = true" in prompt_text(app)
