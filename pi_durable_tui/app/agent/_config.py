@@ -224,15 +224,24 @@ class ProjectSettings:
         return TrustRequest(self.project, self.path, self.digest, self.widening, also)
 
 
-def read_project_settings(cwd: str | os.PathLike[str]) -> ProjectSettings:
+def read_project_settings(
+    cwd: str | os.PathLike[str], *, written: bytes | None = None
+) -> ProjectSettings:
     """Read the project's settings file of ``cwd`` (one read: the digest is of what is used).
+
+    Args:
+        cwd: The project's directory.
+        written: The settings file's bytes pidurable just wrote (used instead of
+            reading the file again).
 
     Raises:
         SettingsError: The file is malformed, or sets a key only the user's file may set.
     """
     user, path = settings_sources(cwd)
     project = os.path.realpath(cwd)
-    raw = read_settings_bytes(path)
+    # REMINDER: ``written`` is what pidurable itself just wrote: its digest must be
+    # of those bytes, never of a re-read the model may have raced (TOCTOU).
+    raw = written if written is not None else read_settings_bytes(path)
     mcp_path = project_mcp_json(cwd)
     mcp_raw = read_settings_bytes(mcp_path)
     code = _extension_files(path.parent / EXTENSIONS_DIR)

@@ -172,7 +172,7 @@ class SettingsFiles:
             os.replace(temporary, before.path)
         finally:
             temporary.unlink(missing_ok=True)
-        after = read_project_settings(self._cwd).digest
+        after = read_project_settings(self._cwd, written=raw).digest
         if trusted_before and after is not None:
             digest = after
             self._trusted.add(digest)
