@@ -18,14 +18,12 @@ faux script whose model calls ``bash`` with a command that appends a line to
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import TMUX, Terminal, contains
+from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 
 COMMAND = "echo ran >> count.txt"
 SCRIPT = {
@@ -43,9 +41,7 @@ START = ("--model", "faux/faux-1", "--permission-mode", "auto-edit")
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
     """A terminal running the bash-calling script in ``auto-edit`` (closed after the test)."""
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     shown = Terminal(tmp_path, script)

@@ -19,14 +19,12 @@ attaches instead of being refused. Then, on the screens themselves:
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import TMUX, Terminal, contains, flat
+from tests.e2e.tui_terminal import Terminal, contains, flat, require_tmux
 
 GATE = "echo started-gate; while [ ! -e go ]; do sleep 0.05; done; echo released"
 SCRIPT = {
@@ -40,9 +38,7 @@ SCRIPT = {
 
 @pytest.fixture
 def pair(tmp_path: Path) -> Iterator[tuple[Terminal, Terminal]]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     first = Terminal(tmp_path / "first", script)

@@ -19,8 +19,6 @@ text on the card; every other channel loses whole sequences.)
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.deadlines import WAIT
-from tests.e2e.tui_terminal import TMUX, Terminal, contains
+from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 
 CLIPBOARD = "aGFja2Vk"  # base64 of "hacked"
 EVIL = f"\x1b]52;c;{CLIPBOARD}\x07\x1b]0;pwned\x07\x1b[2J"
@@ -66,9 +64,7 @@ MARKS = ("THINK-MARK", "PREVIEW-MARK", "PATH-MARK", "CMD-MARK", "BASH-DONE", "ER
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     terminal = Terminal(tmp_path / "t", script)

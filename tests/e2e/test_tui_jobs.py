@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.bench.leftover_processes import sleepers, unique_duration
-from tests.e2e.tui_terminal import TMUX, Terminal, contains
+from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 from tests.test_cli_processes import wait_until
 
 
@@ -43,9 +42,7 @@ def duration() -> Iterator[str]:
 
 @pytest.fixture
 def terminal(tmp_path: Path, duration: str) -> Iterator[Terminal]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     responses = [
         _call(f"echo JOB-STARTED; sleep {duration}"),

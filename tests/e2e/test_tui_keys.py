@@ -16,8 +16,6 @@ answer streams slowly, so the agent works while the keys are pressed:
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +23,7 @@ import pytest
 
 from tests.e2e.agent_store import text_of
 from tests.e2e.tui_store import read_store
-from tests.e2e.tui_terminal import TMUX, ScreenTest, Terminal, contains
+from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, require_tmux
 
 PASTED = "".join(f"log line l{n:03d}\n" for n in range(1, 41)) + "l040 end of log"
 WORDS = " ".join(f"w{n:03d}" for n in range(1, 400))
@@ -44,9 +42,7 @@ SCRIPT = {
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     made = Terminal(tmp_path / "t", script, size=(80, 24))

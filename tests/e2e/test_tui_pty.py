@@ -30,10 +30,8 @@ K1 in the terminal).
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,7 +41,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.tui_store import StoreSnapshot, read_store, tokens
-from tests.e2e.tui_terminal import TMUX, ScreenTest, Terminal, contains, flat
+from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, flat, require_tmux
 
 SEED = 20_261_201
 LEDGER = "ledger.txt"
@@ -325,9 +323,7 @@ def _play(name: str, root: Path) -> Run:
 def runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Future[Run]]]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     marks = (item.get_closest_marker("scenario") for item in request.session.items)
     wanted = sorted({mark.args[0] for mark in marks if mark is not None})
     with ThreadPoolExecutor(max_workers=len(wanted) or 1) as pool:

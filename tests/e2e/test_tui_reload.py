@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 from pi_durable_tui.harness import TOOL_RESULT
 from tests.app.agent.test_extension_files import write_version
 from tests.app.support import stored_entries
-from tests.e2e.tui_terminal import TMUX, Terminal, contains
+from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 from tests.harness.run_support import message
 
 CALL = {"content": [{"type": "tool_call", "name": "probe", "arguments": {}}]}
@@ -32,9 +30,7 @@ SCRIPT = {"responses": [CALL, CALL, {"content": [{"type": "text", "text": "Both 
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     made = Terminal(tmp_path / "t", script)

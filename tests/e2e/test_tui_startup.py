@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import TMUX, Terminal, contains, flat
+from tests.e2e.tui_terminal import Terminal, contains, flat, require_tmux
 
 SCRIPT = {"responses": [{"content": [{"type": "text", "text": "READY-ANSWER"}]}]}
 
 
 @pytest.fixture
 def terminals(tmp_path: Path) -> Iterator[list[Terminal]]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))
     made = [Terminal(tmp_path / "first", script), Terminal(tmp_path / "second", script)]

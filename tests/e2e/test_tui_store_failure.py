@@ -10,15 +10,13 @@ quit at once on Ctrl+D.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cli.support import mount_tmpfs, unmount
-from tests.e2e.tui_terminal import TMUX, Terminal, contains
+from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 
 BIG = "word " * 200_000
 """A 1 MB answer: its partials need more than the room the filled disk leaves."""
@@ -33,9 +31,7 @@ SCRIPT = {
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     mount_tmpfs(tmp_path / "home", "16m")  # the Terminal's PIDURABLE_HOME
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))

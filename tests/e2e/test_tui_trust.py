@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,15 +25,13 @@ import pytest
 
 from pi_durable_tui.app.files import TRUST_NAME, settings_digest
 from tests.app.hostile_settings import LAST_WORDS, SECRET, Attack
-from tests.e2e.tui_terminal import TMUX, ScreenTest, Terminal, contains, flat
+from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, flat, require_tmux
 
 
 @pytest.fixture
 def attacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Attack, Terminal]]:
     """The hostile script's directories and a terminal that runs it (closed after the test)."""
-    if shutil.which(TMUX) is None:
-        message = "tmux is not installed (apt-get install tmux)"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    require_tmux()
     # The tmux server, and so the app, inherits the user's key from this environment.
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     attack = Attack.prepare(tmp_path, workspace=tmp_path / "work", home=tmp_path / "home")

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import pytest
 
 TMUX = "tmux"
 WIDTH, HEIGHT = 120, 40
@@ -47,6 +50,13 @@ ScreenTest = Callable[[str], bool]
 
 class TerminalError(AssertionError):
     """A wait failed: what was awaited, and the screen and process state at the time."""
+
+
+def require_tmux() -> None:
+    """Skip the test without tmux, or fail it under CI, where tmux must be there."""
+    if shutil.which(TMUX) is None:
+        message = "tmux is not installed (apt-get install tmux)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
 
 
 def flat(text: str) -> str:
