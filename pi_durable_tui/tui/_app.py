@@ -33,6 +33,7 @@ from typing import TypeVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
+from textual.screen import Screen
 
 from pi_durable_tui.app import (
     Controller,
@@ -61,6 +62,7 @@ from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._jobs_prompt import JobsChoice, JobsExitScreen
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
+from pi_durable_tui.tui._main_screen import MainScreen
 from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._picker import PickerItem, PickerScreen
 from pi_durable_tui.tui._queue_panel import QueuePanel, Withdraw
@@ -158,6 +160,10 @@ class PidurableApp(KeyActions, GuardedApp):
         )
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
+
+    def get_default_screen(self) -> Screen:
+        """The main screen, which paints typed text at once (``_main_screen``)."""
+        return MainScreen()
 
     def compose(self) -> ComposeResult:
         """Transcript, task tree, queue, notices, status, completion, editor, footer."""
