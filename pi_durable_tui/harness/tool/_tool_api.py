@@ -25,17 +25,16 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from pi_durable_tui.harness._progress import ProgressThrottle, ThrottledCommitter
-from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
+from pi_durable_tui.harness._runtime import HarnessRuntime, TaskScope
 from pi_durable_tui.harness._services import HarnessServices
-from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
+from pi_durable_tui.harness.extensions import Diagnostic, OutputLimits, Severity
 from pi_durable_tui.harness.state import LIVE_DOC, slot_of_task
 from pi_durable_tui.harness.tool._output import ToolOutputBuffer
-from pi_durable_tui.kernel import TaskDefinition, Tx
+from pi_durable_tui.kernel import Tx
 from pi_durable_tui.storage.json_ops import Json, copy_json
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
-    from pi_durable_tui.storage.records import TaskRecord
 
 T = TypeVar("T")
 _UNSET: Any = object()
@@ -167,8 +166,12 @@ class CallProgress:
                 future.set_result(None)
 
 
-class ToolCallApi:
+class ToolCallApi(TaskScope):
     """The ``ToolApi`` of one execution of one tool call: what a tool author may use.
+
+    A ``TaskScope`` of the tool task's invocation: ``task_id``,
+    ``conversation_id``, ``aborted``, ``definition``, ``conversation`` and
+    ``wait_for_task`` are the runtime's own, not forwarded.
 
     Args:
         runtime: The tool task's runtime.
@@ -186,31 +189,17 @@ class ToolCallApi:
         call_id: str,
         env: ExecutionEnv | None,
     ) -> None:
-        self._runtime = runtime
+        super().__init__(*runtime._share())
+        self._harness_runtime = runtime
         self._session = services.session
         self._progress = progress
         self._call_id = call_id
         self._env = env
 
     @property
-    def task_id(self) -> int:
-        """The tool task's ID."""
-        return self._runtime.task_id
-
-    @property
     def call_id(self) -> str:
         """The provider's call ID."""
         return self._call_id
-
-    @property
-    def conversation_id(self) -> int:
-        """The conversation the call belongs to."""
-        return self._runtime.conversation_id
-
-    @property
-    def aborted(self) -> asyncio.Event:
-        """Set when the call is being aborted, before its coroutine is cancelled."""
-        return self._runtime.aborted
 
     @property
     def env(self) -> ExecutionEnv:
@@ -280,26 +269,14 @@ class ToolCallApi:
     async def commit(self, fn: Callable[[Tx], T]) -> T: ...
     async def commit(self, fn: Callable[[Tx], Any]) -> Any:
         """Commit as the tool task (entries it appends get ``by_task_id``)."""
-        return await self._runtime.commit(fn)
+        return await self._harness_runtime.commit(fn)
 
     async def memo(self, name: str, candidate: Any = _MISSING) -> Json:
         """The task's first-writer-wins memo (R40)."""
         if candidate is _MISSING:
-            return await self._runtime.memo(name)
-        return await self._runtime.memo(name, candidate)
-
-    def definition(self, task: HarnessTask | str) -> TaskDefinition:
-        """The kernel definition installed for a harness task, for ``tx.create_task``."""
-        return self._runtime.definition(task)
-
-    def conversation(self, conversation_id: int) -> BoundConversation:
-        """A handle on a conversation, bound to this invocation (R107)."""
-        return self._runtime.conversation(conversation_id)
+            return await self._harness_runtime.memo(name)
+        return await self._harness_runtime.memo(name, candidate)
 
     async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
         """Abort a task of the session (R46): explicit aborts reach background tasks."""
         return await self._session.abort_task(task_id)
-
-    async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Wait until a task of the session is terminal (R56)."""
-        return await self._runtime.wait_for_task(task_id)
