@@ -101,22 +101,9 @@ class TaskScope:
 
 
 class HarnessRuntime(TaskScope):
-    """What a harness task's phase (or abort handler) may use.
+    """What a harness task's phase (or abort handler) may use; built as a ``TaskScope``."""
 
-    Args:
-        runtime: The kernel runtime of this invocation.
-        services: The harness's shared services.
-        conversations: Builds conversation handles.
-    """
-
-    def __init__(
-        self,
-        runtime: TaskRuntime,
-        services: HarnessServices,
-        conversations: Callable[[int], Conversation],
-    ) -> None:
-        super().__init__(runtime, services, conversations)
-        self._agent: ResolvedAgent | None = None
+    _agent: ResolvedAgent | None = None  # resolved at the first agent() of the phase
 
     @property
     def models(self) -> Models:
