@@ -1,13 +1,13 @@
 """``ToolCallApi``: the ``api`` a tool's ``execute`` receives, and its progress commits.
 
 Output goes into a ``ToolOutputBuffer`` (bounded, exact dropped counts, control
-characters stripped from the retained window, R102). A background flusher commits
-the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``, ``details``,
-``diagnostics``) with the adaptive throttle of R103: the first change after an
-idle period at once, then at least ``progress.output_interval_ms`` apart and at
-most about 100 KiB/s of written bytes, one commit in flight, changes made
-meanwhile coalesced (real monotonic time, not the harness clock: it bounds the
-commit rate of a real process). A slot update applies only while the round still
+characters stripped from the retained window, R102). The harness's
+``ThrottledCommitter`` (``harness/_progress.py``, shared with streamed partials)
+commits the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``,
+``details``, ``diagnostics``) with the adaptive throttle of R103: the first change
+after an idle period at once, then at least ``progress.output_interval_ms`` apart
+and at most about 100 KiB/s of written bytes, one commit in flight, changes made
+meanwhile coalesced. A slot update applies only while the round still
 holds a slot with this task's ID. The output window of a progress commit passes
 through the harness's ``SecretRedactor.streaming`` first, withholding a possible
 start of a secret at its end; the commit itself redacts every other string
@@ -18,17 +18,15 @@ a commit holds the value (R104); the terminal commit is the final flush.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+from pi_durable_tui.harness._progress import ProgressThrottle, ThrottledCommitter
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime, services_of
 from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
 from pi_durable_tui.harness.state import LIVE_DOC, slot_of_task
 from pi_durable_tui.harness.tool._output import ToolOutputBuffer
-from pi_durable_tui.harness.tool._throttle import ProgressThrottle
-from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, Tx
+from pi_durable_tui.kernel import TaskDefinition, Tx
 from pi_durable_tui.storage.json_ops import Json, copy_json
 
 if TYPE_CHECKING:
@@ -38,12 +36,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _UNSET: Any = object()
 _MISSING: Any = object()
-
-
-def _now_ms() -> float:
-    # REMINDER: real monotonic time, not the harness clock: the throttle bounds the
-    # commit rate of a real process (a test's ManualClock never moves by itself).
-    return time.monotonic() * 1000
 
 
 class NoEnvironment(RuntimeError):
@@ -80,15 +72,13 @@ class ToolCallApi:
         self._limits = limits
         self._env = env
         self.buffer = ToolOutputBuffer(limits)
-        self._throttle = ProgressThrottle(min_interval_ms=interval_ms)
+        throttle = ProgressThrottle(min_interval_ms=interval_ms)
+        self._committer = ThrottledCommitter(self._commit_progress, throttle)
         self._interval_ms = interval_ms
         self.details_value: Json = _UNSET
         self.diagnostics: list[Diagnostic] = []
         self._details_waiters: list[asyncio.Future[None]] = []
-        self._dirty = asyncio.Event()
-        self._flusher: asyncio.Task[None] | None = None
         self._settled = False
-        self._in_commit = False
         self._committed_output = ""
         self._redactor = services_of(runtime).redactor
 
@@ -213,31 +203,7 @@ class ToolCallApi:
     # -- progress commits (R103) --
 
     def _changed(self) -> None:
-        self._dirty.set()
-        if self._flusher is None:
-            self._flusher = asyncio.ensure_future(self._flush_loop())
-
-    async def _flush_loop(self) -> None:
-        throttle = self._throttle
-        try:
-            while not self._settled:
-                await self._dirty.wait()
-                due = throttle.changed(_now_ms())
-                if due is not None and due > _now_ms():
-                    await asyncio.sleep((due - _now_ms()) / 1000)
-                if self.settled:  # settle() may have run during the sleep
-                    return
-                self._dirty.clear()
-                throttle.begin(_now_ms())
-                written = 0
-                self._in_commit = True
-                try:
-                    written = await self._commit_progress()
-                finally:
-                    self._in_commit = False
-                    throttle.end(_now_ms(), written)
-        except TaskGateClosed:
-            return  # the call is being aborted or the harness closes: nothing more to show
+        self._committer.changed()
 
     async def _commit_progress(self) -> int:
         """Commit what changed; returns the bytes of output the commit wrote (R103)."""
@@ -285,15 +251,7 @@ class ToolCallApi:
         self._settled = True
         if not self.buffer.finished:
             self.buffer.finish()  # an incomplete character at the end becomes U+FFFD
-        flusher, self._flusher = self._flusher, None
-        if flusher is None:
-            return
-        if self._in_commit:
-            self._dirty.set()
-        else:
-            flusher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await flusher
+        await self._committer.stop()
 
     @property
     def settled(self) -> bool:

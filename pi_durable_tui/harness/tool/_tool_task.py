@@ -45,6 +45,7 @@ from pi_durable_tui.harness.extensions import (
     ToolCallInfo,
     ToolResult,
     bound_text,
+    call_hook,
     define_task,
     invoke,
     truncation_notice,
@@ -60,7 +61,7 @@ from pi_durable_tui.harness.state import (
 )
 from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
 from pi_durable_tui.harness.tool._tool_api import ToolCallApi
-from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
+from pi_durable_tui.kernel import Aborted, Completed, Failed, Running, Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -317,13 +318,10 @@ async def _execute(
         return
     current = returned if isinstance(returned, ToolResult) else ToolResult()
     for hook in agent.hooks("pi.tool", "after_tool"):
-        try:
-            replaced = await invoke(hook, call.info(copy.deepcopy(arguments)), current, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"after_tool hook raised: {error}", error))
-            continue
+        info = call.info(copy.deepcopy(arguments))
+        replaced = await call_hook(
+            hook, info, current, runtime, point="after_tool", report=services.report
+        )
         if isinstance(replaced, ToolResult):
             current = replaced
     result = _assemble(current, api, tool.output)
@@ -508,13 +506,10 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     )
     current = built
     for hook in agent.hooks("pi.tool", "on_abort"):
-        try:
-            replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"on_abort hook raised: {error}", error))
-            continue
+        info = call.info(dict(call.arguments))
+        replaced = await call_hook(
+            hook, info, current, runtime, point="on_abort", report=services.report
+        )
         if isinstance(replaced, ToolResult):
             current = replaced
     if current is not built:

@@ -354,6 +354,27 @@ async def test_on_abort_replaces_the_aborted_result_r101(open_rig: RigFactory) -
     ]
 
 
+async def test_a_raising_on_abort_hook_is_reported_and_the_next_one_still_replaces_r101_r117(
+    open_rig: RigFactory,
+) -> None:
+    def broken(_call: Any, _result: ToolResult, _rt: Any) -> None:
+        raise RuntimeError("cleanup broke")
+
+    def replace(_call: Any, result: ToolResult, _rt: Any) -> ToolResult:
+        return dataclasses.replace(result, content="cleaned up")
+
+    hooks = [hook("pi.tool", on_abort=broken), hook("pi.tool", on_abort=replace)]
+    rig, _gate, handle = await start_gate(open_rig, hooks=hooks)
+
+    await within(rig.root.abort())
+    await within(handle.wait())
+
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert message(result)["content"][0] == {"type": "text", "text": "cleaned up"}
+    [failure] = [r for r in rig.reports if r.code == "hook_failed"]
+    assert failure.message == "on_abort hook raised: cleanup broke"
+
+
 async def test_on_abort_hooks_see_the_committed_output_details_and_diagnostics_r101(
     open_rig: RigFactory,
 ) -> None:
