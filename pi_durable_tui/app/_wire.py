@@ -97,9 +97,15 @@ METHODS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "set_model": {"ref": str},
     "cycle_thinking": {},
     "older": {"before": int, "count": int},
+    "history": {"after": int, "count": int},
 }
 """Each intent a client may call and its arguments' types (all optional but ``text``,
-``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``count``)."""
+``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``after``, ``count``).
+
+``older`` pages the window back (newest first, for a screen scrolling up);
+``history`` reads forward from an entry ID (``after`` 0: the first page), oldest
+first, ``{entries, has_newer}``: how an editor's ``session/load`` replays a
+whole session one page at a time."""
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "submit": ("text",),
@@ -107,6 +113,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "decide": ("call_id", "choice"),
     "set_model": ("ref",),
     "older": ("before", "count"),
+    "history": ("after", "count"),
 }
 
 

@@ -21,6 +21,7 @@ It imports ``app._wire``, ``app._socket``, ``_startup_errors``, ``agent`` and
 ``screen`` (the task tree, the screen it hosts).
 """
 
+from pi_durable_tui.app.host._frames import history_page
 from pi_durable_tui.app.host._host import SessionHost
 from pi_durable_tui.app.host._hosted import (
     Lingering,
@@ -35,6 +36,7 @@ __all__ = [
     "SessionHost",
     "describe_clients",
     "follow_wire",
+    "history_page",
     "presence_notices",
     "run_headless",
     "start_hosted_screen",

@@ -165,3 +165,17 @@ async def older_page(
     )
     entries = [stored.entry.to_json() for stored in page.items]
     return {"entries": list(reversed(entries[:count])), "has_older": len(entries) > count}
+
+
+async def history_page(
+    session: Session, conversation: int, after: int, count: int
+) -> dict[str, Any]:
+    """Up to ``count`` entries after entry ``after``, oldest first, and whether more follow.
+
+    A page at a time (``session/load`` replays a long session in bounded memory).
+    """
+    page = await session.storage.scan_entries(
+        conversation, min_entry_id=after + 1, order="asc", limit=count + 1
+    )
+    entries = [stored.entry.to_json() for stored in page.items]
+    return {"entries": entries[:count], "has_newer": len(entries) > count}

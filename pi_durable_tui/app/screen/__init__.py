@@ -24,14 +24,17 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_screen_start``: starting both on an open session.
 
 ``TaskTree`` and ``compaction_failures`` are also what a session's host sends its
-clients (``app.host``).
+clients (``app.host``); ``entry_blocks`` and ``with_result`` are how an editor's
+``session/load`` turns a stored page of history into blocks (``app.acp``).
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
+from pi_durable_tui.app.screen._blocks import entry_blocks
 from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._controller import AgentController, KeepServing
+from pi_durable_tui.app.screen._doc_values import with_result
 from pi_durable_tui.app.screen._feed import (
     Frame,
     LocalFeed,
@@ -58,6 +61,8 @@ __all__ = [
     "TaskSource",
     "TaskTree",
     "compaction_failures",
+    "entry_blocks",
     "recovery_report",
     "start_screen",
+    "with_result",
 ]
