@@ -11,8 +11,9 @@ compaction did not complete) or starts a blocking compaction.
 when one is due; it returns the ``request`` checkpoint (``cutoff`` = the new tail).
 
 Two commits use it: the ``prepare`` phase's own, and the settlement of a tool round
-(``_tool_round``), which prepares its successor and creates it at ``request`` in
-the same commit, so a round costs one commit less (issue 14). The successor's
+(``_tool_round``, in the generation's own commit or riding on the round's last
+result), which prepares its successor and creates it at ``request`` in the same
+commit, so the successor needs no ``prepare`` commit (issue 14). The successor's
 input carries that checkpoint (``{"request": ...}``); ``initial_checkpoint`` turns
 it into the task's first checkpoint.
 """

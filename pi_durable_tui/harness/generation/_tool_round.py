@@ -20,7 +20,14 @@ otherwise the ``post_tools`` boundary places steers and a successor generation
 takes over the run. When the boundary places nothing, the settlement also does the
 successor's preparation (R83, ``_preparation``): the successor is created at
 ``request`` with the system entries appended, so its own ``prepare`` commit is
-not needed (issue 14: four commits per round instead of five).
+not needed.
+
+A round in three commits (issue 14): when the round starts, the generation offers
+its settlement (``runtime.offer_continuation``, the kernel's ``Continuation``); the
+tool task whose result is the round's last builds it (``settle_with_last_result``:
+the successor's preparation, outside the line) and the result commit carries it.
+Rounds with ``after_tools`` observers, controls, or a sequential call to start
+settle through ``tools_phase`` as above.
 """
 
 from __future__ import annotations
