@@ -19,6 +19,7 @@
   let socket = null;
   let nextCall = 1;
   let ended = false;
+  let stopped = "";  // the host's store failed (issue 12): nothing runs on
   let scheduled = false;
 
   function el(tag, className, text) {
@@ -283,11 +284,12 @@
     const live = obj(mirror.docs["pi.live"]);
     const running = (live.tools || []).find((s) => s && s.status === "running");
     let status = "";
-    if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
+    if (stopped) status = stopped;
+    else if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
     else if (running) status = `Running ${clean(running.name)}… (Esc to abort)`;
     else if ("run" in live) status = "Working… (Esc to abort)";
     $("status").textContent = status;
-    document.body.dataset.busy = "run" in live ? "yes" : "no";
+    document.body.dataset.busy = "run" in live && !stopped ? "yes" : "no";
     const agent = obj(mirror.docs["pi.agent"]);
     const model = obj(agent.model);
     $("footer").textContent = clean(`${model.provider ? `${model.provider}/${model.model_id}` : "no model"} · thinking ${agent.thinking_level || "off"}`);
@@ -330,6 +332,11 @@
         $("connection").textContent = `connected · ${(message.clients || []).length} attached`;
         break;
       case "error": notice("warning", message.message || message.code); break;
+      case "stopped":
+        stopped = "Stopped: the session store cannot be written (see the notice)";
+        notice("error", clean(message.notice || ""));
+        renderStatus();
+        break;
       case "bye": ended = true; $("connection").textContent = `the host stopped serving (${clean(message.reason)})`; break;
       default: apply(message);
     }
