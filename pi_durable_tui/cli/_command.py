@@ -43,7 +43,7 @@ from pi_durable_tui.cli._arguments import (
 from pi_durable_tui.cli._signals import Interrupted, SignalGuard
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, Lingering
 
 EXIT_USAGE = 2
 """A problem to fix first (bad input): one line on stderr, nothing started."""
@@ -263,7 +263,6 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
     from pi_durable_tui.app import (
         Controller,
-        Lingering,
         OpeningSession,
         ScreenModel,
         SessionInfo,
@@ -339,7 +338,13 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             opening.start()
 
     waiting = "Pick a session to open (esc: leave)" if stored else None
-    opening = OpeningSession(args.where, open_session, failed, waiting=waiting)
+    opening = OpeningSession(
+        args.where,
+        open_session,
+        failed,
+        waiting=waiting,
+        on_open=lambda model, controller: screen.hand_over(model, controller),
+    )
     screen = PidurableApp(
         opening,
         opening,

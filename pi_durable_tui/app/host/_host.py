@@ -54,11 +54,19 @@ from pi_durable_tui.app._wire import (
     encode,
 )
 from pi_durable_tui.app.host._connection import Connection
-from pi_durable_tui.app.host._frames import commit_frame, snapshot, tasks_json
+from pi_durable_tui.app.host._frames import (
+    Approvals,
+    approval_messages,
+    approvals_of,
+    commit_frame,
+    snapshot,
+    tasks_json,
+)
 from pi_durable_tui.app.host._intents import IntentRefused, perform
 from pi_durable_tui.app.host._transport import StreamTransport, Transport
 from pi_durable_tui.app.screen import StoreStopped, TaskTree, watch_store_failure
 from pi_durable_tui.env import started_by_a_command
+from pi_durable_tui.harness import LIVE_DOC
 from pi_durable_tui.kernel import CommitInfo, SessionFailed, Tx
 
 if TYPE_CHECKING:
@@ -69,10 +77,15 @@ RING = 256
 
 
 class _Ring:
-    """The newest frames of one conversation; every frame after ``covered_from`` is held."""
+    """The newest frames of one conversation; every frame after ``covered_from`` is held.
 
-    def __init__(self, covered_from: int) -> None:
+    ``approvals`` is what its tool slots hold of approvals, so each commit's
+    ``permission_*`` messages say only what is new.
+    """
+
+    def __init__(self, covered_from: int, approvals: Approvals) -> None:
         self.covered_from = covered_from
+        self.approvals = approvals
         self.frames: deque[tuple[int, bytes]] = deque()
 
     def add(self, seq: int, data: bytes) -> None:
@@ -118,16 +131,23 @@ class SessionHost:
 
     # -- lifecycle --
 
-    async def start(self) -> None:
-        """Bind the socket and follow commits (the caller holds the store's lock)."""
-        sock = bind_socket(self.path)
-        self._inode = os.stat(self.path).st_ino
+    async def start(self, *, listen: bool = True) -> None:
+        """Bind the socket and follow commits (the caller holds the store's lock).
+
+        Args:
+            listen: ``False`` serves only the clients handed to ``serve_client``
+                (``--mode json``'s standard output), with no socket.
+        """
+        sock = bind_socket(self.path) if listen else None
+        if sock is not None:
+            self._inode = os.stat(self.path).st_ino
         self._unsubscribe = self.app.harness.session.subscribe(self._on_commit)
         self._unwatch_store = watch_store_failure(self.app, self._store_failed)
         self._tree.schedule()
-        self._server = await asyncio.start_unix_server(
-            self._accept, sock=sock, limit=MAX_MESSAGE + 2
-        )
+        if sock is not None:
+            self._server = await asyncio.start_unix_server(
+                self._accept, sock=sock, limit=MAX_MESSAGE + 2
+            )
 
     async def close(self) -> None:
         """Say ``bye`` to every client, stop listening and remove the socket; idempotent."""
@@ -208,10 +228,11 @@ class SessionHost:
             frame = commit_frame(info, conversation)
             if frame is None:
                 continue
-            data = encode(frame)
-            ring.add(info.seq, data)
-            for connection in followed.get(conversation, ()):
-                connection.deliver(data)
+            for message in [frame, *approval_messages(info, conversation, ring.approvals)]:
+                data = encode(message)
+                ring.add(info.seq, data)
+                for connection in followed.get(conversation, ()):
+                    connection.deliver(data)
         if info.tasks:
             self._tree.schedule()
 
@@ -235,6 +256,7 @@ class SessionHost:
         async def mount(tx: Tx) -> None:
             ring = self._rings.get(conversation)
             replay = ring.after(since) if ring is not None and since is not None else None
+            found: dict[str, Any] | None = None
             if replay is not None and since is not None and since <= session.storage.last_seq:
                 messages = replay
             else:
@@ -244,8 +266,9 @@ class SessionHost:
                 messages = [encode(found)]
             # REMINDER: nothing awaits from here on: registration and the outbox change
             # together while this commit holds the line.
-            if conversation not in self._rings:
-                self._rings[conversation] = _Ring(session.storage.last_seq)
+            if conversation not in self._rings:  # then ``found`` was read just now
+                live = found["docs"].get(LIVE_DOC.kind) if found is not None else None
+                self._rings[conversation] = _Ring(session.storage.last_seq, approvals_of(live))
             connection.conversation = conversation
             connection.restart(messages)
 

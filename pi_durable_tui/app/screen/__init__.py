@@ -25,14 +25,18 @@ Its private modules, lowest first (each imports only the ones before it):
 
 ``TaskTree``, ``compaction_failures`` and ``watch_store_failure`` are also what a
 session's host sends its clients (``app.host``; ``StoreStopped`` is the words it
-answers their intents with once its store failed).
+answers their intents with once its store failed); ``entry_blocks`` and
+``with_result`` are how an editor's ``session/load`` turns a stored page of
+history into blocks (``app.acp``).
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
+from pi_durable_tui.app.screen._blocks import entry_blocks
 from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._controller import AgentController, KeepServing
+from pi_durable_tui.app.screen._doc_values import with_result
 from pi_durable_tui.app.screen._feed import (
     Frame,
     LocalFeed,
@@ -61,7 +65,9 @@ __all__ = [
     "TaskSource",
     "TaskTree",
     "compaction_failures",
+    "entry_blocks",
     "recovery_report",
     "start_screen",
     "watch_store_failure",
+    "with_result",
 ]

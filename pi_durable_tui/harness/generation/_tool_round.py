@@ -17,7 +17,10 @@ commit: ``add_tools`` controls extend the agent's tool filter;
 ``terminate`` on every call, or a ``handoff`` (the last in call order wins) ends
 the run with the tool-calling answer (a handoff appends a ``pi.reset`` first);
 otherwise the ``post_tools`` boundary places steers and a successor generation
-takes over the run.
+takes over the run. When the boundary places nothing, the settlement also does the
+successor's preparation (R83, ``_preparation``): the successor is created at
+``request`` with the system entries appended, so its own ``prepare`` commit is
+not needed (issue 14: four commits per round instead of five).
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness.context import ContextView, offered_tools
 from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
 from pi_durable_tui.harness.extensions import Diagnostic, EntryMessage, call_hook
+from pi_durable_tui.harness.generation._preparation import (
+    FIRST_CHECKPOINT,
+    Preparation,
+    plan_request,
+)
 from pi_durable_tui.harness.state import (
     AGENT_DOC,
     LIVE_DOC,
@@ -162,6 +170,15 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
     add_tools = [name for control in controls for name in control.get("add_tools", [])]
     terminate = bool(slots) and all(control.get("terminate") for control in controls)
     handoffs = [c["handoff"] for c in controls if isinstance(c.get("handoff"), str)]
+    # The successor's preparation, planned now so the settlement creates it at
+    # ``request`` (issue 14). REMINDER: used only when the boundary places nothing
+    # (no entry after the results it judged) and no tool control changes the
+    # agent; otherwise the successor prepares itself. Losing it in a crash loses
+    # nothing: recovery settles the round again from its ``tools`` checkpoint.
+    plan = None
+    if not (terminate or handoffs or add_tools):
+        planned = await plan_request(runtime, dict(FIRST_CHECKPOINT))
+        plan = planned if isinstance(planned, Preparation) else None
 
     async def settle_round(tx: Tx) -> Completed:
         if add_tools:
@@ -184,7 +201,10 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
             else:
                 end_run(live)
         else:
-            start_run(tx, services, conversation_id, live, inputs + boundary.user_inputs)
+            request = await plan.apply(tx) if plan is not None and not boundary.records else None
+            start_run(
+                tx, services, conversation_id, live, inputs + boundary.user_inputs, request=request
+            )
         return Completed({"entry_id": assistant_id})
 
     await runtime.commit(settle_round)
