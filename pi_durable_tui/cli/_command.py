@@ -338,7 +338,13 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             opening.start()
 
     waiting = "Pick a session to open (esc: leave)" if stored else None
-    opening = OpeningSession(args.where, open_session, failed, waiting=waiting)
+    opening = OpeningSession(
+        args.where,
+        open_session,
+        failed,
+        waiting=waiting,
+        on_open=lambda model, controller: screen.hand_over(model, controller),
+    )
     screen = PidurableApp(
         opening,
         opening,

@@ -1,5 +1,11 @@
 """The runtime a harness task's phases receive, and the wrapping into kernel tasks.
 
+``TaskScope`` is what every object bound to one task invocation shows, written
+once: ``task_id``, ``conversation_id``, ``aborted``, ``wait_for_task``,
+``definition`` and ``conversation``. ``HarnessRuntime`` and a tool's ``api``
+(``tool/_tool_api.py``) are both scopes, so neither forwards these to the other
+(issue 14).
+
 ``HarnessRuntime`` is the kernel's ``TaskRuntime`` (commit, memo, sleep, outcomes,
 wait for a task, the abort signal) plus what a harness task needs: ``agent()``,
 resolved at most once per phase from that phase's registry snapshot (R33);
@@ -39,8 +45,8 @@ T = TypeVar("T")
 _MISSING: Any = object()
 
 
-class HarnessRuntime:
-    """What a harness task's phase (or abort handler) may use.
+class TaskScope:
+    """What every object bound to one task invocation shows (R38-R43, R107).
 
     Args:
         runtime: The kernel runtime of this invocation.
@@ -57,7 +63,10 @@ class HarnessRuntime:
         self._runtime = runtime
         self._services = services
         self._conversations = conversations
-        self._agent: ResolvedAgent | None = None
+
+    def _share(self) -> tuple[TaskRuntime, HarnessServices, Callable[[int], Conversation]]:
+        """This scope's parts, for another scope of the same invocation."""
+        return self._runtime, self._services, self._conversations
 
     @property
     def task_id(self) -> int:
@@ -73,6 +82,28 @@ class HarnessRuntime:
     def aborted(self) -> asyncio.Event:
         """Set when the invocation is signalled or ends (R42)."""
         return self._runtime.aborted
+
+    async def wait_for_task(self, task_id: int) -> TaskRecord:
+        """Wait until a task is terminal (R43, R56)."""
+        return await self._runtime.wait_for_task(task_id)
+
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
+        """The kernel definition installed for a harness task, for ``tx.create_task``.
+
+        Raises:
+            KeyError: When no task of that name is installed.
+        """
+        return self._services.task_definition(task if isinstance(task, str) else task.name)
+
+    def conversation(self, conversation_id: int) -> BoundConversation:
+        """A handle on a conversation, usable only while this invocation runs (R42, R107)."""
+        return BoundConversation(self._conversations(conversation_id), self.aborted)
+
+
+class HarnessRuntime(TaskScope):
+    """What a harness task's phase (or abort handler) may use; built as a ``TaskScope``."""
+
+    _agent: ResolvedAgent | None = None  # resolved at the first agent() of the phase
 
     @property
     def models(self) -> Models:
@@ -105,10 +136,6 @@ class HarnessRuntime:
         """Return the outcomes of terminal tasks in order (R52)."""
         return await self._runtime.outcomes(task_ids)
 
-    async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Wait until a task is terminal (R43, R56)."""
-        return await self._runtime.wait_for_task(task_id)
-
     async def agent(self) -> ResolvedAgent:
         """The conversation's agent, resolved once per phase (R33)."""
         if self._agent is None:
@@ -123,18 +150,6 @@ class HarnessRuntime:
         """
         agent = await self.agent()
         return self._services.build_env(self.conversation_id, agent.cwd)
-
-    def definition(self, task: HarnessTask | str) -> TaskDefinition:
-        """The kernel definition installed for a harness task, for ``tx.create_task``.
-
-        Raises:
-            KeyError: When no task of that name is installed.
-        """
-        return self._services.task_definition(task if isinstance(task, str) else task.name)
-
-    def conversation(self, conversation_id: int) -> BoundConversation:
-        """A handle on a conversation, usable only while this invocation runs (R42)."""
-        return BoundConversation(self._conversations(conversation_id), self.aborted)
 
 
 class BoundConversation:

@@ -28,7 +28,12 @@ async def test_the_screen_paints_opening_then_shows_the_session_and_sends_what_w
         await release.wait()
         return session_model, session_controller
 
-    opening = OpeningSession(str(tmp_path), opener, lambda error: None)
+    opening = OpeningSession(
+        str(tmp_path),
+        opener,
+        lambda error: None,
+        on_open=lambda model, controller: app.hand_over(model, controller),
+    )
 
     def on_painted() -> None:
         painted.append(opening.opened)
@@ -52,6 +57,11 @@ async def test_the_screen_paints_opening_then_shows_the_session_and_sends_what_w
         assert app.transcript.mounted_keys == [b.key for b in session_model.blocks]
         assert not shown(app.status_line)
         assert session_controller.called("submit") == [("typed while opening", False)]
+        # Handed over: the screen calls the session's controller itself.
+        assert app.controller is session_controller
+        await pilot.press(*"typed once open", "enter")
+        await settle(pilot)
+        assert session_controller.called("submit")[-1] == ("typed once open", False)
     assert painted == [False]
     assert session_controller.called("close") == [()]
 

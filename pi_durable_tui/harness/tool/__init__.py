@@ -8,8 +8,9 @@ Its private modules, lowest first (each imports only the ones before it):
 
 - ``_output``: the bounded buffer a running tool's output streams into (R102,
   R103, R105);
-- ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and
-  its progress commits (R102-R104);
+- ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives (the
+  ``ToolApi`` surface only), and ``CallProgress`` behind it, the task's side
+  with the progress commits (R102-R104);
 - ``_approval``: the permission gate and durable approvals (issue 13);
 - ``_tool_task``: the task: call phase, execution, result (R93-R101, R106).
 

@@ -60,7 +60,7 @@ from pi_durable_tui.harness.state import (
     tool_result_message,
 )
 from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
-from pi_durable_tui.harness.tool._tool_api import ToolCallApi
+from pi_durable_tui.harness.tool._tool_api import CallProgress, ToolCallApi
 from pi_durable_tui.kernel import Aborted, Completed, Failed, Running, Tx
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
@@ -178,10 +178,10 @@ async def _error_result(
     await _commit_result(runtime, call, _Result([], [diagnostic], True), outcome, text)
 
 
-def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Result:
+def _assemble(result: ToolResult, progress: CallProgress, limits: OutputLimits) -> _Result:
     """Build the stored result of an execution that returned (R97)."""
-    diagnostics = list(api.diagnostics) + list(result.diagnostics)
-    buffer = api.buffer
+    diagnostics = list(progress.diagnostics) + list(result.diagnostics)
+    buffer = progress.buffer
     dropped = (0, 0)
     if result.content is None:
         content = _text_item(buffer.text)
@@ -195,7 +195,7 @@ def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Re
         )
         content, dropped = _bound_items(items, limits)
     diagnostics += _truncation(*dropped, limits)
-    details = result.details if result.details is not None else api.last_details
+    details = result.details if result.details is not None else progress.last_details
     return _Result(
         content=content,
         diagnostics=diagnostics,
@@ -278,7 +278,8 @@ async def _execute(
     except Exception as error:  # becomes the call's tool_error (R118)
         env_error = error
     interval = services.settings().progress.output_interval_ms
-    api = ToolCallApi(runtime, call.call_id, call.name, tool.output, env, interval)
+    progress = CallProgress(runtime, services, tool.output, interval)
+    api = ToolCallApi(runtime, services, progress, call.call_id, env)
     started = time.monotonic()
     returned: ToolResult | None = None
     failure: BaseException | None = None
@@ -287,34 +288,35 @@ async def _execute(
             raise env_error
         returned = await tool.execute(validated, api)
     except asyncio.CancelledError:
-        await api.settle()
+        await progress.settle()
         raise
     except Exception as error:
         if runtime.aborted.is_set():
-            await api.settle()
+            await progress.settle()
             raise  # the abort path answers this call (R96)
         failure = error
     duration = round((time.monotonic() - started) * 1000)
-    await api.settle()
+    await progress.settle()
     if failure is not None:
         # R96, R97: the retained output, the recorded diagnostics, the error, and
         # last the truncation warning when the retained output was cut.
         diagnostics = [
-            *api.diagnostics,
+            *progress.diagnostics,
             Diagnostic("error", str(failure) or repr(failure), "tool_error"),
         ]
-        truncated = _truncation(api.buffer.dropped_lines, api.buffer.dropped_bytes, tool.output)
+        buffer = progress.buffer
+        truncated = _truncation(buffer.dropped_lines, buffer.dropped_bytes, tool.output)
         result = _Result(
-            content=_text_item(api.buffer.text),
+            content=_text_item(buffer.text),
             diagnostics=diagnostics + truncated,
             is_error=True,
-            details=api.last_details,
+            details=progress.last_details,
             duration_ms=duration,
         )
         try:
             await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
         finally:
-            api.resolve_details()  # the terminal commit is the final flush (R104)
+            progress.resolve_details()  # the terminal commit is the final flush (R104)
         return
     current = returned if isinstance(returned, ToolResult) else ToolResult()
     for hook in agent.hooks("pi.tool", "after_tool"):
@@ -324,12 +326,12 @@ async def _execute(
         )
         if isinstance(replaced, ToolResult):
             current = replaced
-    result = _assemble(current, api, tool.output)
+    result = _assemble(current, progress, tool.output)
     result.duration_ms = duration
     try:
         await _commit_result(runtime, call, result, "completed")
     finally:
-        api.resolve_details()  # the terminal commit is the final flush (R104)
+        progress.resolve_details()  # the terminal commit is the final flush (R104)
 
 
 async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:

@@ -52,6 +52,25 @@ from tests.harness.run_support import (
 # -- R96-R99, R102: result assembly --
 
 
+def public_names(kind: type) -> set[str]:
+    return {name for name in dir(kind) if not name.startswith("_")}
+
+
+async def test_a_tools_api_shows_exactly_the_tool_api_surface_and_nothing_of_the_task(
+    open_rig: RigFactory,
+) -> None:
+    seen: list[set[str]] = []
+
+    async def execute(_args: Any, api: ToolApi) -> ToolResult:
+        seen.append({name for name in dir(api) if not name.startswith("_")})
+        return ToolResult(content="ok")
+
+    await one_call(open_rig, [make_tool("probe", execute)])
+
+    # The buffer, details, diagnostics and settle() are the task's (CallProgress).
+    assert seen == [public_names(ToolApi) - public_names(object)]
+
+
 async def test_the_retained_output_is_the_content_and_diagnostics_render_in_a_harness_block_r97_r98(
     open_rig: RigFactory,
 ) -> None:
