@@ -7,7 +7,7 @@
   ``--session PATH`` opens a given store.
 - ``-p/--print`` runs headless and prints the final answer (with no prompt and
   nothing piped, it finishes the newest input of the session); ``--mode json``
-  prints agent events as JSON lines instead.
+  prints the wire's messages (``app._wire``) as JSON lines instead.
 - ``pidurable SUBCOMMAND`` (``_arguments.SUBCOMMANDS``: ``export``) runs it.
 - ``--env ssh://user@host[:port]/path`` (or ``"env"`` in the user's settings)
   runs the tools on that host; its sessions are filed under the URL, so ``-c``

@@ -1,7 +1,8 @@
 """Print and JSON modes: run a prompt (or resume) to its answer without a screen.
 
-``run_headless`` attaches to the root conversation's agent events (R125,
-``watch_events``) before anything runs, resumes whatever a killed process left,
+``run_headless`` starts its ``follow`` (what prints the run: print mode's
+stderr notices from the root conversation's agent events, R125 ``watch_events``;
+JSON mode's wire) before anything runs, resumes whatever a killed process left,
 submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
