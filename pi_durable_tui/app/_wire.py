@@ -40,6 +40,10 @@ Host to client:
 - ``reply`` ``{id, ok, value | error}``: the answer to one ``call``.
 - ``error`` ``{code, message}``: a message of this client was refused
   (``malformed``, ``oversized``, ``forbidden``, ``protocol``).
+- ``stopped`` ``{notice}``: the host's store failed (a full disk, an I/O error;
+  issue 12): nothing more is committed, so the client shows ``notice`` (what
+  failed, what to do) and stops saying the agent works; a client that joins
+  later gets it after ``welcome``. Intents are answered with one line then.
 - ``bye`` ``{reason}``: the host closes this connection (``host closing``).
 
 Client to host:

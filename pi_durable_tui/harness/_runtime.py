@@ -32,7 +32,14 @@ from pi_durable_tui.harness._submission_types import Input
 from pi_durable_tui.harness.conversations import Submission
 from pi_durable_tui.harness.extensions import HarnessTask, Registry
 from pi_durable_tui.harness.state import ResolvedAgent
-from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, TaskRegistry, TaskRuntime, Tx
+from pi_durable_tui.kernel import (
+    Continuation,
+    TaskDefinition,
+    TaskGateClosed,
+    TaskRegistry,
+    TaskRuntime,
+    Tx,
+)
 from pi_durable_tui.kernel import define_task as define_kernel_task
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
@@ -118,9 +125,20 @@ class HarnessRuntime(TaskScope):
         """The harness clock, in milliseconds."""
         return self._services.session.clock.now()
 
-    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
-        """A gated commit as this task; ``fn`` may return the next state (R38)."""
-        return await self._runtime.commit(fn)
+    async def commit(self, fn: Callable[[Tx], Any], *, then: Continuation | None = None) -> Any:
+        """A gated commit as this task; ``fn`` may return the next state (R38).
+
+        ``then``: a waiting task's next step for this commit (``Continuation``).
+        """
+        return await self._runtime.commit(fn, then=then)
+
+    def offer_continuation(self, builder: Callable[..., Awaitable[Continuation | None]]) -> None:
+        """Offer this task's next step to the task that will end its wait (issue 14)."""
+        self._runtime.offer_continuation(builder)
+
+    async def continuation(self, *args: Any) -> Continuation | None:
+        """The step of a waiter whose wait this task ends, built now (issue 14)."""
+        return await self._runtime.continuation(*args)
 
     async def memo(self, name: str, candidate: Json = _MISSING) -> Json:
         """Read or store a memo (first writer wins, R40)."""

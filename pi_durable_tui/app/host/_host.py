@@ -19,6 +19,11 @@ command an agent ran: ``env.started_by_a_command``) and speaks the message famil
 4. a client's ``call`` runs through the host's harness (``_intents``): the
    caller gets a ``reply``, everyone gets the commits.
 
+A store that fails under the host (issue 12) is said to every client once
+(``stopped``, with the line the host's own screen shows); intents are then
+answered with ``StoreStopped``'s line, and a client that joins later gets
+``welcome`` and ``stopped`` and is let go (nothing can be read on the line).
+
 Presence: every join and leave sends ``clients`` to all (the host's own
 screen, if any, is listed first as ``host``). ``alone()`` resolves when the
 last client left, which is how a quitting terminal keeps serving until then.
@@ -59,10 +64,10 @@ from pi_durable_tui.app.host._frames import (
 )
 from pi_durable_tui.app.host._intents import IntentRefused, perform
 from pi_durable_tui.app.host._transport import StreamTransport, Transport
-from pi_durable_tui.app.screen import TaskTree
+from pi_durable_tui.app.screen import StoreStopped, TaskTree, watch_store_failure
 from pi_durable_tui.env import started_by_a_command
 from pi_durable_tui.harness import LIVE_DOC
-from pi_durable_tui.kernel import CommitInfo, Tx
+from pi_durable_tui.kernel import CommitInfo, SessionFailed, Tx
 
 if TYPE_CHECKING:
     from pi_durable_tui.app.agent import AgentApp
@@ -120,6 +125,9 @@ class SessionHost:
         self._tree = TaskTree(app.harness.session, app.root.id, self._tasks_changed)
         self._serving: set[asyncio.Task[None]] = set()
         self._inode: int | None = None
+        self._stopped: dict[str, Any] | None = None
+        """The ``stopped`` message once the store failed (issue 12), for every client."""
+        self._unwatch_store: Callable[[], None] = lambda: None
 
     # -- lifecycle --
 
@@ -134,6 +142,7 @@ class SessionHost:
         if sock is not None:
             self._inode = os.stat(self.path).st_ino
         self._unsubscribe = self.app.harness.session.subscribe(self._on_commit)
+        self._unwatch_store = watch_store_failure(self.app, self._store_failed)
         self._tree.schedule()
         if sock is not None:
             self._server = await asyncio.start_unix_server(
@@ -145,6 +154,7 @@ class SessionHost:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self._unwatch_store()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -199,6 +209,12 @@ class SessionHost:
             self._alone.clear()
         else:
             self._alone.set()
+
+    def _store_failed(self, notice: str) -> None:
+        """Tell every client that the store failed: the host's screen's line, once."""
+        self._stopped = {"t": "stopped", "notice": notice}
+        for connection in self._connections.values():
+            connection.send(self._stopped)
 
     # -- following commits --
 
@@ -313,6 +329,10 @@ class SessionHost:
         connection.window = int(hello.get("window") or WINDOW)
         conversation = int(hello.get("conversation") or self.app.root.id)
         connection.send(self._welcome(connection))
+        if self._stopped is not None:
+            # Nothing can be read on the line of a failed session: say why, and part.
+            await connection.close(self._stopped)
+            return
         try:
             await self._follow(connection, conversation, hello.get("since"))
         except ValueError as error:
@@ -401,6 +421,8 @@ class SessionHost:
             raise
         except IntentRefused as error:
             reply.update(ok=False, error=str(error))
+        except SessionFailed:  # the store failed: the words of the host's own screen
+            reply.update(ok=False, error=str(StoreStopped()))
         except Exception as error:  # the harness's words (busy, closed, ...): the host goes on
             reply.update(ok=False, error=str(error) or type(error).__name__)
         connection.send(reply)

@@ -11,8 +11,9 @@ compaction did not complete) or starts a blocking compaction.
 when one is due; it returns the ``request`` checkpoint (``cutoff`` = the new tail).
 
 Two commits use it: the ``prepare`` phase's own, and the settlement of a tool round
-(``_tool_round``), which prepares its successor and creates it at ``request`` in
-the same commit, so a round costs one commit less (issue 14). The successor's
+(``_tool_round``, in the generation's own commit or riding on the round's last
+result), which prepares its successor and creates it at ``request`` in the same
+commit, so the successor needs no ``prepare`` commit (issue 14). The successor's
 input carries that checkpoint (``{"request": ...}``); ``initial_checkpoint`` turns
 it into the task's first checkpoint.
 """
@@ -20,7 +21,7 @@ it into the task's first checkpoint.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,10 +95,14 @@ class Preparation:
     compaction_task: Any
     view: ContextView
 
-    async def apply(self, tx: Tx) -> JsonObject:
-        """Stage the system entries and the attempt's status; return the ``request`` checkpoint."""
+    async def apply(self, tx: Tx, tail: int | None = None) -> JsonObject:
+        """Stage the system entries and the attempt's status; return the ``request`` checkpoint.
+
+        ``tail``: the newest entry when the commit appended entries after the
+        planned view (a tool result); the planned view's tail otherwise.
+        """
         conversation_id = self.conversation_id
-        cutoff = self.tail
+        cutoff = max(self.tail, tail or 0)
         for draft in self.drafts:
             cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
         live = await tx.doc(LIVE_DOC, conversation_id)
@@ -153,13 +158,17 @@ async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[t
     return rendered
 
 
-async def plan_request(runtime: HarnessRuntime, checkpoint: JsonObject) -> Preparation | Decided:
+async def plan_request(
+    runtime: HarnessRuntime, checkpoint: JsonObject, coming: Sequence[JsonObject] = ()
+) -> Preparation | Decided:
     """Plan a ``prepare`` checkpoint's move to ``request`` (R83, R108).
 
     Args:
-        runtime: The runtime of the generation preparing (or settling a round for
-            its successor: the same conversation).
+        runtime: The runtime of the generation preparing, or of the task settling a
+            round for its successor (the same conversation).
         checkpoint: The ``prepare`` checkpoint.
+        coming: Messages the commit applying the plan appends before the planned
+            entries (a tool result not committed yet): counted by the thresholds.
 
     Returns:
         The preparation, or the decision to fail or to compact first.
@@ -196,7 +205,7 @@ async def plan_request(runtime: HarnessRuntime, checkpoint: JsonObject) -> Prepa
     drafts = plan_system_entries(view, sections, [tool.spec() for tool in offered])
     compaction = settings.compaction
     background = False
-    planned = [message for draft in drafts for message in draft.model]
+    planned = [*coming, *(message for draft in drafts for message in draft.model)]
     blocking = model.context_window - compaction.reserve_tokens
     lowest = (
         blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking

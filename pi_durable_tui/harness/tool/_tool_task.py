@@ -5,6 +5,9 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call``,
 ``execute {"arguments", "replay"}`` (the durable intent); result
 ``{"entry_id", "control"?}``.
 
+The commit of a round's last result also settles the round and starts the next
+generation when the generation offered that (``runtime.continuation``, issue 14).
+
 - ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
   arguments, run the ``before_tool`` chain, validate again - none of which records
   intent - then pass the permission gate (``_approval``: run, refuse, or wait
@@ -61,7 +64,18 @@ from pi_durable_tui.harness.state import (
 )
 from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
 from pi_durable_tui.harness.tool._tool_api import CallProgress, ToolCallApi
-from pi_durable_tui.kernel import Aborted, Completed, Failed, Running, Tx
+from pi_durable_tui.kernel import (
+    Aborted,
+    Completed,
+    Failed,
+    Report,
+    Running,
+    SessionClosed,
+    SessionFailed,
+    TaskGateClosed,
+    Tx,
+)
+from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -167,7 +181,33 @@ async def _commit_result(
             return Aborted(result=value)
         return Completed(value)
 
-    await runtime.commit(finish)
+    # The last result of a round carries the round's settlement (issue 14): the
+    # generation offered it (``runtime.continuation``); an abort never does.
+    then = None
+    if outcome != "aborted" and not runtime.aborted.is_set():
+        try:
+            then = await runtime.continuation(
+                runtime, {"message": stored, "control": result.control}
+            )
+        except Exception as error:  # REMINDER: never at the cost of the result
+            _report_settlement(runtime, error)
+    if then is None:
+        await runtime.commit(finish)
+        return
+    try:
+        await runtime.commit(finish, then=then)
+    except (SessionFailed, SessionClosed, TaskGateClosed, StorageRejected):
+        raise
+    except Exception as error:
+        # Nothing of that commit landed: store the result alone; the generation
+        # settles the round in a commit of its own (``tools_phase``).
+        _report_settlement(runtime, error)
+        await runtime.commit(finish)
+
+
+def _report_settlement(runtime: HarnessRuntime, error: Exception) -> None:
+    text = f"Settling the round with its last result failed: {error}"
+    services_of(runtime).report(Report("settlement_failed", text, error))
 
 
 async def _error_result(

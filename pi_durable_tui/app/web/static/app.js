@@ -24,6 +24,7 @@
   let nextCall = 1;
   let root = 0; // the main conversation (welcome.root)
   let ended = false;
+  let stopped = "";  // the host's store failed (issue 12): nothing runs on
   let scheduled = false;
 
   function el(tag, className, text) {
@@ -302,11 +303,12 @@
     const live = obj(mirror.docs["pi.live"]);
     const running = (live.tools || []).find((s) => s && s.status === "running");
     let status = "";
-    if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
+    if (stopped) status = stopped;
+    else if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
     else if (running) status = `Running ${clean(running.name)}… (Esc to abort)`;
     else if ("run" in live) status = "Working… (Esc to abort)";
     $("status").textContent = status;
-    document.body.dataset.busy = "run" in live ? "yes" : "no";
+    document.body.dataset.busy = "run" in live && !stopped ? "yes" : "no";
     const agent = obj(mirror.docs["pi.agent"]);
     const model = obj(agent.model);
     $("footer").textContent = clean(`${model.provider ? `${model.provider}/${model.model_id}` : "no model"} · thinking ${agent.thinking_level || "off"}`);
@@ -355,6 +357,11 @@
         $("connection").textContent = `connected · ${(message.clients || []).length} attached`;
         break;
       case "error": notice("warning", message.message || message.code); break;
+      case "stopped":
+        stopped = "Stopped: the session store cannot be written (see the notice)";
+        notice("error", clean(message.notice || ""));
+        renderStatus();
+        break;
       case "bye": ended = true; $("connection").textContent = `the host stopped serving (${clean(message.reason)})`; break;
       default: apply(message);
     }
