@@ -57,6 +57,7 @@ PARTS: dict[str, dict[str, int]] = {
         "_errors": 1,
         "_settings": 1,
         "_submission_types": 1,
+        "_progress": 1,  # throttled progress commits: partials and tool output (issue 14)
         "context": 1,
         "extensions": 2,
         "state": 3,

@@ -26,6 +26,7 @@ from pi_durable_tui import __version__
 from pi_durable_tui.cli import Interrupted, SignalGuard, main
 from pi_durable_tui.harness import text_of
 from tests.app.support import stored_entries
+from tests.wire_lines import is_streamed, messages
 
 DEADLINE = 60.0
 """Seconds a process may take before the test kills it and fails."""
@@ -62,13 +63,13 @@ class Pidurable:
         return self.process.pid
 
     def read_until(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """Read JSON event lines until one is ``wanted``; return it."""
+        """Read ``--mode json`` lines (the wire's messages) until one is ``wanted``; return it."""
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.append(line)
-            event = json.loads(line)
-            if wanted(event):
-                return event
+            [message] = messages(line)
+            if wanted(message):
+                return message
         raise AssertionError(f"the process ended first: {self.finish()}")
 
     def handlers_installed(self) -> None:
@@ -97,9 +98,9 @@ def pidurable(cwd: Path, *args: str) -> tuple[int, str, str]:
     return Pidurable(cwd, *args).finish()
 
 
-def is_partial(event: dict[str, Any]) -> bool:
+def is_partial(message: dict[str, Any]) -> bool:
     """A streamed partial of the answer was committed and printed."""
-    return event["type"] == "message_update"
+    return is_streamed(message)
 
 
 def write_script(
@@ -223,7 +224,7 @@ def test_a_prompt_resubmitted_with_its_request_id_after_a_kill_is_not_added_twic
     store = project / "session.sqlite"
     options = ["--session", str(store), "--request-id", "job-7", "--model", "faux/faux-1"]
     first = busy_run(project, *options)
-    first.read_until(lambda event: event["type"] == "submission")  # admitted
+    first.read_until(lambda message: bool(message.get("submissions")))  # admitted
     first.process.kill()
     first.finish()
 
@@ -238,7 +239,7 @@ def test_a_session_open_in_another_process_is_refused_naming_that_process(
 ) -> None:
     store = str(project / "session.sqlite")
     holder = busy_run(project, "--session", store, "--model", "faux/faux-1")
-    holder.read_until(lambda event: event["type"] == "snapshot")  # the store is open
+    holder.read_until(lambda message: message["t"] == "snapshot")  # the store is open
 
     status, out, err = pidurable(project, "--session", store, "-p", "again")
     holder.process.terminate()

@@ -108,7 +108,7 @@ def test_a_session_open_on_another_machine_is_refused_naming_its_host_and_pid(
         project, "-p", "go", "--mode", "json", "--model", "faux/faux-1",
         "--faux-script", busy_script(project),
     )  # fmt: skip
-    holder.read_until(lambda event: event["type"] == "snapshot")  # the store is open
+    holder.read_until(lambda message: message["t"] == "snapshot")  # the store is open
 
     on_machine_b(project, monkeypatch)
     status, out, err = pidurable(project, "-c", "-p", "again")

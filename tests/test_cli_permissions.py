@@ -17,6 +17,7 @@ import pytest
 from pi_durable_tui.cli import main
 from pi_durable_tui.harness import TOOL_RESULT, text_of
 from tests.app.support import stored_entries, text, tool_call, write_script, write_settings
+from tests.wire_lines import messages
 
 
 @pytest.fixture
@@ -89,17 +90,21 @@ def test_deny_wins_over_auto_mode_and_over_allow(
     assert "denied by the rule bash(touch:*) (command line)" in stored
 
 
-def test_json_mode_emits_the_request_and_its_refusal(
+def test_json_mode_emits_the_request_and_its_refusal_as_messages_of_the_wire(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(project, TOUCH, "--mode", "json") == 0
-    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    types = [e["type"] for e in events]
-    request = events[types.index("permission_request")]
-    decision = events[types.index("permission_decision")]
+    found = messages(capsys.readouterr().out)
+    types = [m["t"] for m in found]
+    request = found[types.index("permission_request")]
+    decision = found[types.index("permission_decision")]
     assert request["request"]["suggestion"] == "bash(touch made.txt)"
     assert decision["decision"] == {"choice": "deny", "by": "headless"}
+    assert request["call_id"] == decision["call_id"]
     assert types.index("permission_request") < types.index("permission_decision")
+    [committed] = [m for m in found if m["t"] == "commit" and m["seq"] == request["seq"]]
+    assert types.index("permission_request") == found.index(committed) + 1  # after its commit
+    assert (found[-1]["t"], found[-1]["status"]) == ("result", "done")
 
 
 def test_a_rule_in_the_user_settings_allows_the_command(project: Path) -> None:

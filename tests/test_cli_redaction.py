@@ -18,6 +18,7 @@ import pytest
 
 from tests import test_cli
 from tests.test_cli import pidurable
+from tests.wire_lines import is_streamed, messages
 
 # The fixtures of the headless command's tests: a project with its own home, no
 # process left behind.
@@ -92,8 +93,7 @@ def test_a_canary_secret_written_by_the_model_and_a_command_is_stored_and_printe
         assert START not in out
         assert START not in err
     assert "[redacted]" in printed[1]
-    lines = [json.loads(line) for line in events[1].splitlines()]
-    assert any(event["type"] == "message_update" for event in lines)  # partials were printed
+    assert any(is_streamed(message) for message in messages(events[1]))  # partials were printed
     assert "key=[redacted]" in events[1]  # the command's output, redacted
     for _, out, _ in exports:
         assert "[redacted]" in out

@@ -104,7 +104,6 @@ if TYPE_CHECKING:
         list_models_text,
         load_settings,
         output_redactor,
-        run_headless,
     )
     from pi_durable_tui.app.client import HostGone, HostLink, HostRefused
     from pi_durable_tui.app.files import (
@@ -122,7 +121,7 @@ if TYPE_CHECKING:
         sessions_dir,
         settings_theme,
     )
-    from pi_durable_tui.app.host import Lingering, SessionHost, start_hosted_screen
+    from pi_durable_tui.app.host import Lingering, SessionHost, run_headless, start_hosted_screen
     from pi_durable_tui.app.remote import (
         RemoteController,
         RemoteFeed,
@@ -159,7 +158,7 @@ _LAZY: dict[str, str] = {
     "export_main": "agent",
     "export_transcript": "agent",
     "HeadlessMode": "agent",
-    "run_headless": "agent",
+    "run_headless": "host",
     "RedactedWriter": "agent",
     "output_redactor": "agent",
     "ModelChoiceError": "agent",

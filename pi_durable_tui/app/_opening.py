@@ -5,16 +5,18 @@ store (issue 8: first paint at most twice a bare Textual app's). The screen star
 on an ``OpeningSession``: an empty transcript, the working directory in the
 footer and ``Opening session...`` in the status line. Once the screen has painted,
 ``start()`` runs the opener; when it returns the session's own model and
-controller, the screen's listeners follow the real model and are told that
-everything changed, and every later read and call goes straight through.
+controller, ``on_open`` hands them to the screen (``PidurableApp.hand_over``),
+which talks to them directly from then on: nothing is forwarded for the life of
+the session (issue 14).
 
 An action taken meanwhile waits for the session: a prompt typed and sent during
 start-up is submitted once the session is open (the screen runs controller calls
-one at a time, in order). Esc, withdrawing and paging have nothing to act on yet
-and do nothing; reads answer "nothing yet". When the opener fails, ``on_failure``
-gets the error (``pidurable`` leaves the screen and prints it) and waiting actions
-raise ``SessionNotOpened``. ``close()`` stops an opening still running (what it
-had opened is closed by the opener's own undo) or closes the session's controller.
+one at a time, in order): the one forwarding this module does. Esc, withdrawing
+and paging have nothing to act on yet and do nothing; reads answer "nothing
+yet". When the opener fails, ``on_failure`` gets the error (``pidurable`` leaves
+the screen and prints it) and waiting actions raise ``SessionNotOpened``.
+``close()`` stops an opening still running (what it had opened is closed by the
+opener's own undo) or closes the session's controller.
 
 This module imports only the view values: the screen can paint without the harness.
 """
@@ -45,20 +47,11 @@ from pi_durable_tui.app._view import (
 OPENING_STATUS = "Opening session..."
 """The status line until the session is open."""
 
-EVERYTHING = ViewChange(
-    transcript_reset=True,
-    queue=True,
-    tasks=True,
-    footer=True,
-    status=True,
-    notices=True,
-    trust=True,
-    approval=True,  # a request a killed process left waiting shows again (issue 13)
-)
-"""The change the screen is told when the session's own model takes over."""
-
 SessionOpener = Callable[[], Awaitable[tuple[ScreenModel, Controller]]]
 """Opens the session and returns its model and controller (the controller owns the session)."""
+
+HandOver = Callable[[ScreenModel, Controller], None]
+"""Receives the session's own model and controller once it is open."""
 
 
 class SessionNotOpened(RuntimeError):
@@ -66,7 +59,7 @@ class SessionNotOpened(RuntimeError):
 
 
 class OpeningSession:
-    """A ``ScreenModel`` and ``Controller`` that hands over to the session's once it opens.
+    """A ``ScreenModel`` and ``Controller`` until the session opens, then a hand-over.
 
     Args:
         cwd: The working directory, shown in the footer meanwhile.
@@ -75,6 +68,9 @@ class OpeningSession:
         waiting: The status line until ``start()`` when the session is not opened
             at once (``pidurable -r``: the user picks it first); ``Opening
             session...`` from then on.
+        on_open: Receives the session's model and controller once it is open (the
+            screen's ``hand_over``); this object keeps only the controller, to
+            close it.
     """
 
     def __init__(
@@ -84,6 +80,7 @@ class OpeningSession:
         on_failure: Callable[[BaseException], None],
         *,
         waiting: str | None = None,
+        on_open: HandOver | None = None,
     ) -> None:
         self._status = waiting or OPENING_STATUS
         self._footer = Footer(cwd=cwd, model="…")  # not known until the session opens
@@ -91,10 +88,9 @@ class OpeningSession:
         self._on_failure = on_failure
         self._task: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
-        self._model: ScreenModel | None = None
+        self._on_open = on_open
         self._controller: Controller | None = None
         self._listeners: list[Callable[[ViewChange], None]] = []
-        self._unsubscribe_real: Callable[[], None] | None = None
         self._closing: asyncio.Future[None] | None = None
 
     @property
@@ -128,10 +124,10 @@ class OpeningSession:
             self._settled.set()
             self._on_failure(error)
             return
-        self._model, self._controller = model, controller
-        self._unsubscribe_real = model.subscribe(self._forward)
+        self._controller = controller
         self._settled.set()
-        self._forward(EVERYTHING)
+        if self._on_open is not None:
+            self._on_open(model, controller)
 
     def _forward(self, change: ViewChange) -> None:
         for listener in list(self._listeners):
@@ -143,64 +139,33 @@ class OpeningSession:
             raise SessionNotOpened("The session is not open (it failed to open, or closed).")
         return self._controller
 
-    # -- ScreenModel ------------------------------------------------------------------
+    # -- ScreenModel: what the screen shows while the session opens ------------------
 
-    @property
-    def blocks(self) -> Sequence[Block]:
-        """The session's blocks; none while it opens."""
-        return () if self._model is None else self._model.blocks
-
-    @property
-    def has_older(self) -> bool:
-        """Whether older blocks exist (never while it opens)."""
-        return self._model is not None and self._model.has_older
-
-    @property
-    def queue(self) -> Sequence[QueueItem]:
-        """The session's queue; empty while it opens."""
-        return () if self._model is None else self._model.queue
-
-    @property
-    def tasks(self) -> Sequence[TaskNode]:
-        """The session's task tree; empty while it opens."""
-        return () if self._model is None else self._model.tasks
+    blocks: Sequence[Block] = ()
+    has_older = False
+    queue: Sequence[QueueItem] = ()
+    tasks: Sequence[TaskNode] = ()
+    busy = False
+    notices: Sequence[Notice] = ()
+    trust_question: TrustQuestion | None = None
+    approval: ApprovalQuestion | None = None
 
     @property
     def footer(self) -> Footer:
-        """The session's footer; the working directory alone while it opens."""
-        return self._footer if self._model is None else self._model.footer
+        """The working directory alone: the model is not known yet."""
+        return self._footer
 
     @property
     def status(self) -> str:
-        """``Opening session...`` (or the waiting text), then the session's status line."""
-        return self._status if self._model is None else self._model.status
-
-    @property
-    def busy(self) -> bool:
-        """Whether the shown conversation runs (not while it opens)."""
-        return self._model is not None and self._model.busy
-
-    @property
-    def notices(self) -> Sequence[Notice]:
-        """The session's notices; none while it opens."""
-        return () if self._model is None else self._model.notices
-
-    @property
-    def trust_question(self) -> TrustQuestion | None:
-        """The session's trust question; none while it opens."""
-        return None if self._model is None else self._model.trust_question
-
-    @property
-    def approval(self) -> ApprovalQuestion | None:
-        """The session's call waiting for a decision; none while it opens."""
-        return None if self._model is None else self._model.approval
+        """``Opening session...`` (or the waiting text)."""
+        return self._status
 
     def block(self, key: str) -> Block | None:
-        """The loaded block with this key (none while it opens)."""
-        return None if self._model is None else self._model.block(key)
+        """No block is loaded while the session opens."""
+        return None
 
     def subscribe(self, listener: Callable[[ViewChange], None]) -> Callable[[], None]:
-        """Call ``listener`` after each change, the hand-over included; returns unsubscribe."""
+        """Call ``listener`` after each change (the status line's); returns unsubscribe."""
         self._listeners.append(listener)
 
         def unsubscribe() -> None:
@@ -212,24 +177,24 @@ class OpeningSession:
     # -- Controller -------------------------------------------------------------------
 
     def refusal(self, action: HostAction) -> str | None:
-        """The opened controller's answer; while opening, the action waits and it answers then."""
-        return None if self._controller is None else self._controller.refusal(action)
+        """None: while opening, the action waits and the session's controller answers then."""
+        return None
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit once the session is open."""
         await (await self._controlled()).submit(text, follow_up=follow_up)
 
     async def abort(self) -> list[str]:
-        """Abort the foreground work; nothing runs while the session opens."""
-        return [] if self._controller is None else await self._controller.abort()
+        """Nothing runs while the session opens: nothing to abort."""
+        return []
 
     async def withdraw(self, submission_id: int) -> str | None:
-        """Withdraw a queued item; nothing is queued while the session opens."""
-        return None if self._controller is None else await self._controller.withdraw(submission_id)
+        """Nothing is queued while the session opens."""
+        return None
 
     async def load_older(self, count: int) -> int:
-        """Load older blocks; there are none while the session opens."""
-        return 0 if self._controller is None else await self._controller.load_older(count)
+        """There are no older blocks while the session opens."""
+        return 0
 
     async def compact(self, instructions: str | None = None) -> None:
         """Compact once the session is open."""
@@ -260,8 +225,8 @@ class OpeningSession:
         return await (await self._controlled()).clients()
 
     def models(self) -> list[ModelChoice]:
-        """The models ``/model`` offers; none until the session is open."""
-        return [] if self._controller is None else self._controller.models()
+        """The models ``/model`` offers: none until the session is open."""
+        return []
 
     async def set_model(self, ref: str) -> None:
         """Use a model once the session is open."""
@@ -296,29 +261,27 @@ class OpeningSession:
         return await (await self._controlled()).export(fmt, path)
 
     def custom_commands(self) -> list[CommandInfo]:
-        """The custom commands; none until the session is open."""
-        return [] if self._controller is None else self._controller.custom_commands()
+        """The custom commands: none until the session is open."""
+        return []
 
     async def run_custom_command(self, name: str, arguments: str) -> None:
         """Run a custom command once the session is open."""
         await (await self._controlled()).run_custom_command(name, arguments)
 
     def skills(self) -> list[SkillInfo]:
-        """The skills; none until the session is open."""
-        return [] if self._controller is None else self._controller.skills()
+        """The skills: none until the session is open."""
+        return []
 
     def complete_path(self, prefix: str) -> list[str]:
-        """Completions for ``@``; none until the session is open."""
-        return [] if self._controller is None else self._controller.complete_path(prefix)
+        """Completions for ``@``: none until the session is open."""
+        return []
 
     def history(self) -> Sequence[str]:
-        """Earlier prompts; none until the session is open."""
-        return () if self._controller is None else self._controller.history()
+        """Earlier prompts: none until the session is open."""
+        return ()
 
     def refresh_settings(self) -> None:
-        """Re-read the settings once the session is open (nothing to do before)."""
-        if self._controller is not None:
-            self._controller.refresh_settings()
+        """Nothing to re-read before the session is open."""
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
         """Answer a trust question once the session is open."""
@@ -338,14 +301,10 @@ class OpeningSession:
 
     async def running_jobs(self) -> int:
         """The jobs leaving would end: none while the session is still opening."""
-        controller = self._controller
-        return 0 if controller is None else await controller.running_jobs()
+        return 0
 
     def leave_jobs_running(self) -> None:
-        """Leave the jobs running at exit (only an open session has any)."""
-        controller = self._controller
-        if controller is not None:
-            controller.leave_jobs_running()
+        """Nothing to leave running: only an open session has jobs."""
 
     async def close(self) -> None:
         """Stop the opening or close the session; safe to call twice and concurrently."""
@@ -362,8 +321,5 @@ class OpeningSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._settled.set()  # waiting actions end with SessionNotOpened
-        if self._unsubscribe_real is not None:
-            self._unsubscribe_real()
-            self._unsubscribe_real = None
         if self._controller is not None:
             await self._controller.close()

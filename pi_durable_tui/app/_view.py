@@ -138,7 +138,8 @@ class TaskNode(TerminalSafe):
     """``pi.generation``, ``pi.tool``, ``pi.compaction``, or an extension's task."""
     label: str
     """Human words: ``turn``, ``bash: npm test``, ``compaction (threshold)``, ``subagent 12``."""
-    status: Literal["pending", "running", "waiting", "completing", "blocked"]
+    status: Literal["pending", "running", "waiting", "completing", "blocked", "stopped"]
+    """``stopped``: the store failed under the session (issue 12), so nothing runs on."""
     phase: str = ""
     elapsed_s: float | None = None
     """Seconds since the task first ran (``started_at``), ``None`` if it never ran."""

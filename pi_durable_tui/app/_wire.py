@@ -20,14 +20,30 @@ Host to client:
 - ``commit`` ``{seq, entries, docs, submissions}``: what commit ``seq`` changed
   in the followed conversation: its appended entries (records as stored), per
   document ``{kind, ops}`` (DESIGN.md section 4's operations; a created or
-  retired document comes as a root ``set``), and its submissions' new states.
+  retired document comes as a root ``set``), and its submissions' new states
+  (``{id, status, reason, detail, answer}``, ``answer`` the answer's entry ID).
   A commit that touched nothing followed sends nothing. Sequence numbers only
   grow; a client keeps the last one it applied.
+- ``permission_request`` ``{seq, conversation, call_id, tool, request}`` and
+  ``permission_decision`` ``{seq, conversation, call_id, tool, decision}``
+  (issue 13): a call of the followed conversation started waiting for the
+  user's decision, or its decision was committed, in commit ``seq``; each
+  follows that commit's ``commit`` message. They say in one message what the
+  commit's ``pi.live`` operations hold (the call's ``approval`` slot), so a
+  client that prints or notifies need not diff the document; a mirror needs
+  nothing but the ``commit``.
+- ``result`` ``{seq, submission, status, reason, detail, answer, text}``: the
+  input a headless run (``--mode json``) settled, its last message: ``answer``
+  the answer's entry ID and ``text`` its text (``None`` when unanswered).
 - ``tasks`` ``{seq, tasks}``: the task tree changed (session-wide).
 - ``clients`` ``{clients}``: who is attached changed.
 - ``reply`` ``{id, ok, value | error}``: the answer to one ``call``.
 - ``error`` ``{code, message}``: a message of this client was refused
   (``malformed``, ``oversized``, ``forbidden``, ``protocol``).
+- ``stopped`` ``{notice}``: the host's store failed (a full disk, an I/O error;
+  issue 12): nothing more is committed, so the client shows ``notice`` (what
+  failed, what to do) and stops saying the agent works; a client that joins
+  later gets it after ``welcome``. Intents are answered with one line then.
 - ``bye`` ``{reason}``: the host closes this connection (``host closing``).
 
 Client to host:
@@ -55,6 +71,7 @@ shows from the same committed values the host's own screen derives from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,9 +101,15 @@ METHODS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "set_model": {"ref": str},
     "cycle_thinking": {},
     "older": {"before": int, "count": int},
+    "history": {"after": int, "count": int},
 }
 """Each intent a client may call and its arguments' types (all optional but ``text``,
-``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``count``)."""
+``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``after``, ``count``).
+
+``older`` pages the window back (newest first, for a screen scrolling up);
+``history`` reads forward from an entry ID (``after`` 0: the first page), oldest
+first, ``{entries, has_newer}``: how an editor's ``session/load`` replays a
+whole session one page at a time."""
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "submit": ("text",),
@@ -94,6 +117,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "decide": ("call_id", "choice"),
     "set_model": ("ref",),
     "older": ("before", "count"),
+    "history": ("after", "count"),
 }
 
 
@@ -105,9 +129,26 @@ class WireError(ValueError):
         self.code = code
 
 
+_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+"""The control characters JSON leaves raw (DEL and C1); C0 ones are always escaped."""
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
-    """One message as a line of UTF-8 JSON (lone surrogates escaped, as storage writes them)."""
-    return dumps(dict(message)).encode("utf-8") + b"\n"
+    """One message as a line of UTF-8 JSON.
+
+    Lone surrogates are escaped, as storage writes them, and so are DEL and the
+    C1 controls, which JSON allows raw: ``--mode json`` prints these lines, and
+    a pipe ends in a terminal often enough (issue 13). No line holds a raw
+    control character.
+    """
+    text = dumps(dict(message))
+    if "\x7f" in text or not text.isascii():
+        text = _RAW_CONTROL.sub(_escaped, text)
+    return text.encode("utf-8") + b"\n"
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
 
 
 def decode(line: bytes | str, limit: int = MAX_MESSAGE) -> dict[str, Any]:

@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode",
         choices=("text", "json"),
         default="text",
-        help="with -p: print the answer (text) or agent events as JSON lines (json)",
+        help="with -p: print the answer (text), or the messages an attached client reads, "
+        "one JSON line each (json)",
     )
     parser.add_argument(
         "--model",

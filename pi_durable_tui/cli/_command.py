@@ -7,7 +7,7 @@
   ``--session PATH`` opens a given store.
 - ``-p/--print`` runs headless and prints the final answer (with no prompt and
   nothing piped, it finishes the newest input of the session); ``--mode json``
-  prints agent events as JSON lines instead.
+  prints the wire's messages (``app._wire``) as JSON lines instead.
 - ``pidurable SUBCOMMAND`` (``_arguments.SUBCOMMANDS``: ``export``) runs it.
 - ``--env ssh://user@host[:port]/path`` (or ``"env"`` in the user's settings)
   runs the tools on that host; its sessions are filed under the URL, so ``-c``
@@ -43,7 +43,7 @@ from pi_durable_tui.cli._arguments import (
 from pi_durable_tui.cli._signals import Interrupted, SignalGuard
 
 if TYPE_CHECKING:
-    from pi_durable_tui.app import AppOptions
+    from pi_durable_tui.app import AppOptions, Lingering
 
 EXIT_USAGE = 2
 """A problem to fix first (bad input): one line on stderr, nothing started."""
@@ -263,7 +263,6 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
 
     from pi_durable_tui.app import (
         Controller,
-        Lingering,
         OpeningSession,
         ScreenModel,
         SessionInfo,
@@ -339,7 +338,13 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             opening.start()
 
     waiting = "Pick a session to open (esc: leave)" if stored else None
-    opening = OpeningSession(args.where, open_session, failed, waiting=waiting)
+    opening = OpeningSession(
+        args.where,
+        open_session,
+        failed,
+        waiting=waiting,
+        on_open=lambda model, controller: screen.hand_over(model, controller),
+    )
     screen = PidurableApp(
         opening,
         opening,

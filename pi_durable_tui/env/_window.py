@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pi_durable_tui._utf8 import continuation_start
+from pi_durable_tui._utf8 import character_start
 from pi_durable_tui.env._errors import FileError
 from pi_durable_tui.env._types import (
     OutputCallback,
@@ -131,7 +131,7 @@ class TailWindow:
                 if index == len(self._pending):
                     break
             if index < len(self._pending):
-                drop = continuation_start(self._pending[index].data, drop)
+                drop = character_start(self._pending[index].data, drop, "unknown")
             self._drop_front(index, drop)
         need = self._window.max_lines + 1
         if self._pending_newlines < need:

@@ -24,8 +24,9 @@ imports run one way:
 
 0. ``permissions/``: the permission engine (modes, rules, protected paths, the
    read-only command reader; pure, it imports nothing else of the harness);
-1. ``_errors``, ``_settings``, ``_submission_types``: the error tree, run policy,
-   and what a host submits; ``context/``: the model's context, the system prompt
+1. ``_errors``, ``_settings``, ``_submission_types``, ``_progress``: the error
+   tree, run policy, what a host submits, and throttled progress commits (streamed
+   partials and tool output); ``context/``: the model's context, the system prompt
    and the request (pure, it imports nothing else of the harness);
 2. ``extensions/``: what authors write (tools, sections, hooks, wrappers, tasks)
    and the registry;
@@ -56,6 +57,7 @@ from pi_durable_tui.harness._errors import (
     UnknownSubmission,
 )
 from pi_durable_tui.harness._harness import Harness
+from pi_durable_tui.harness._progress import ProgressThrottle
 from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime
 from pi_durable_tui.harness._services import EnvFactory, EnvTarget
 from pi_durable_tui.harness._settings import (
@@ -150,7 +152,6 @@ from pi_durable_tui.harness.tool import (
     Choice,
     DecisionRejected,
     OutputChange,
-    ProgressThrottle,
     ToolOutputBuffer,
 )
 from pi_durable_tui.harness.views import (

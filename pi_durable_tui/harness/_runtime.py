@@ -1,5 +1,11 @@
 """The runtime a harness task's phases receive, and the wrapping into kernel tasks.
 
+``TaskScope`` is what every object bound to one task invocation shows, written
+once: ``task_id``, ``conversation_id``, ``aborted``, ``wait_for_task``,
+``definition`` and ``conversation``. ``HarnessRuntime`` and a tool's ``api``
+(``tool/_tool_api.py``) are both scopes, so neither forwards these to the other
+(issue 14).
+
 ``HarnessRuntime`` is the kernel's ``TaskRuntime`` (commit, memo, sleep, outcomes,
 wait for a task, the abort signal) plus what a harness task needs: ``agent()``,
 resolved at most once per phase from that phase's registry snapshot (R33);
@@ -26,7 +32,14 @@ from pi_durable_tui.harness._submission_types import Input
 from pi_durable_tui.harness.conversations import Submission
 from pi_durable_tui.harness.extensions import HarnessTask, Registry
 from pi_durable_tui.harness.state import ResolvedAgent
-from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, TaskRegistry, TaskRuntime, Tx
+from pi_durable_tui.kernel import (
+    Continuation,
+    TaskDefinition,
+    TaskGateClosed,
+    TaskRegistry,
+    TaskRuntime,
+    Tx,
+)
 from pi_durable_tui.kernel import define_task as define_kernel_task
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
@@ -39,8 +52,8 @@ T = TypeVar("T")
 _MISSING: Any = object()
 
 
-class HarnessRuntime:
-    """What a harness task's phase (or abort handler) may use.
+class TaskScope:
+    """What every object bound to one task invocation shows (R38-R43, R107).
 
     Args:
         runtime: The kernel runtime of this invocation.
@@ -57,7 +70,10 @@ class HarnessRuntime:
         self._runtime = runtime
         self._services = services
         self._conversations = conversations
-        self._agent: ResolvedAgent | None = None
+
+    def _share(self) -> tuple[TaskRuntime, HarnessServices, Callable[[int], Conversation]]:
+        """This scope's parts, for another scope of the same invocation."""
+        return self._runtime, self._services, self._conversations
 
     @property
     def task_id(self) -> int:
@@ -74,6 +90,28 @@ class HarnessRuntime:
         """Set when the invocation is signalled or ends (R42)."""
         return self._runtime.aborted
 
+    async def wait_for_task(self, task_id: int) -> TaskRecord:
+        """Wait until a task is terminal (R43, R56)."""
+        return await self._runtime.wait_for_task(task_id)
+
+    def definition(self, task: HarnessTask | str) -> TaskDefinition:
+        """The kernel definition installed for a harness task, for ``tx.create_task``.
+
+        Raises:
+            KeyError: When no task of that name is installed.
+        """
+        return self._services.task_definition(task if isinstance(task, str) else task.name)
+
+    def conversation(self, conversation_id: int) -> BoundConversation:
+        """A handle on a conversation, usable only while this invocation runs (R42, R107)."""
+        return BoundConversation(self._conversations(conversation_id), self.aborted)
+
+
+class HarnessRuntime(TaskScope):
+    """What a harness task's phase (or abort handler) may use; built as a ``TaskScope``."""
+
+    _agent: ResolvedAgent | None = None  # resolved at the first agent() of the phase
+
     @property
     def models(self) -> Models:
         """The models this harness can call."""
@@ -87,9 +125,20 @@ class HarnessRuntime:
         """The harness clock, in milliseconds."""
         return self._services.session.clock.now()
 
-    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
-        """A gated commit as this task; ``fn`` may return the next state (R38)."""
-        return await self._runtime.commit(fn)
+    async def commit(self, fn: Callable[[Tx], Any], *, then: Continuation | None = None) -> Any:
+        """A gated commit as this task; ``fn`` may return the next state (R38).
+
+        ``then``: a waiting task's next step for this commit (``Continuation``).
+        """
+        return await self._runtime.commit(fn, then=then)
+
+    def offer_continuation(self, builder: Callable[..., Awaitable[Continuation | None]]) -> None:
+        """Offer this task's next step to the task that will end its wait (issue 14)."""
+        self._runtime.offer_continuation(builder)
+
+    async def continuation(self, *args: Any) -> Continuation | None:
+        """The step of a waiter whose wait this task ends, built now (issue 14)."""
+        return await self._runtime.continuation(*args)
 
     async def memo(self, name: str, candidate: Json = _MISSING) -> Json:
         """Read or store a memo (first writer wins, R40)."""
@@ -105,10 +154,6 @@ class HarnessRuntime:
         """Return the outcomes of terminal tasks in order (R52)."""
         return await self._runtime.outcomes(task_ids)
 
-    async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Wait until a task is terminal (R43, R56)."""
-        return await self._runtime.wait_for_task(task_id)
-
     async def agent(self) -> ResolvedAgent:
         """The conversation's agent, resolved once per phase (R33)."""
         if self._agent is None:
@@ -123,18 +168,6 @@ class HarnessRuntime:
         """
         agent = await self.agent()
         return self._services.build_env(self.conversation_id, agent.cwd)
-
-    def definition(self, task: HarnessTask | str) -> TaskDefinition:
-        """The kernel definition installed for a harness task, for ``tx.create_task``.
-
-        Raises:
-            KeyError: When no task of that name is installed.
-        """
-        return self._services.task_definition(task if isinstance(task, str) else task.name)
-
-    def conversation(self, conversation_id: int) -> BoundConversation:
-        """A handle on a conversation, usable only while this invocation runs (R42)."""
-        return BoundConversation(self._conversations(conversation_id), self.aborted)
 
 
 class BoundConversation:

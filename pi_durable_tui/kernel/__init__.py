@@ -52,6 +52,7 @@ from pi_durable_tui.kernel.docs import (
 from pi_durable_tui.kernel.tasks import (
     Aborted,
     Completed,
+    Continuation,
     Failed,
     Running,
     TaskDefinition,
@@ -69,6 +70,7 @@ __all__ = [
     "CloseReason",
     "CommitInfo",
     "Completed",
+    "Continuation",
     "ConversationOwned",
     "DocChange",
     "DocDefinition",

@@ -29,6 +29,15 @@ know. A caller that knows it already (from an index, or a previous read) passes
 ``total_lines`` and the pass stops right after the shown head; otherwise the
 rest of the source is counted, not kept. A file's line count is its number of
 ``\n`` plus one, so ``""`` is one empty line and ``"a\n"`` is two lines.
+
+Why this is not the harness's ``head_window`` (3.5), kept as a second rule on
+purpose (issue 14): the two count differently. ``read`` shows *lines* (split on
+``\n``, so ``"a\n"`` is two lines) and its byte limit counts the breaks between
+shown lines but none after the last: of ``"aaa\nbbb\n"`` with 7 bytes it shows
+``aaa\nbbb``, where the output bound keeps ``aaa\n`` (a trailing newline ends a
+line and is counted). It also decides, line by line as the lazy pass reads, when
+reading may stop and which limit bound the window (its messages name it), which
+a function over a byte buffer answers only after the bytes are held.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pi_durable_tui._utf8 import continuation_start
+from pi_durable_tui._utf8 import character_start
 from pi_durable_tui.harness import format_size
 
 DEFAULT_MAX_LINES = 2000
@@ -130,7 +139,7 @@ def _cut_utf8(data: bytes, cap: int) -> str:
     """Decode the longest prefix of at most ``cap`` bytes ending on a character boundary."""
     end = min(cap, len(data))
     if end < len(data):
-        end = continuation_start(data, end)
+        end = character_start(data, end)
     return data[:end].decode("utf-8", errors="replace")
 
 

@@ -36,6 +36,7 @@ from typing import TypeVar
 from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
+from textual.screen import Screen
 
 from pi_durable_tui.app import (
     Controller,
@@ -64,6 +65,7 @@ from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._jobs_prompt import JobsChoice, JobsExitScreen
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
+from pi_durable_tui.tui._main_screen import MainScreen
 from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._picker import PickerItem, PickerScreen
 from pi_durable_tui.tui._prompt_keys import SETTLE, PromptScreen
@@ -75,6 +77,19 @@ from pi_durable_tui.tui._transcript import NeedOlder, Transcript
 from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 T = TypeVar("T")
+
+
+EVERYTHING = ViewChange(
+    transcript_reset=True,
+    queue=True,
+    tasks=True,
+    footer=True,
+    status=True,
+    notices=True,
+    trust=True,
+    approval=True,  # a request a killed process left waiting shows again (issue 13)
+)
+"""What the screen redraws when the session's own model takes over (``hand_over``)."""
 
 
 class ModelChanged(Message):
@@ -157,15 +172,20 @@ class PidurableApp(KeyActions, GuardedApp):
         self.notice_bar = NoticeBar(clock, id="notices")
         self.status_line = StatusLine(id="status")
         self.completion_menu = CompletionMenu(id="completion")
+        # The controller may change (``hand_over``): the editor asks the current one.
         self.editor = PromptEditor(
             self.completion_menu,
-            controller.complete_path,
-            controller.history,
-            custom_commands=controller.custom_commands,
+            lambda prefix: self.controller.complete_path(prefix),
+            lambda: self.controller.history(),
+            custom_commands=lambda: self.controller.custom_commands(),
             id="editor",
         )
         self.footer_bar = FooterBar(id="footer")
         self.init_keys(clock)
+
+    def get_default_screen(self) -> Screen:
+        """The main screen, which paints typed text at once (``_main_screen``)."""
+        return MainScreen()
 
     def compose(self) -> ComposeResult:
         """Transcript, task tree, queue, notices, status, completion, editor, footer."""
@@ -193,7 +213,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self.transcript.rebuild()
         # A settings edit made while the agent is idle (by the user, or a command the
         # model started) is noticed within a second, and a trust question shown.
-        self.set_interval(SETTINGS_POLL, self.controller.refresh_settings)
+        self.set_interval(SETTINGS_POLL, lambda: self.controller.refresh_settings())
         self.editor.focus()
         # Startup objects are long-lived: freezing them keeps the collector's full passes
         # (measured at 60-100 ms, the worst stalls while streaming) short. Undone at
@@ -209,6 +229,25 @@ class PidurableApp(KeyActions, GuardedApp):
             self._unsubscribe = None
         gc.unfreeze()
         await super().on_unmount()
+
+    def hand_over(self, model: ScreenModel, controller: Controller) -> None:
+        """Show ``model`` and call ``controller`` from now on (the session opened).
+
+        The screen starts on an ``OpeningSession``, which calls this once the
+        session's own pair exists (issue 14: no forwarding for the session's life).
+
+        Args:
+            model: The session's model.
+            controller: The session's controller.
+        """
+        listening = self._unsubscribe is not None
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.model, self.controller = model, controller
+        self.transcript.model = model
+        if listening:  # else on_mount subscribes to it
+            self._unsubscribe = model.subscribe(self._changed)
+        self._changed(EVERYTHING)
 
     def _changed(self, change: ViewChange) -> None:
         # REMINDER: the model calls this from the harness's tasks, outside Textual's

@@ -3,12 +3,22 @@
 The model's notices (committed: compaction results, unanswered submissions) and
 the screen's own (a malformed theme, a failed command) share the bar; a notice
 is identified by its ``id`` and timed from when the bar first saw it.
+
+The bar is at most ``SHOWN`` rows, and a long line (a store's path) wraps over
+several: the bar shows the last ``SHOWN`` rows of the wrapped notices, so the
+newest ones are whole and the oldest shown may lose its first rows (a line's
+end says what to do). Before, the bar's height cut its last rows, which are
+the newest notices, so the answer to a prompt sent after the store failed
+stayed hidden under that failure's four-row line until the line expired 12 s
+later (issue 12).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from textual.widget import Widget
 from textual.widgets import Static
 
 from pi_durable_tui.app import Notice
@@ -47,9 +57,16 @@ class NoticeBar(Static):
         self._redraw()
         self.set_interval(1.0, self._redraw, name="notice-expiry")
 
+    def on_resize(self) -> None:
+        """Wrap the notices again at the new width."""
+        self._redraw()
+
     @property
     def shown_notices(self) -> list[Notice]:
-        """The notices on screen now, oldest first."""
+        """The notices on screen now (whole or their last rows), oldest first."""
+        return [notice for notice, _ in self._shown_rows()]
+
+    def _shown_rows(self) -> list[tuple[Notice, list[Any]]]:
         now = self._clock()
         live = [
             notice
@@ -57,7 +74,17 @@ class NoticeBar(Static):
             if now - self._first_seen.get(notice.id, now) < LIFETIME_S
         ]
         live.sort(key=lambda notice: self._first_seen[notice.id])
-        return live[-SHOWN:]
+        width = self._width()
+        # Any: ``wrap`` gives Textual's own Content, built from this module's safe text.
+        shown: list[tuple[Notice, list[Any]]] = []
+        room = SHOWN
+        for notice in reversed(live[-SHOWN:]):
+            if room <= 0:
+                break
+            rows = _line(notice).wrap(width) or [Content(" ")]
+            shown.insert(0, (notice, rows[-room:]))
+            room -= len(rows)
+        return shown
 
     def show(self, notices: Sequence[Notice]) -> None:
         """Take the current notices (model and screen ones together).
@@ -71,11 +98,19 @@ class NoticeBar(Static):
         self._notices = list(notices)
         self._redraw()
 
+    def _width(self) -> int:
+        """The width the notices wrap at: the bar's own, or its parent's while it is hidden."""
+        if self.content_region.width:
+            return self.content_region.width
+        parent = self.parent
+        outer = parent.size.width if isinstance(parent, Widget) else 0
+        return max(1, outer - 2 if outer else 80)  # 2: the bar's padding
+
     def _redraw(self) -> None:
-        shown = self.shown_notices
-        lines = [
-            Content.styled((notice.text or " ").splitlines()[0], _LEVEL_STYLE[notice.level])
-            for notice in shown
-        ]
-        self.update(Content("\n").join(lines))
+        shown = self._shown_rows()
+        self.update(Content("\n").join(row for _, rows in shown for row in rows))
         self.display = bool(shown)
+
+
+def _line(notice: Notice) -> Content:
+    return Content.styled((notice.text or " ").splitlines()[0], _LEVEL_STYLE[notice.level])

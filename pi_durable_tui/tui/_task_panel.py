@@ -27,7 +27,10 @@ _STATUS_STYLE = {
     "waiting": "$text-muted",
     "completing": "$success",
     "blocked": "$warning",
+    "stopped": "$error",
 }
+_STILL = ("pending", "stopped")
+"""Statuses whose elapsed time does not move."""
 
 
 def format_elapsed(seconds: float) -> str:
@@ -113,7 +116,7 @@ class TaskPanel(OptionList):
         if not self.display:
             return
         for index, (depth, node) in enumerate(self._rows):
-            if node.elapsed_s is not None and node.status != "pending":
+            if node.elapsed_s is not None and node.status not in _STILL:
                 self.replace_option_prompt_at_index(index, self._line(depth, node))
 
     def _line(self, depth: int, node: TaskNode) -> Content:
@@ -122,7 +125,7 @@ class TaskPanel(OptionList):
         status = node.status + (f" {node.phase}" if node.phase else "")
         parts.append((f"  {status}", _STATUS_STYLE.get(node.status, "")))
         if node.elapsed_s is not None:
-            moving = node.status != "pending"
+            moving = node.status not in _STILL
             elapsed = node.elapsed_s + (self._clock() - self._received if moving else 0.0)
             parts.append((f"  {format_elapsed(elapsed)}", "$text-muted"))
         if node.background:

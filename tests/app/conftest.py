@@ -4,11 +4,13 @@
 - ``project``: the working directory of the run (the test ``chdir``s into it).
 - ``open_app``: opens ``AgentApp`` sessions in ``project`` and closes them after the test.
 - ``sse_server``: the recorded-SSE server of the model-layer tests, on 127.0.0.1.
+- ``small_disk``: a 16 MiB tmpfs holding ``PIDURABLE_HOME`` (needs root; skipped
+  without), which a test fills so that a commit fails for real (issue 12).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,23 @@ import pytest
 
 from pi_durable_tui.app import AgentApp, AppOptions
 from tests.ai.conftest import sse_server  # the model-layer tests' fixture
+from tests.cli.support import mount_tmpfs, unmount
 
 OpenApp = Callable[..., Awaitable[AgentApp]]
-__all__ = ["OpenApp", "sse_server"]
+__all__ = ["BIG", "OpenApp", "sse_server"]
+
+BIG = "word " * 200_000
+"""A 1 MB answer: its streamed partials need more than the room a filled ``small_disk`` leaves."""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A 16 MiB tmpfs holding ``PIDURABLE_HOME`` (the sessions' stores)."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "16m")
+    monkeypatch.setenv("PIDURABLE_HOME", str(disk / "home"))
+    yield disk
+    unmount(disk)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pi_durable_tui.app import AgentApp, HeadlessMode, run_headless
 from pi_durable_tui.app.agent._config import read_project_settings
 from pi_durable_tui.app.files import remember_trust
 from pi_durable_tui.storage import EntryRecord, SqliteStorage
+from tests.wire_lines import messages
 
 FAUX = "faux/faux-1"
 
@@ -61,8 +62,9 @@ class Printed:
     out: str
     err: str
 
-    def events(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.out.splitlines()]
+    def messages(self) -> list[dict[str, Any]]:
+        """``--mode json``'s lines, decoded by the wire (``tests.wire_lines``)."""
+        return messages(self.out)
 
 
 async def run(

@@ -24,17 +24,6 @@ from pi_durable_tui.app import (
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel, sample_blocks
 from tests.harness.harness_support import within
 
-EVERYTHING = ViewChange(
-    transcript_reset=True,
-    queue=True,
-    tasks=True,
-    footer=True,
-    status=True,
-    notices=True,
-    trust=True,  # a trust question already waiting when the session opened is shown
-    approval=True,  # and so is a call a killed process left waiting for a decision
-)
-
 
 @dataclass
 class Opener:
@@ -46,6 +35,7 @@ class Opener:
     runs: int = 0
     undone: bool = False
     failures: list[BaseException] = field(default_factory=list)
+    handed: list[tuple[ScreenModel, Controller]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.model.set(status="Working... (esc to abort)", footer=Footer(model="faux/faux-1"))
@@ -70,7 +60,12 @@ def opener() -> Opener:
 
 @pytest.fixture
 async def opening(opener: Opener) -> AsyncIterator[OpeningSession]:
-    session = OpeningSession("/work/project", opener, opener.failures.append)
+    session = OpeningSession(
+        "/work/project",
+        opener,
+        opener.failures.append,
+        on_open=lambda model, controller: opener.handed.append((model, controller)),
+    )
     yield session
     await within(session.close())
 
@@ -104,32 +99,20 @@ async def test_nothing_opens_before_start_and_start_twice_opens_once(
     assert opener.runs == 1
 
 
-async def test_once_open_every_read_and_call_goes_to_the_sessions_own_pair(
-    opening: OpeningSession, opener: Opener
-) -> None:
-    opener.controller.prompts = ["earlier prompt"]
-    await opened(opening, opener)
-
-    assert opening.opened
-    assert [b.key for b in opening.blocks] == [b.key for b in opener.model.blocks]
-    assert opening.status == "Working... (esc to abort)"
-    assert opening.footer.model == "faux/faux-1"
-    assert opening.history() == ["earlier prompt"]
-    await within(opening.set_model("faux/faux-2"))
-    assert opener.controller.called("set_model") == [("faux/faux-2",)]
-
-
-async def test_listeners_hear_that_everything_changed_at_the_hand_over_then_the_sessions_changes(
+async def test_once_open_the_sessions_own_pair_is_handed_over_once_and_nothing_is_forwarded(
     opening: OpeningSession, opener: Opener
 ) -> None:
     heard: list[ViewChange] = []
-    unsubscribe = opening.subscribe(heard.append)
+    opening.subscribe(heard.append)
+    opener.controller.prompts = ["earlier prompt"]
     await opened(opening, opener)
     opener.model.push(ViewChange(footer=True))
-    unsubscribe()
-    opener.model.push(ViewChange(queue=True))
 
-    assert heard == [EVERYTHING, ViewChange(footer=True)]
+    assert opening.opened
+    assert opener.handed == [(opener.model, opener.controller)]
+    # The screen talks to the pair it was handed; the opening shows "nothing yet".
+    assert (opening.blocks, opening.status, opening.history()) == ((), "Opening session...", ())
+    assert heard == []
 
 
 async def test_a_prompt_sent_while_opening_is_submitted_once_the_session_is_open_in_order(

@@ -23,6 +23,13 @@ def test_a_message_is_one_line_of_json_and_a_lone_surrogate_survives_the_trip() 
     assert decode(line) == {"t": "commit", "seq": 3, "name": "caf\udce9"}
 
 
+def test_no_line_holds_a_raw_control_character_del_and_c1_are_escaped_too() -> None:
+    value = "a\x1b[2Jb\x7fc\x9b31md\u2028e"
+    line = encode({"t": "commit", "text": value})
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in line.decode()[:-1])
+    assert decode(line)["text"] == value
+
+
 @pytest.mark.parametrize(
     ("line", "code"),
     [

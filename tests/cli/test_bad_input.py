@@ -34,6 +34,7 @@ from tests.cli.support import (
     write_script,
 )
 from tests.deadlines import WAIT
+from tests.wire_lines import is_streamed, messages
 
 FAUX = ("--model", "faux/faux-1")
 
@@ -284,7 +285,7 @@ def test_sighup_stops_print_mode_like_sigterm_with_exit_129(place: Place) -> Non
     )
     assert process.stdout is not None
     for line in process.stdout:  # the answer streams: the store is open and written
-        if json.loads(line)["type"] == "message_update":
+        if is_streamed(messages(line)[0]):
             break
     process.send_signal(signal.SIGHUP)
     _, err = process.communicate(timeout=WAIT)

@@ -57,7 +57,7 @@ class AgentPlan:
             first commits, so one of them lands between the prompt's admission
             commit and its acknowledgement (S1), and the restart sends it again.
         stream_kills: The next random chains' first processes are killed right
-            after their N-th ``message_update`` line: mid-stream, with a partial
+            after their N-th streamed ``commit`` line: mid-stream, with a partial
             committed (R92), however fast or loaded the machine.
         workers: The most chains at the same time.
     """

@@ -33,7 +33,6 @@ child, and the threads only wait on them.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_durable_tui import stack_dump
+from pi_durable_tui.app._wire import MAX_HOST_MESSAGE, Mirror, WireError, decode
 from pi_durable_tui.storage.failpoints import ENV_VAR as FAILPOINT_ENV
 from tests.e2e.agent_effects import Effect, EffectWatch, read_ledger
 from tests.e2e.agent_scenario import (
@@ -61,6 +61,7 @@ from tests.e2e.agent_scenario import (
     Scenario,
 )
 from tests.e2e.crash_runner import KILLED
+from tests.wire_lines import entries, is_streamed
 
 SILENCE_TIMEOUT = 120.0
 """Seconds a process may go without progress before it counts as hung.
@@ -177,7 +178,7 @@ class Kill:
         failpoint: A ``PIDURABLE_FAILPOINT`` value: the process kills itself
             there (``sqlite.after_commit:2``: right after its second COMMIT).
         updates: SIGKILL right after the process printed this many
-            ``message_update`` lines: a streamed partial is committed (every
+            streamed ``commit`` lines: a streamed partial is committed (every
             line derives from a commit), so recovery keeps it aborted (R92).
     """
 
@@ -249,14 +250,11 @@ class AgentRun:
     def acks(self) -> list[dict[str, Any]]:
         """The entries this process acknowledged: the committed entries its JSON lines carried.
 
-        ``--mode json`` prints agent events (R125); an entry arrives as the ``entry``
-        of a ``message_end`` (a message) or of an ``entry_appended`` (anything else).
+        ``--mode json`` prints the wire's messages (issue 15); an entry arrives in
+        the ``entries`` of its commit's ``commit`` message (a snapshot's window
+        holds what earlier processes committed, and acknowledged).
         """
-        return [
-            event["entry"]
-            for event in self.events
-            if event.get("type") in ("entry_appended", "message_end") and "entry" in event
-        ]
+        return entries(self.events, snapshots=False)
 
     @property
     def resubmitted(self) -> bool:
@@ -311,14 +309,14 @@ class AgentChain:
 
 
 def _parse(raw: bytes) -> tuple[list[dict[str, Any]], list[str]]:
-    """Split JSON lines; a torn last line (no newline: the kill cut it) is dropped."""
+    """Decode the wire's lines; a torn last line (no newline: the kill cut it) is dropped."""
     events: list[dict[str, Any]] = []
     garbled: list[str] = []
     *complete, _torn = raw.split(b"\n")
     for line in complete:
         try:
-            events.append(json.loads(line))
-        except ValueError:
+            events.append(decode(line, limit=MAX_HOST_MESSAGE))
+        except WireError:
             garbled.append(line.decode(errors="replace"))
     return events, garbled
 
@@ -337,15 +335,12 @@ def _effect_hit(kill: Kill, effects: list[Effect], trial: Trial, ledger_before: 
     return None
 
 
-def _acked_output(output: str, events: list[dict[str, Any]], call_id: str) -> str:
-    """``output`` of ``call_id`` after the ``tool_execution_update`` lines among ``events``."""
+def _acked_output(mirror: Mirror, events: list[dict[str, Any]], call_id: str) -> str:
+    """The committed output of ``call_id`` once ``mirror`` applied ``events`` (or "")."""
     for event in events:
-        if event.get("type") != "tool_execution_update" or event.get("tool_call_id") != call_id:
-            continue
-        change = event.get("output")
-        if isinstance(change, dict):
-            output = change["set"] if "set" in change else output + str(change.get("append", ""))
-    return output
+        mirror.apply(event)
+    slots = (mirror.docs.get("pi.live") or {}).get("tools") or []
+    return next((str(s.get("output") or "") for s in slots if s.get("call_id") == call_id), "")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -376,7 +371,7 @@ def launch(
     if kill is not None and kill.effect_tool == "bash" and kill.effect is not None:
         slowed = trial.directory / SLOW_DIR / kill.effect
         slowed.touch()
-    acked_output = ""  # what this process acknowledged of the slowed call's output
+    acked = Mirror()  # what this process acknowledged, as a client of the wire holds it
     err_path = trial.directory / f"run{number}.stderr"
     out = bytearray()
     seen: Counter[tuple[str, str]] = Counter()
@@ -456,9 +451,9 @@ def launch(
                 if watching and sent is None and end > scanned:
                     lines, _ = _parse(bytes(out[scanned:end]))
                     scanned = end
-                    updates += sum(1 for e in lines if e.get("type") == "message_update")
+                    updates += sum(1 for e in lines if is_streamed(e))
                     if slowed is not None:
-                        acked_output = _acked_output(acked_output, lines, slowed.name)
+                        acked_output = _acked_output(acked, lines, slowed.name)
                         if f"start {slowed.name}" in acked_output:
                             slowed.with_name(f"{slowed.name}.{ACKED}").touch()
                 wanted = kill.updates if kill is not None else None

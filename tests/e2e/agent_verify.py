@@ -9,8 +9,8 @@ scripted session:
   most ``MAX_RESTARTS`` restarts.
 - **Storage**: exactly one session store; ``PRAGMA integrity_check`` ok and
   ``foreign_key_check`` empty (reliability.md 9.5).
-- **No acknowledged entry lost** (R2): every entry line (``message_end`` or
-  ``entry_appended``) any process printed, killed ones included, names an
+- **No acknowledged entry lost** (R2): every entry a ``commit`` line
+  carried that any process printed, killed ones included, names an
   entry the store holds, identical.
 - **Idempotent prompt** (S1, R59): the root conversation holds one submission
   with the request ID, done, and one user entry with the prompt, however many

@@ -16,7 +16,7 @@ at random times on chains of at most 4 kills (a quarter timed from the spawn, so
 they land in start-up and recovery, the rest from the first JSON line), 4 kills
 right after each of a fresh session's first COMMITs (one of them between the
 prompt's admission and its acknowledgement), 3 kills right after a process
-printed its first, second or third ``message_update`` line (mid-stream, R92),
+printed its first, second or third streamed ``commit`` line (mid-stream, R92),
 plus 16 kills inside the effect
 windows of reads, writes, edits and bash commands of the root conversation, of
 a subagent's conversation and of a sequential round. The chains run at once

@@ -70,7 +70,7 @@ def test_an_acknowledged_entry_missing_from_the_store_is_reported_lost(
 ) -> None:
     chain = copy_chain(clean_chain, tmp_path)
     fake = {**chain.runs[0].acks[-1], "id": 10**9}
-    chain.runs[0].events.append({"type": "entry_appended", "entry": fake})
+    chain.runs[0].events.append({"t": "commit", "seq": 10**9, "entries": [fake]})
     assert "LOST acknowledged entry 1000000000" in findings(chain)
 
 
@@ -78,8 +78,9 @@ def test_an_acknowledged_entry_the_store_holds_differently_is_reported(
     clean_chain: AgentChain, tmp_path: Path
 ) -> None:
     chain = copy_chain(clean_chain, tmp_path)
-    event = next(e for e in chain.runs[0].events if "entry" in e)
-    event["entry"] = {**event["entry"], "kind": "pi.other"}
+    message = next(m for m in chain.runs[0].events if m.get("entries"))
+    first, *rest = message["entries"]  # a new list: the copy shares the clean chain's
+    message["entries"] = [{**first, "kind": "pi.other"}, *rest]
     assert "but the store holds" in findings(chain)
 
 
@@ -186,7 +187,7 @@ def test_a_task_still_live_after_the_session_completed_is_reported(
 
 def test_a_line_that_is_not_json_is_reported(clean_chain: AgentChain, tmp_path: Path) -> None:
     chain = copy_chain(clean_chain, tmp_path)
-    chain.runs[1].garbled.append('{"type": "entry_appended", "ent')
+    chain.runs[1].garbled.append('{"t": "commit", "ent')
     assert "printed a line that is not JSON" in findings(chain)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.support import mount_tmpfs, unmount
-from tests.e2e.tui_terminal import Terminal, contains, require_tmux
+from tests.e2e.tui_terminal import Terminal, contains, flat, require_tmux
 
 BIG = "word " * 200_000
 """A 1 MB answer: its partials need more than the room the filled disk leaves."""
@@ -46,17 +46,21 @@ def unwrapped(text: str) -> str:
     return "".join(text.split())
 
 
-def test_a_disk_that_fills_under_the_app_is_one_line_and_ctrl_d_quits_at_once(
-    terminal: Terminal,
-) -> None:
+def fill_the_disk_under_an_answer(terminal: Terminal) -> str:
+    """Start the app, answer once, fill the disk, ask again; the screen once it stopped."""
     terminal.start("--model", "faux/faux-1")
     terminal.wait_for(contains("/compact"), "the first frame")
     terminal.submit("hello")
     terminal.wait_for(contains("FIRST-ANSWER"), "the first answer")
     (terminal.home / "filler").write_bytes(b"\0" * (15 * 1024 * 1024))  # about 1 MiB left
-
     terminal.submit("a long one please")
-    screen = terminal.wait_for(contains("Stopped: the session store cannot be written"), "the stop")
+    return terminal.wait_for(contains("Stopped: the session store cannot be written"), "the stop")
+
+
+def test_a_disk_that_fills_under_the_app_is_one_line_and_ctrl_d_quits_at_once(
+    terminal: Terminal,
+) -> None:
+    screen = fill_the_disk_under_an_answer(terminal)
     (store,) = terminal.home.glob("sessions/*/*/session.sqlite")
     line = (
         f"the disk holding the session store {store} is full; nothing committed was lost: "
@@ -71,3 +75,26 @@ def test_a_disk_that_fills_under_the_app_is_one_line_and_ctrl_d_quits_at_once(
     terminal.press("C-d")  # quits, as the status line says
     assert terminal.wait_dead(deadline=20) == "status 0"
     assert "Traceback" not in terminal.history()
+
+
+def test_a_prompt_sent_right_after_the_stop_is_answered_at_once_and_the_tree_stops(
+    terminal: Terminal,
+) -> None:
+    # The answer came at once before too, but under the stop's notice: its path wraps
+    # it over four rows, which filled the notice bar, whose height hid the newer line
+    # until the long one expired (12 s later).
+    fill_the_disk_under_an_answer(terminal)
+    terminal.submit("right after", burst=True)  # no pause: the stop has just shown
+    screen = terminal.wait_for(
+        contains("submit failed: the session store cannot be written (see the notice)"),
+        "the prompt's one-line answer",
+    )
+    assert "Stopped: the session store cannot be written (ctrl+d quits" in flat(screen)
+    for word in ("busy", "locked", "timeout", "timed out", "Working...", "running"):
+        assert word not in screen, screen
+    assert "turn  stopped" in screen, screen  # the task tree no longer says it runs
+    assert "right after" in screen  # the text stays in the editor
+    terminal.press("C-c")
+    terminal.wait_for(lambda screen: "right after" not in screen, "the cleared editor")
+    terminal.press("C-d")
+    assert terminal.wait_dead(deadline=20) == "status 0"

@@ -6,13 +6,17 @@ driven by Playwright with that browser (never ``playwright install``), opens
 the printed URL. The page shows the transcript a terminal made before it
 (Markdown rendered, HTML in it shown as text), a prompt typed into it is
 answered with its text seen streaming, and an approval of a command (mode
-``ask``) is clicked and the command runs. Skips, saying why, without Chromium
-or Playwright (``.ci/run`` installs the browser).
+``ask``) is clicked and the command runs. On a session with a long history, the
+"Load older messages" button pages the rest in, and a subagent's entry in the
+task tree opens its conversation (the page sends ``follow``), then "Back to
+main". Skips, saying why, without Chromium or Playwright (``.ci/run`` installs
+the browser).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -69,9 +73,17 @@ async def served(tmp_path: Path, project: Path) -> AsyncIterator[Served]:
         text("Done after the approval."),
         tokens_per_second=60,
     )
-    store = project / "web.sqlite"
+    async with _serving(tmp_path, project, project / "web.sqlite", script, "ask") as served:
+        yield served
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    tmp_path: Path, project: Path, store: Path, script: Path, mode: str
+) -> AsyncIterator[Served]:
+    """``pidurable serve --session STORE --web 127.0.0.1:0`` until SIGTERM."""
     arguments = ["--session", str(store), "--model", "faux/faux-1", "--faux-script", str(script)]
-    arguments += ["--permission-mode", "ask", "--web", "127.0.0.1:0"]
+    arguments += ["--permission-mode", mode, "--web", "127.0.0.1:0"]
     process = serve_process(tmp_path / "home", project, *arguments)
     try:
         assert process.stdout is not None
@@ -160,4 +172,85 @@ async def test_the_page_shows_the_transcript_streams_an_answer_and_takes_an_appr
     await page.locator(".block.tool[data-status=done]").wait_for(timeout=MS)
     await page.locator(".block.assistant", has_text="Done after the approval.").wait_for(timeout=MS)
     assert (project / "approved.txt").exists()
+    assert errors == []
+
+
+HISTORY = 100
+"""Entries seeded before serving: more than a snapshot's window (60)."""
+
+
+async def _seeded_store(store: Path, project: Path) -> None:
+    """A session whose main conversation holds ``HISTORY`` user messages."""
+    from pi_durable_tui.app import AgentApp, AppOptions
+
+    app = await AgentApp.open(AppOptions(cwd=str(project), session=str(store)))
+    try:
+
+        def append(tx: Any) -> None:
+            for n in range(HISTORY):
+                message = {"role": "user", "content": f"message {n}", "timestamp": 0}
+                tx.append(app.root.id, "pi.user", model=[message])
+
+        await app.root.commit(append)
+    finally:
+        await app.close()
+
+
+@pytest.fixture
+async def served_history(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Served]:
+    monkeypatch.setenv("PIDURABLE_HOME", str(tmp_path / "home"))
+    review = {"user": "[bg]"}
+    gate = "echo started; while [ ! -e bg-go ]; do sleep 0.01; done; echo released"
+    script = write_script(
+        project,
+        {**tool_call("bash", {"command": gate}), "match": review},
+        {**text("Findings: fine."), "match": review},
+        tool_call("subagent", {"task": "[bg] review", "background": True}),
+        text("Started the review."),
+        text("Noted the findings."),
+    )
+    store = project / "long.sqlite"
+    await _seeded_store(store, project)
+    async with _serving(tmp_path, project, store, script, "auto") as served:
+        yield served
+
+
+async def test_the_page_loads_older_messages_and_opens_a_subagents_conversation_and_back(
+    served_history: Served, browser: Any, project: Path
+) -> None:
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served_history.url)
+
+    # The newest window first; the button pages the rest of the history in.
+    await page.locator(".block.user", has_text="message 99").wait_for(timeout=MS)
+    assert await page.locator(".block.user").count() == 60
+    await page.click("#older")
+    await page.locator(".block.user", has_text="message 0").first.wait_for(timeout=MS)
+    assert await page.locator(".block.user").count() == HISTORY
+    await page.locator("#older").wait_for(state="hidden", timeout=MS)
+
+    # A background subagent's entry in the task tree opens its conversation.
+    await page.fill("#input", "go")
+    await page.press("#input", "Enter")
+    await page.locator(".block.assistant", has_text="Started the review.").wait_for(timeout=MS)
+    opener = page.locator("#tasks button.open-conversation")
+    await opener.wait_for(timeout=MS)
+    await opener.click()
+    await page.locator("#viewing").wait_for(state="visible", timeout=MS)
+    await page.locator(".block.user", has_text="[bg] review").wait_for(timeout=MS)
+    assert await page.locator(".block.user", has_text="message 99").count() == 0
+    (project / "bg-go").touch()  # its command ends; its answer streams into this view
+    await page.locator(".block.assistant", has_text="Findings: fine.").wait_for(timeout=MS)
+    assert await page.locator(".block.tool[data-status=done]").count() == 1
+
+    # Back to main: the main conversation's transcript again.
+    await page.click("#back")
+    await page.locator("#viewing").wait_for(state="hidden", timeout=MS)
+    await page.locator(".block.user", has_text="go").last.wait_for(timeout=MS)
+    await page.locator(".block.assistant", has_text="Started the review.").wait_for(timeout=MS)
+    assert await page.locator(".block.assistant", has_text="Findings: fine.").count() == 0
     assert errors == []

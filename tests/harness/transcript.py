@@ -19,7 +19,7 @@ from pi_durable_tui.ai import (
     Usage,
     UserMessage,
 )
-from pi_durable_tui.harness.context._context import ContextView, active_range, derive_context
+from pi_durable_tui.harness.context._context import ContextView, active_range, derive_range
 from pi_durable_tui.storage import EntryRecord, Json, JsonObject
 
 
@@ -139,4 +139,4 @@ def texts(messages: list[JsonObject]) -> list[str]:
 
 def view_of(*entries: EntryRecord) -> ContextView:
     """The context of a visible history, entries ascending (R71-R76)."""
-    return derive_context(active_range(entries))
+    return derive_range(active_range(entries)).view

@@ -146,6 +146,17 @@ def test_more_than_50_kib_is_cut_at_whole_lines_and_the_note_names_the_byte_limi
     assert (window.truncation.truncated_by, window.truncation.output_bytes) == ("bytes", 51199)
 
 
+def test_the_byte_limit_counts_the_breaks_between_shown_lines_not_one_after_the_last() -> None:
+    # Where read differs from the harness's head window (head_window), which keeps
+    # b"aaa\n" of the same bytes: read shows lines, the bound keeps terminated ones.
+    window = select_lines("aaa\nbbb\n", max_bytes=7, display_path=PATH)
+
+    assert window.content == "aaa\nbbb"
+    assert window.diagnostics[0]["message"] == (
+        "Showing lines 1-2 of 3 (7B limit). Use offset=3 to continue."
+    )
+
+
 def test_truncation_applies_to_the_selection_and_counts_the_whole_file() -> None:
     window = select_lines(_lines(5000), offset=11, limit=3000, display_path=PATH)
 
@@ -317,6 +328,12 @@ def test_invalid_utf8_in_chunks_becomes_replacement_characters() -> None:
     window = select_lines(RawChunks([b"ok\n\xff\xfe bad\n"]), display_path=PATH)
 
     assert window.content == "ok\n\ufffd\ufffd bad\n"
+
+
+def test_an_over_long_line_of_stray_continuation_bytes_is_cut_at_the_limit_not_emptied() -> None:
+    window = select_lines(RawChunks([b"\x80" * 20]), max_bytes=8, display_path=PATH)
+
+    assert window.content == "\ufffd" * 8
 
 
 _TEXTS = st.text(alphabet=st.sampled_from("ab\n\r\u00e9\u20ac\U0001f642"), max_size=120)

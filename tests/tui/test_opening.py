@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pi_durable_tui.app import Controller, OpeningSession, ScreenModel
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel, sample_blocks
 from pi_durable_tui.tui import PidurableApp
@@ -26,7 +28,12 @@ async def test_the_screen_paints_opening_then_shows_the_session_and_sends_what_w
         await release.wait()
         return session_model, session_controller
 
-    opening = OpeningSession(str(tmp_path), opener, lambda error: None)
+    opening = OpeningSession(
+        str(tmp_path),
+        opener,
+        lambda error: None,
+        on_open=lambda model, controller: app.hand_over(model, controller),
+    )
 
     def on_painted() -> None:
         painted.append(opening.opened)
@@ -50,24 +57,51 @@ async def test_the_screen_paints_opening_then_shows_the_session_and_sends_what_w
         assert app.transcript.mounted_keys == [b.key for b in session_model.blocks]
         assert not shown(app.status_line)
         assert session_controller.called("submit") == [("typed while opening", False)]
+        # Handed over: the screen calls the session's controller itself.
+        assert app.controller is session_controller
+        await pilot.press(*"typed once open", "enter")
+        await settle(pilot)
+        assert session_controller.called("submit")[-1] == ("typed once open", False)
     assert painted == [False]
     assert session_controller.called("close") == [()]
 
 
-def test_the_screen_and_the_command_import_no_layer_below_the_app_before_the_first_paint() -> None:
+_PAINT_PROBE = """
+import json, sys
+import pi_durable_tui.tui as tui
+
+async def run_async(self, *args, **kwargs):
+    # Stands in for the screen's run: what is loaded now is what the first frame waits for.
+    print(json.dumps(sorted(sys.modules)))
+
+tui.PidurableApp.run_async = run_async
+from pi_durable_tui.cli import main
+main(["--model", "faux/faux-1"])
+"""
+
+
+def test_the_command_imports_no_layer_below_the_app_before_the_screen_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # What the first frame needs: Textual, the screen and the app's view values. The
-    # session layers (and pydantic, httpx, aiosqlite) load after the paint, on a thread.
-    probe = (
-        "import sys, json, pi_durable_tui.cli, pi_durable_tui.tui, pi_durable_tui.app as app;"
-        "app.OpeningSession; app.settings_theme;"
-        "print(json.dumps(sorted(sys.modules)))"
+    # session layers (and pydantic, httpx, aiosqlite, the MCP SDK) load after the
+    # paint, on a thread. The real command runs, up to the screen's start.
+    monkeypatch.setenv("PIDURABLE_HOME", str(tmp_path / "home"))
+    ran = subprocess.run(
+        [sys.executable, "-c", _PAINT_PROBE],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    loaded = json.loads(subprocess.check_output([sys.executable, "-c", probe], text=True))
+    loaded = json.loads(ran.stdout)
     below = ("harness", "kernel", "storage", "ai", "env", "tools")
     heavy = [
         name
         for name in loaded
-        if name.split(".")[0] in ("pydantic", "httpx", "aiosqlite", "tiktoken")
+        if name.split(".")[0] in ("pydantic", "httpx", "aiosqlite", "tiktoken", "mcp")
         or (name.startswith("pi_durable_tui.") and name.split(".")[1] in below)
     ]
+    assert "pi_durable_tui.tui" in loaded
     assert heavy == []

@@ -121,6 +121,24 @@ async def test_notices_show_the_newest_four_and_expire(
         assert [n.text for n in app.notice_bar.shown_notices] == ["a screen notice"]
 
 
+async def test_a_new_notice_shows_at_once_under_an_older_one_that_wraps(
+    app: PidurableApp, model: StaticScreenModel
+) -> None:
+    # Issue 12: the store failure's line (its path wraps it over four rows) filled the
+    # bar, whose height cut the newer notice below it until the long one expired.
+    long = "the disk holding the session store " + "/very/long/path" * 20 + " is full; quit"
+    async with app.run_test(size=(100, 30)) as pilot:
+        model.set(notices=[Notice("error", long, id=1)])
+        await pilot.pause()
+        app.notice("error", "submit failed: the session store cannot be written")
+        await pilot.pause()
+        painted = text_of(app.notice_bar.render(), width=98).splitlines()
+        assert len(painted) == app.notice_bar.size.height == 4  # nothing cut off below
+        assert painted[-1].strip() == "submit failed: the session store cannot be written"
+        assert painted[-2].strip().endswith("is full; quit")  # the older one's last rows
+        assert [n.id for n in app.notice_bar.shown_notices] == [1, -1]
+
+
 def test_footer_shows_spend_context_cwd_model_and_thinking() -> None:
     footer = Footer(
         tokens_in=12_345,

@@ -69,7 +69,8 @@ async def test_a_malformed_theme_is_reported_by_name_and_the_default_is_used(
     (themes_dir / "solar.json").write_text('{"name": "solar", "colors": {}}')
     (themes_dir / "broken.json").write_text("{")
     app = PidurableApp(model, controller, theme="solar", themes_dir=themes_dir)
-    async with app.run_test() as pilot:
+    # 120 columns: at 80 the two lines wrap over six rows, more than the notice bar's four.
+    async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert app.theme == "dark"
         texts = [notice.text for notice in app.notice_bar.shown_notices]

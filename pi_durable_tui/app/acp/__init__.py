@@ -7,6 +7,7 @@ Its private modules, lowest first:
 
 - ``_rpc``: JSON-RPC 2.0 framing, one object per line each way;
 - ``_updates``: ``session/update`` notifications from the screen's view model;
+- ``_history``: ``session/load``'s replay of a whole stored history, page by page;
 - ``_agent``: ``AcpAgent``, the ACP methods on the screen's model and controller;
 - ``_main``: the ``acp`` subcommand, stdio and the exit.
 

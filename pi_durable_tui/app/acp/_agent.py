@@ -13,6 +13,8 @@ attached to instead (``attach_if_hosted``). Every action goes through the
   unanswered (the model failed for good: the agent will not go on with it),
   ``max_tokens`` when its last answer was cut at the model's max tokens
   (``length``), else ``end_turn``;
+- ``session/load``: the whole stored history replayed as updates, a page at
+  a time (``_history``), then the answer;
 - ``session/cancel``: ``Controller.abort`` (Esc);
 - a call waiting for approval (``ScreenModel.approval``) is sent to the client
   as ``session/request_permission``; its answer is ``Controller.decide`` (allow
@@ -30,6 +32,7 @@ from typing import Any
 
 from pi_durable_tui.app._ports import Controller
 from pi_durable_tui.app._view import ApprovalQuestion
+from pi_durable_tui.app.acp._history import page_reader, replay_history
 from pi_durable_tui.app.acp._rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Connection, RpcError
 from pi_durable_tui.app.acp._updates import Transcript
 from pi_durable_tui.app.agent import AgentApp, AppOptions, PermissionChoices
@@ -113,7 +116,7 @@ class AcpAgent:
     async def _open(self, cwd: str, store: str | None) -> dict[str, str]:
         if store is not None and store in self._sessions:
             session = self._sessions[store]
-            self._send(store, *session.transcript.replay())
+            await self._replay(store, session)
             return {"sessionId": store}
         options = AppOptions(
             cwd=cwd,
@@ -142,10 +145,19 @@ class AcpAgent:
         self._sessions[ident] = session
         model.subscribe(lambda change: self._ask_pending(ident, session))
         if store is not None:
-            self._send(ident, *transcript.replay())
+            await self._replay(ident, session)
         else:
             transcript.mark_seen()
         return {"sessionId": ident}
+
+    async def _replay(self, ident: str, session: _Session) -> None:
+        """The whole history, a page at a time, before the load is answered."""
+        reader = page_reader(session.controller, session.model.conversation_id)
+
+        def send(updates: list[dict[str, Any]]) -> None:
+            self._send(ident, *updates)
+
+        await replay_history(reader, send, session.transcript)
 
     def _send(self, ident: str, *updates: dict[str, Any]) -> None:
         if self.connection is not None:

@@ -11,8 +11,9 @@ looked into ACP updates:
 - a tool card first seen: ``tool_call`` (title, kind, status, raw input); a card
   whose status or output changed: ``tool_call_update``;
 - the task tree while a turn runs: ``plan`` (one entry per live task);
-- ``replay``: a stored session's loaded history, oldest first, user messages as
-  ``user_message_chunk``.
+- ``told``: the updates of one block of the history, recording nothing
+  (``_history`` replays a whole stored session a page at a time with it), and
+  ``mark_seen`` then counts the view model's window as told.
 
 Every string is the view model's, already stripped of control sequences where
 the values are built (``app._view`` is ``TerminalSafe``, issue 13), and passes
@@ -84,17 +85,26 @@ class Transcript:
             if block.tool is not None:
                 self._cards[block.tool.call_id] = (tool_status(block.tool), block.tool.output)
 
-    def replay(self) -> Iterator[dict[str, Any]]:
-        """The loaded history as updates, oldest first (``session/load``)."""
-        for block in self.model.blocks:
-            if block.kind == "user" and block.text:
-                self._sent[block.key] = len(block.text)
-                yield {
-                    "sessionUpdate": "user_message_chunk",
-                    "content": _text(self.redact(block.text)),
-                }
-            elif block.kind in ("assistant", "tool"):
-                yield from self._block(block)
+    def told(self, block: Block) -> list[dict[str, Any]]:
+        """The updates telling one block whole, without remembering it (bounded memory)."""
+        if block.kind == "user" and block.text:
+            chunk = _text(self.redact(block.text))
+            return [{"sessionUpdate": "user_message_chunk", "content": chunk}]
+        if block.tool is not None:
+            return [_card_update(block.tool, None, self.redact)]
+        if block.kind != "assistant":
+            return []
+        updates = []
+        thinking = _thinking(block)
+        if thinking:
+            chunk = _text(self.redact(thinking))
+            updates.append({"sessionUpdate": "agent_thought_chunk", "content": chunk})
+        if block.text:
+            chunk = _text(self.redact(block.text))
+            updates.append({"sessionUpdate": "agent_message_chunk", "content": chunk})
+        if block.stop_reason:
+            self.stop_reason = block.stop_reason
+        return updates
 
     def changes(self) -> Iterator[dict[str, Any]]:
         """The updates for what changed since the last call (or ``mark_seen``)."""
@@ -152,21 +162,28 @@ class Transcript:
         if before == (status, card.output):
             return None
         self._cards[card.call_id] = (status, card.output)
-        update: dict[str, Any] = {"toolCallId": card.call_id, "status": status}
-        output = card.output or card.error or card.result_text
-        if output and status in ("completed", "failed", "in_progress"):
-            content = {"type": "content", "content": _text(self.redact(output))}
-            update["content"] = [content]
-        if before is None:
-            update.update(
-                sessionUpdate="tool_call",
-                title=self.redact(_title(card)),
-                kind=_kind(card.name),
-                rawInput=card.arguments,
-            )
-        else:
-            update["sessionUpdate"] = "tool_call_update"
-        return update
+        return _card_update(card, before, self.redact)
+
+
+def _card_update(
+    card: ToolCard, before: tuple[str, str] | None, redact: Callable[[str], str]
+) -> dict[str, Any]:
+    """``tool_call`` for a card first told (``before`` ``None``), else ``tool_call_update``."""
+    status = tool_status(card)
+    update: dict[str, Any] = {"toolCallId": card.call_id, "status": status}
+    output = card.output or card.error or card.result_text
+    if output and status in ("completed", "failed", "in_progress"):
+        update["content"] = [{"type": "content", "content": _text(redact(output))}]
+    if before is None:
+        update.update(
+            sessionUpdate="tool_call",
+            title=redact(_title(card)),
+            kind=_kind(card.name),
+            rawInput=card.arguments,
+        )
+    else:
+        update["sessionUpdate"] = "tool_call_update"
+    return update
 
 
 def _thinking(block: Block) -> str:

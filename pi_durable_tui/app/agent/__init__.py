@@ -36,7 +36,13 @@ from pi_durable_tui.app.agent._agent_app import AgentApp, AppOptions
 from pi_durable_tui.app.agent._config import AppSettings, load_settings
 from pi_durable_tui.app.agent._demos import DEMOS, Demo
 from pi_durable_tui.app.agent._export import export_main, export_transcript
-from pi_durable_tui.app.agent._headless import HeadlessMode, run_headless
+from pi_durable_tui.app.agent._headless import (
+    Follow,
+    Following,
+    HeadlessMode,
+    answer_text,
+    run_headless,
+)
 from pi_durable_tui.app.agent._job_exit import live_jobs, moved_notice, stop_task
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import (
@@ -47,7 +53,7 @@ from pi_durable_tui.app.agent._model_setup import (
     list_models_text,
 )
 from pi_durable_tui.app.agent._permissions import PermissionChoices
-from pi_durable_tui.app.agent._printed import RedactedWriter, json_line, output_redactor
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line, output_redactor
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS, SubagentArgs
 
@@ -59,6 +65,8 @@ __all__ = [
     "AppOptions",
     "AppSettings",
     "Demo",
+    "Follow",
+    "Following",
     "HeadlessMode",
     "ModelChoiceError",
     "ModelSelection",
@@ -66,6 +74,8 @@ __all__ = [
     "RedactedWriter",
     "SettingsFiles",
     "SubagentArgs",
+    "TextSink",
+    "answer_text",
     "build_models",
     "choose_model",
     "export_main",

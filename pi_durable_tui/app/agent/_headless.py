@@ -1,7 +1,8 @@
 """Print and JSON modes: run a prompt (or resume) to its answer without a screen.
 
-``run_headless`` attaches to the root conversation's agent events (R125,
-``watch_events``) before anything runs, resumes whatever a killed process left,
+``run_headless`` starts its ``follow`` (what prints the run: print mode's
+stderr notices from the root conversation's agent events, R125 ``watch_events``;
+JSON mode's wire) before anything runs, resumes whatever a killed process left,
 submits the prompt (idempotent with a request ID, R59) and waits until the input
 settles. With no prompt (``pidurable -c -p``) it settles the newest input of the
 session once the conversation is idle, so a run cut by a kill finishes and
@@ -15,10 +16,11 @@ lines escape every control character:
   request waits for a retry (``auto_retry_start``, R87): ``pidurable: retrying in
   4s (attempt 2): <error>``, and one line for each call refused because it needs
   the user's approval (issue 13), with the flags that allow it.
-- ``json``: every event as one JSON line on ``out`` as its commit publishes it:
-  first a ``snapshot`` (without past entries), then the batches of the run, up to
-  the commit that settles the input (a refused call shows as ``permission_request``
-  then ``permission_decision`` with ``"by": "headless"``).
+- ``json``: the wire's messages (``app._wire``, the family a terminal attached
+  to a host reads) on ``out`` as commits publish them: ``follow`` prints them
+  (``app.host``'s ``follow_wire``; this layer cannot build a host). A refused
+  call shows as ``permission_request`` then ``permission_decision`` with
+  ``"by": "headless"``; the last line is the ``result``.
 
 A settings edit during the run that cannot be used (malformed) prints one line
 on ``err``; the settings from before stay in force. So does each skill or command
@@ -37,12 +39,12 @@ unanswered (a provider error, a missing key, no model, an abort).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Literal, TextIO
+from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
-from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink, json_line
+from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
 from pi_durable_tui.app.files import (
     FrontMatterError,
     TrustRequest,
@@ -57,7 +59,23 @@ from pi_durable_tui.storage.records import SubmissionRecord
 EXIT_OK = 0
 EXIT_FAILED = 1
 HeadlessMode = Literal["text", "json"]
-"""``text`` prints the answer; ``json`` prints agent events as JSON lines."""
+"""``text`` prints the answer; ``json`` prints the wire's messages as JSON lines."""
+
+
+class Following(Protocol):
+    """What prints a run while it goes, attached before anything runs."""
+
+    async def stop(self, record: SubmissionRecord | None) -> None:
+        """Print what the run's last commits left, then what ends it; detach.
+
+        Args:
+            record: The input the run settled (``None``: none, or the run failed).
+        """
+        ...
+
+
+Follow = Callable[[AgentApp, TextSink, TextSink], Awaitable[Following]]
+"""Starts following a run: ``follow(app, out, err)``."""
 
 _REASONS = {
     "model_error": "the model request failed",
@@ -69,7 +87,8 @@ _REASONS = {
 _NO_MODEL_HINT = 'use --model provider/id, or set "model" in settings'
 
 
-async def _answer_text(app: AgentApp, entry_id: int) -> str:
+async def answer_text(app: AgentApp, entry_id: int) -> str:
+    """The text of the answer entry ``entry_id`` (``""`` when it holds none)."""
     stored = await app.harness.session.storage.entry(entry_id)
     if stored is None or not stored.entry.model or not isinstance(stored.entry.model[0], dict):
         return ""
@@ -135,28 +154,30 @@ def refusal_line(request: JsonObject) -> str:
     )
 
 
-class _EventPrinter:
-    """Writes a run's events as they are committed (JSON lines, or retry notices)."""
+class _NoticePrinter:
+    """Writes print mode's stderr notices of a run's events (retries, refusals)."""
 
-    def __init__(
-        self, mode: HeadlessMode, out: TextSink, err: TextSink, now: Callable[[], float]
-    ) -> None:
-        self._mode = mode
-        self._out = out
+    def __init__(self, stream: EventStream, err: TextSink, now: Callable[[], float]) -> None:
+        self._stream = stream
         self._err = err
         self._now = now
         self._writable = True
         self._requests: dict[str, JsonObject] = {}
+        self._printing = asyncio.ensure_future(self._run())
 
-    async def run(self, stream: EventStream) -> None:
-        async for batch in stream:
+    async def stop(self, record: SubmissionRecord | None) -> None:
+        """Print the events already queued, then stop."""
+        # The settling commit was published before the submission settled, so its
+        # events are queued: drain them, then stop.
+        await self._stream.stop(drain=True)
+        await self._printing
+
+    async def _run(self) -> None:
+        async for batch in self._stream:
             for event in batch:
                 self._print(event)
 
     def _print(self, event: JsonObject) -> None:
-        if self._mode == "json":
-            self._write(self._out, json_line(event) + "\n")
-            return
         if event["type"] == "permission_decision" and event["decision"].get("by") == "headless":
             request = self._requests.get(event["tool_call_id"]) or {"tool": event["tool_name"]}
             self._write(self._err, refusal_line(request))
@@ -224,6 +245,12 @@ async def _settle(
     return await handle.wait() if handle is not None else found
 
 
+async def follow_notices(app: AgentApp, out: TextSink, err: TextSink) -> Following:
+    """Print mode's ``follow``: retries and refused calls as lines on ``err``."""
+    stream = await watch_events(app.harness, app.root.id, tail=0)
+    return _NoticePrinter(stream, err, app.harness.session.clock.now)
+
+
 async def run_headless(
     app: AgentApp,
     prompt: str | None,
@@ -232,6 +259,7 @@ async def run_headless(
     *,
     mode: HeadlessMode = "text",
     request_id: str | None = None,
+    follow: Follow | None = None,
 ) -> int:
     """Run one prompt (or, with ``None``, resume the newest) to its answer and print it.
 
@@ -243,6 +271,8 @@ async def run_headless(
         mode: ``text`` or ``json``.
         request_id: Makes the prompt idempotent: resubmitted after a kill, it
             finds the first submission instead of adding another (R59).
+        follow: What prints the run while it goes (``follow_notices`` by
+            default); required for ``json`` (``app.host.follow_wire``).
 
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
@@ -259,7 +289,11 @@ async def run_headless(
         _line(errors, f"pidurable: {line}\n")
     for notice in app.notices:
         _line(errors, f"pidurable: {notice}\n")  # issue 16
-    return await _run(app, prompt, printed, errors, mode, request_id)
+    if follow is None:
+        if mode == "json":
+            raise ValueError("JSON mode prints the wire: pass app.host's follow_wire")
+        follow = follow_notices
+    return await _run(app, prompt, printed, errors, mode, request_id, follow)
 
 
 def _expanded(app: AgentApp, prompt: str | None, err: TextSink) -> str | None:
@@ -290,6 +324,7 @@ async def _run(
     err: TextSink,
     mode: HeadlessMode,
     request_id: str | None,
+    follow: Follow,
 ) -> int:
     try:
         prompt = _expanded(app, prompt, err)
@@ -308,17 +343,13 @@ async def _run(
     waiting = app.settings.pending()
     if waiting is not None:
         untrusted(waiting)
-    stream = await watch_events(app.harness, app.root.id, tail=0)
-    printer = _EventPrinter(mode, out, err, app.harness.session.clock.now)
-    printing = asyncio.ensure_future(printer.run(stream))
+    following = await follow(app, out, err)
+    record: SubmissionRecord | None = None
     try:
         app.harness.resume()
         record = await _settle(app, prompt, request_id)
     finally:
-        # The settling commit was published before the submission settled, so its
-        # events are queued: drain them, then stop.
-        await stream.stop(drain=True)
-        await printing
+        await following.stop(record)
         unwatch()
         unwatch_trust()
     if record is None:
@@ -327,7 +358,7 @@ async def _run(
         return EXIT_FAILED
     if record.status == "done" and record.answer is not None:
         if mode == "text":
-            text = await _answer_text(app, record.answer)
+            text = await answer_text(app, record.answer)
             out.write(text if text.endswith("\n") else text + "\n")
             out.flush()
         return EXIT_OK

@@ -28,9 +28,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-from mcp import types as mcp_types
+from typing import TYPE_CHECKING, Any, Literal
 
 from pi_durable_tui.app.files import home
 from pi_durable_tui.harness import Extension
@@ -41,6 +39,9 @@ from pi_durable_tui.harness.mcp import (
     harness_tool,
     mcp_bundle,
 )
+
+if TYPE_CHECKING:
+    from mcp import types as mcp_types  # the SDK loads where a listing is read
 
 LISTING_NAME = "mcp-tools.json"
 """The remembered tool listings, in ``$PIDURABLE_HOME``."""
@@ -68,6 +69,8 @@ def remembered_tools(config: McpServerConfig) -> list[mcp_types.Tool] | None:
     entry = _read_listings().get(listing_key(config))
     if not isinstance(entry, list):
         return None
+    from mcp import types as mcp_types
+
     try:
         return [mcp_types.Tool.model_validate(item) for item in entry]
     except ValueError:

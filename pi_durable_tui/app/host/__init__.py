@@ -13,12 +13,15 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_host``: ``SessionHost``, the socket, the commit listener, presence;
 - ``_transport``: how the host reaches one client (a Unix socket; the web page's
   WebSocket is ``app.web``'s);
-- ``_hosted``: ``start_hosted_screen``, the terminal that holds the store hosts it.
+- ``_hosted``: ``start_hosted_screen``, the terminal that holds the store hosts it;
+- ``_json_mode``: ``run_headless``, ``--mode json`` prints the wire (a client on
+  standard output).
 
 It imports ``app._wire``, ``app._socket``, ``_startup_errors``, ``agent`` and
 ``screen`` (the task tree, the screen it hosts).
 """
 
+from pi_durable_tui.app.host._frames import history_page
 from pi_durable_tui.app.host._host import SessionHost
 from pi_durable_tui.app.host._hosted import (
     Lingering,
@@ -26,11 +29,15 @@ from pi_durable_tui.app.host._hosted import (
     presence_notices,
     start_hosted_screen,
 )
+from pi_durable_tui.app.host._json_mode import follow_wire, run_headless
 
 __all__ = [
     "Lingering",
     "SessionHost",
     "describe_clients",
+    "follow_wire",
+    "history_page",
     "presence_notices",
+    "run_headless",
     "start_hosted_screen",
 ]

@@ -87,6 +87,7 @@ def commit_frame(info: CommitInfo, conversation: int) -> dict[str, Any] | None:
             "status": record.status,
             "reason": record.reason,
             "detail": record.detail,
+            "answer": record.answer,
         }
         for record in info.submissions
         if record.conversation_id == conversation
@@ -106,6 +107,55 @@ def commit_frame(info: CommitInfo, conversation: int) -> dict[str, Any] | None:
     return frame
 
 
+Approvals = dict[str, tuple[bool, bool]]
+"""Per call ID of a conversation's tool slots: (a request was seen, a decision was seen)."""
+
+
+def approvals_of(live: Any) -> Approvals:
+    """What ``pi.live``'s tool slots hold of approvals (``approval_messages``' start)."""
+    found: Approvals = {}
+    tools = live.get("tools") if isinstance(live, dict) else None
+    for slot in tools if isinstance(tools, list) else ():
+        approval = slot.get("approval") if isinstance(slot, dict) else None
+        if isinstance(approval, dict) and isinstance(slot.get("call_id"), str):
+            found[slot["call_id"]] = ("request" in approval, "decision" in approval)
+    return found
+
+
+def approval_messages(info: CommitInfo, conversation: int, seen: Approvals) -> list[dict[str, Any]]:
+    """The ``permission_request`` / ``permission_decision`` messages of commit ``info`` (issue 13).
+
+    ``seen`` is what the commits before held (``approvals_of``); it is updated in
+    place. A request and its decision committed together give both, in that order.
+    """
+    messages: list[dict[str, Any]] = []
+    for change in info.documents:
+        address = change.address
+        if address.kind != LIVE_DOC.kind or address.key is not None:
+            continue
+        if address.scope.kind != "conversation" or address.scope.id != conversation:
+            continue
+        if not any(op.get("path", [None])[:1] in ([], ["tools"]) for op in change.ops):
+            continue  # REMINDER: a streamed token's ops never touch the slots: skip the scan.
+        tools = change.value.get("tools") if isinstance(change.value, dict) else None
+        for slot in tools if isinstance(tools, list) else ():
+            approval = slot.get("approval") if isinstance(slot, dict) else None
+            if not isinstance(approval, dict):
+                continue
+            call_id = str(slot.get("call_id"))
+            asked, decided = seen.get(call_id, (False, False))
+            ids = {"seq": info.seq, "conversation": conversation, "call_id": call_id}
+            ids["tool"] = slot.get("name")
+            if "request" in approval and not asked:
+                request = approval["request"]
+                messages.append({"t": "permission_request", **ids, "request": request})
+            if "decision" in approval and not decided:
+                decision = approval["decision"]
+                messages.append({"t": "permission_decision", **ids, "decision": decision})
+            seen[call_id] = ("request" in approval, "decision" in approval)
+    return messages
+
+
 async def older_page(
     session: Session, conversation: int, before: int, count: int
 ) -> dict[str, Any]:
@@ -115,3 +165,17 @@ async def older_page(
     )
     entries = [stored.entry.to_json() for stored in page.items]
     return {"entries": list(reversed(entries[:count])), "has_older": len(entries) > count}
+
+
+async def history_page(
+    session: Session, conversation: int, after: int, count: int
+) -> dict[str, Any]:
+    """Up to ``count`` entries after entry ``after``, oldest first, and whether more follow.
+
+    A page at a time (``session/load`` replays a long session in bounded memory).
+    """
+    page = await session.storage.scan_entries(
+        conversation, min_entry_id=after + 1, order="asc", limit=count + 1
+    )
+    entries = [stored.entry.to_json() for stored in page.items]
+    return {"entries": entries[:count], "has_newer": len(entries) > count}

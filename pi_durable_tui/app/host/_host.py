@@ -19,6 +19,11 @@ command an agent ran: ``env.started_by_a_command``) and speaks the message famil
 4. a client's ``call`` runs through the host's harness (``_intents``): the
    caller gets a ``reply``, everyone gets the commits.
 
+A store that fails under the host (issue 12) is said to every client once
+(``stopped``, with the line the host's own screen shows); intents are then
+answered with ``StoreStopped``'s line, and a client that joins later gets
+``welcome`` and ``stopped`` and is let go (nothing can be read on the line).
+
 Presence: every join and leave sends ``clients`` to all (the host's own
 screen, if any, is listed first as ``host``). ``alone()`` resolves when the
 last client left, which is how a quitting terminal keeps serving until then.
@@ -49,12 +54,20 @@ from pi_durable_tui.app._wire import (
     encode,
 )
 from pi_durable_tui.app.host._connection import Connection
-from pi_durable_tui.app.host._frames import commit_frame, snapshot, tasks_json
+from pi_durable_tui.app.host._frames import (
+    Approvals,
+    approval_messages,
+    approvals_of,
+    commit_frame,
+    snapshot,
+    tasks_json,
+)
 from pi_durable_tui.app.host._intents import IntentRefused, perform
 from pi_durable_tui.app.host._transport import StreamTransport, Transport
-from pi_durable_tui.app.screen import TaskTree
+from pi_durable_tui.app.screen import StoreStopped, TaskTree, watch_store_failure
 from pi_durable_tui.env import started_by_a_command
-from pi_durable_tui.kernel import CommitInfo, Tx
+from pi_durable_tui.harness import LIVE_DOC
+from pi_durable_tui.kernel import CommitInfo, SessionFailed, Tx
 
 if TYPE_CHECKING:
     from pi_durable_tui.app.agent import AgentApp
@@ -64,10 +77,15 @@ RING = 256
 
 
 class _Ring:
-    """The newest frames of one conversation; every frame after ``covered_from`` is held."""
+    """The newest frames of one conversation; every frame after ``covered_from`` is held.
 
-    def __init__(self, covered_from: int) -> None:
+    ``approvals`` is what its tool slots hold of approvals, so each commit's
+    ``permission_*`` messages say only what is new.
+    """
+
+    def __init__(self, covered_from: int, approvals: Approvals) -> None:
         self.covered_from = covered_from
+        self.approvals = approvals
         self.frames: deque[tuple[int, bytes]] = deque()
 
     def add(self, seq: int, data: bytes) -> None:
@@ -107,24 +125,36 @@ class SessionHost:
         self._tree = TaskTree(app.harness.session, app.root.id, self._tasks_changed)
         self._serving: set[asyncio.Task[None]] = set()
         self._inode: int | None = None
+        self._stopped: dict[str, Any] | None = None
+        """The ``stopped`` message once the store failed (issue 12), for every client."""
+        self._unwatch_store: Callable[[], None] = lambda: None
 
     # -- lifecycle --
 
-    async def start(self) -> None:
-        """Bind the socket and follow commits (the caller holds the store's lock)."""
-        sock = bind_socket(self.path)
-        self._inode = os.stat(self.path).st_ino
+    async def start(self, *, listen: bool = True) -> None:
+        """Bind the socket and follow commits (the caller holds the store's lock).
+
+        Args:
+            listen: ``False`` serves only the clients handed to ``serve_client``
+                (``--mode json``'s standard output), with no socket.
+        """
+        sock = bind_socket(self.path) if listen else None
+        if sock is not None:
+            self._inode = os.stat(self.path).st_ino
         self._unsubscribe = self.app.harness.session.subscribe(self._on_commit)
+        self._unwatch_store = watch_store_failure(self.app, self._store_failed)
         self._tree.schedule()
-        self._server = await asyncio.start_unix_server(
-            self._accept, sock=sock, limit=MAX_MESSAGE + 2
-        )
+        if sock is not None:
+            self._server = await asyncio.start_unix_server(
+                self._accept, sock=sock, limit=MAX_MESSAGE + 2
+            )
 
     async def close(self) -> None:
         """Say ``bye`` to every client, stop listening and remove the socket; idempotent."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self._unwatch_store()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -180,6 +210,12 @@ class SessionHost:
         else:
             self._alone.set()
 
+    def _store_failed(self, notice: str) -> None:
+        """Tell every client that the store failed: the host's screen's line, once."""
+        self._stopped = {"t": "stopped", "notice": notice}
+        for connection in self._connections.values():
+            connection.send(self._stopped)
+
     # -- following commits --
 
     def _on_commit(self, info: CommitInfo) -> None:
@@ -192,10 +228,11 @@ class SessionHost:
             frame = commit_frame(info, conversation)
             if frame is None:
                 continue
-            data = encode(frame)
-            ring.add(info.seq, data)
-            for connection in followed.get(conversation, ()):
-                connection.deliver(data)
+            for message in [frame, *approval_messages(info, conversation, ring.approvals)]:
+                data = encode(message)
+                ring.add(info.seq, data)
+                for connection in followed.get(conversation, ()):
+                    connection.deliver(data)
         if info.tasks:
             self._tree.schedule()
 
@@ -219,6 +256,7 @@ class SessionHost:
         async def mount(tx: Tx) -> None:
             ring = self._rings.get(conversation)
             replay = ring.after(since) if ring is not None and since is not None else None
+            found: dict[str, Any] | None = None
             if replay is not None and since is not None and since <= session.storage.last_seq:
                 messages = replay
             else:
@@ -228,8 +266,9 @@ class SessionHost:
                 messages = [encode(found)]
             # REMINDER: nothing awaits from here on: registration and the outbox change
             # together while this commit holds the line.
-            if conversation not in self._rings:
-                self._rings[conversation] = _Ring(session.storage.last_seq)
+            if conversation not in self._rings:  # then ``found`` was read just now
+                live = found["docs"].get(LIVE_DOC.kind) if found is not None else None
+                self._rings[conversation] = _Ring(session.storage.last_seq, approvals_of(live))
             connection.conversation = conversation
             connection.restart(messages)
 
@@ -290,6 +329,10 @@ class SessionHost:
         connection.window = int(hello.get("window") or WINDOW)
         conversation = int(hello.get("conversation") or self.app.root.id)
         connection.send(self._welcome(connection))
+        if self._stopped is not None:
+            # Nothing can be read on the line of a failed session: say why, and part.
+            await connection.close(self._stopped)
+            return
         try:
             await self._follow(connection, conversation, hello.get("since"))
         except ValueError as error:
@@ -378,6 +421,8 @@ class SessionHost:
             raise
         except IntentRefused as error:
             reply.update(ok=False, error=str(error))
+        except SessionFailed:  # the store failed: the words of the host's own screen
+            reply.update(ok=False, error=str(StoreStopped()))
         except Exception as error:  # the harness's words (busy, closed, ...): the host goes on
             reply.update(ok=False, error=str(error) or type(error).__name__)
         connection.send(reply)

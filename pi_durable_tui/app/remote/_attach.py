@@ -54,6 +54,7 @@ async def attach_screen(
         await model.attach(feed.root_id)
         feed.on_gone(lambda reason: model.add_notice("error", host_gone(reason)))
         feed.on_error(lambda message: model.add_notice("warning", message))
+        feed.on_stopped(model.store_failed)
         feed.on_clients(presence_notices(model, list(feed.clients), feed.client_id))
         host = next((c for c in feed.clients if c.get("host")), None)
         where = (

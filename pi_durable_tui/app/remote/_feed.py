@@ -84,6 +84,7 @@ class RemoteFeed:
         self._on_frame: Callable[[Frame], None] | None = None
         self._on_clients: list[Callable[[list[dict[str, Any]]], None]] = []
         self._on_gone: list[Callable[[str], None]] = []
+        self._on_stopped: list[Callable[[str], None]] = []
         self._on_error: list[Callable[[str], None]] = []
         self.gone: str | None = None
         """Why the host is gone, once it is."""
@@ -158,6 +159,10 @@ class RemoteFeed:
         """Call ``listener(reason)`` once the host is gone."""
         self._on_gone.append(listener)
 
+    def on_stopped(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(notice)`` when the host says its store failed (issue 12)."""
+        self._on_stopped.append(listener)
+
     def on_error(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(message)`` for an ``error`` the host sent."""
         self._on_error.append(listener)
@@ -218,6 +223,9 @@ class RemoteFeed:
             self.clients = list(message.get("clients") or [])
             for presence in list(self._on_clients):
                 presence(self.clients)
+        elif kind == "stopped":
+            for stopped in list(self._on_stopped):
+                stopped(str(message.get("notice") or ""))
         elif kind == "error":
             for refused in list(self._on_error):
                 refused(str(message.get("message") or message.get("code")))

@@ -23,15 +23,20 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
 
-``TaskTree`` and ``compaction_failures`` are also what a session's host sends its
-clients (``app.host``).
+``TaskTree``, ``compaction_failures`` and ``watch_store_failure`` are also what a
+session's host sends its clients (``app.host``; ``StoreStopped`` is the words it
+answers their intents with once its store failed); ``entry_blocks`` and
+``with_result`` are how an editor's ``session/load`` turns a stored page of
+history into blocks (``app.acp``).
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
 """
 
+from pi_durable_tui.app.screen._blocks import entry_blocks
 from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._controller import AgentController, KeepServing
+from pi_durable_tui.app.screen._doc_values import with_result
 from pi_durable_tui.app.screen._feed import (
     Frame,
     LocalFeed,
@@ -43,6 +48,7 @@ from pi_durable_tui.app.screen._feed import (
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
+from pi_durable_tui.app.screen._store_failure import StoreStopped, watch_store_failure
 from pi_durable_tui.app.screen._task_tree import TaskTree
 
 __all__ = [
@@ -55,9 +61,13 @@ __all__ = [
     "Mounted",
     "ScreenFeed",
     "Settled",
+    "StoreStopped",
     "TaskSource",
     "TaskTree",
     "compaction_failures",
+    "entry_blocks",
     "recovery_report",
     "start_screen",
+    "watch_store_failure",
+    "with_result",
 ]

@@ -58,7 +58,7 @@ from pi_durable_tui.app.screen._doc_values import (
 )
 from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
 from pi_durable_tui.app.screen._names import conversation_label
-from pi_durable_tui.app.screen._store_failure import STOPPED, watch_store_failure
+from pi_durable_tui.app.screen._store_failure import STOPPED, stopped_tasks, watch_store_failure
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.storage import EntryRecord, JsonObject
 
@@ -132,8 +132,8 @@ class LiveScreenModel:
 
     @property
     def tasks(self) -> Sequence[TaskNode]:
-        """The live task tree of the session."""
-        return self._tree.nodes
+        """The live task tree of the session (every task ``stopped`` once the store failed)."""
+        return stopped_tasks(self._tree.nodes) if self._stopped else self._tree.nodes
 
     @property
     def footer(self) -> Footer:
@@ -224,13 +224,15 @@ class LiveScreenModel:
         """Say that the store failed under the session (issue 12).
 
         One error notice (``line``: what failed, that nothing committed was lost,
-        what to do), and the status line stops saying the agent works: no commit
-        can land any more, so ``pi.live`` would say it forever.
+        what to do), the status line stops saying the agent works and the task
+        tree shows every task ``stopped``: no commit can land any more, so
+        ``pi.live`` and the tree would say it works forever. An attached client
+        is told by its host (the wire's ``stopped``) and calls this too.
         """
         self._stopped = STOPPED
         self._status, self._busy = STOPPED, False
         self.add_notice("error", line, emit=False)
-        self._emit(ViewChange(status=True, notices=True))
+        self._emit(ViewChange(status=True, notices=True, tasks=True))
 
     @property
     def feed(self) -> ScreenFeed:

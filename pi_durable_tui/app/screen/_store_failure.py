@@ -9,16 +9,21 @@ line of ``describe_store_failure``: what failed, that nothing committed was lost
 and the command that continues the session once the cause is gone. The app stays
 usable for quitting (closing a failed session writes nothing and does not wait);
 an action tried after it (a prompt, Esc) fails with ``StoreStopped``, one line
-pointing at the notice, instead of the kernel's ``SessionFailed`` text.
+pointing at the notice, instead of the kernel's ``SessionFailed`` text; the task
+tree shows every task ``stopped`` (``stopped_tasks``). A session's host watches
+the same way and tells its attached clients (``app.host``: the wire's
+``stopped``), whose view models then show the same line.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.app._startup_errors import describe_store_failure
+from pi_durable_tui.app._view import TaskNode
 
 if TYPE_CHECKING:
     from pi_durable_tui.app.agent import AgentApp
@@ -36,6 +41,27 @@ class StoreStopped(Exception):
 
     def __init__(self) -> None:
         super().__init__("the session store cannot be written (see the notice); ctrl+d quits")
+
+
+def stopped_tasks(nodes: Sequence[TaskNode]) -> tuple[TaskNode, ...]:
+    """The task tree as it stood when the store failed, every task ``stopped``.
+
+    No commit lands any more, so the tree would keep saying ``running request``
+    with a clock that ticks on; the time it ran is not known either (a task's
+    elapsed time moves on the screen from the last tree the store gave), so
+    none is shown.
+    """
+    return tuple(
+        replace(
+            node,
+            status="stopped",
+            phase="",
+            elapsed_s=None,
+            aborting=False,
+            children=stopped_tasks(node.children),
+        )
+        for node in nodes
+    )
 
 
 def continue_command(app: AgentApp) -> str:

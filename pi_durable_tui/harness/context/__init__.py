@@ -25,6 +25,7 @@ from pi_durable_tui.harness.context._context import (
 )
 from pi_durable_tui.harness.context._prompt import (
     PromptState,
+    SystemEntryDraft,
     plan_system_entries,
     render_section,
     replay_prompt,
@@ -35,6 +36,7 @@ __all__ = [
     "ContextView",
     "PromptState",
     "RangeCache",
+    "SystemEntryDraft",
     "ValidatedMessages",
     "build_request",
     "load_context",

@@ -5,12 +5,14 @@ entries into the messages a model request is built from:
 
 - ``active_range`` (R71): the newest head marker followed by the non-marker
   entries from its ``head`` through the cutoff (the whole history without one).
-- ``derive_context`` (R72-R76): context edits (newest edit per target wins),
+- ``derive_range`` (R72-R76): context edits (newest edit per target wins),
   exclusion of aborted, failed and deferred assistant messages, tool results
   placed right after their call (a missing one synthesized), and a system
-  message preceded only by user messages moved to the front.
-- ``derive_range`` and ``extend_range``: the same derivation kept ready to grow,
-  so a later read of a grown range orders only its end (R127).
+  message preceded only by user messages moved to the front; the derivation is
+  kept ready to grow, and ``extend_range`` grows it, ordering only its end
+  (R127). It is the one derivation: a turn's preparation and its request read
+  the same ``RangeCache`` entry, the second extending it by the entries the
+  first commit appended (issue 14).
 - ``load_context``: the same through a ``ContextReader`` (two storage reads), which
   reads only the active range, never the whole history, and with a ``RangeCache``
   only the entries newer than the last read.
@@ -122,23 +124,6 @@ def active_range(visible: Sequence[EntryRecord]) -> list[EntryRecord]:
     return list(visible)
 
 
-def derive_context(active: Sequence[EntryRecord]) -> ContextView:
-    """Derive the model context of an active range (R72-R76).
-
-    Args:
-        active: The output of ``active_range``: the head marker (if any) first,
-            then non-marker entries in ascending ID order.
-
-    Returns:
-        The view: entries, per-entry contributions and the final messages.
-
-    Raises:
-        ValueError: When an entry other than the first carries ``head``, or the
-            non-marker entries are not ascending.
-    """
-    return derive_range(active).view
-
-
 @dataclass(frozen=True, slots=True)
 class DerivedRange:
     """A derived context and what extending it by newer entries needs (R127).
@@ -168,10 +153,11 @@ def derive_range(active: Sequence[EntryRecord]) -> DerivedRange:
         active: The output of ``active_range``.
 
     Returns:
-        The derivation; its ``view`` is what ``derive_context`` returns.
+        The derivation; its ``view`` is the context.
 
     Raises:
-        ValueError: As ``derive_context``.
+        ValueError: When an entry other than the first carries ``head``, or the
+            non-marker entries are not ascending.
     """
     head = active[0] if active and active[0].head is not None else None
     rest = active[1:] if head is not None else active
@@ -354,7 +340,7 @@ async def load_context(
         # An older cutoff in the cached range: derived from it, not cached.
         visible = [entry for entry in latest.visible if entry.id <= tail]
         _check_cutoff(visible, cutoff, conversation_id)
-        return derive_context(active_range(visible))
+        return derive_range(active_range(visible)).view
     visible = await _scan(reader, conversation_id, start, tail)
     _check_cutoff(visible, cutoff, conversation_id)
     derived = derive_range(active_range(visible))

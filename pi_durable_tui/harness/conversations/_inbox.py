@@ -175,12 +175,22 @@ def _stale(draft: EntryDraft, range_start: int | None) -> bool:
 
 
 def start_run(
-    tx: Tx, services: HarnessServices, conversation_id: int, live: JsonObject, inputs: list[int]
+    tx: Tx,
+    services: HarnessServices,
+    conversation_id: int,
+    live: JsonObject,
+    inputs: list[int],
+    *,
+    request: JsonObject | None = None,
 ) -> TaskRecord:
-    """Create the generation that settles ``inputs`` and mark the conversation busy (R59)."""
+    """Create the generation that settles ``inputs`` and mark the conversation busy (R59).
+
+    ``request``: the ``request`` checkpoint a round's settlement prepared for it
+    (the generation then starts there instead of at ``prepare``, R83).
+    """
     task = tx.create_task(
         services.task_definition("pi.generation"),
-        {},
+        {} if request is None else {"request": request},
         ownership=ConversationOwned(),
         conversation_id=conversation_id,
     )

@@ -25,7 +25,7 @@ and a partly kept line counts as kept. The kept bytes are decoded with
 ``errors="replace"``, so kept invalid bytes become U+FFFD (three bytes in UTF-8
 each): only then can the kept text's UTF-8 size pass ``max_bytes``.
 
-A *character boundary* (``pi_durable_tui._utf8.inside_character``) is a byte
+A *character boundary* (``pi_durable_tui._utf8.character_start``) is a byte
 position not inside a UTF-8 sequence: one whose byte is not a continuation
 byte, or a continuation byte that no lead byte among the three before it could
 claim. For valid UTF-8 these are exactly the
@@ -43,7 +43,7 @@ import codecs
 from dataclasses import dataclass
 from typing import Literal
 
-from pi_durable_tui._utf8 import inside_character
+from pi_durable_tui._utf8 import character_start
 
 Retain = Literal["head", "tail"]
 
@@ -159,7 +159,7 @@ def head_window(data: bytes | bytearray, max_bytes: int, max_lines: int) -> tupl
     last_newline = data.rfind(b"\n", 0, max_bytes)
     if last_newline >= 0:
         return last_newline + 1, newlines
-    cut = max_bytes - inside_character(data, max_bytes)
+    cut = character_start(data, max_bytes)
     return cut, 1 if cut else 0
 
 
@@ -192,7 +192,7 @@ def tail_window(
             # The last line alone is over-long: keep its final bytes from a boundary.
             # REMINDER: after a skip, the kept bytes may begin with the tail of a
             # character whose lead byte was skipped; it is not part of the window.
-            while inside_character(data, start, suffix=not starts_line):
+            while character_start(data, start, "nothing" if starts_line else "gone") < start:
                 start += 1
             return start, 1 if start < size else 0
         start = newline + 1

@@ -1,6 +1,8 @@
 """The generation task ``pi.generation``: one model turn of a run (R83-R92).
 
-Input ``{}``; the run's inputs live in ``pi.live.run``. Checkpoints:
+Input ``{}`` (or ``{"request": checkpoint}`` for a successor the settlement of a
+tool round prepared, ``_preparation``); the run's inputs live in ``pi.live.run``.
+Checkpoints:
 
 - ``prepare {attempt, compacted?, overflow?}`` (R83): resolve the agent and model,
   plan the system entries (R77-R81), check the compaction thresholds (R108), then
@@ -25,7 +27,6 @@ phase does not exist.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pi_durable_tui.ai import (
@@ -41,17 +42,12 @@ from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import retry_wait_ms
 from pi_durable_tui.harness.compaction import (
-    estimate_tokens,
     select_cut,
-    tokens_upper_bound,
 )
 from pi_durable_tui.harness.context import (
     ContextView,
     build_request,
     load_context,
-    plan_system_entries,
-    render_section,
-    replay_prompt,
 )
 from pi_durable_tui.harness.conversations import (
     INTERRUPTED_PARTIAL,
@@ -61,12 +57,17 @@ from pi_durable_tui.harness.conversations import (
 )
 from pi_durable_tui.harness.extensions import (
     Continue,
-    SectionInput,
     call_hook,
     define_task,
-    invoke,
 )
 from pi_durable_tui.harness.generation._partials import PartialCommitter
+from pi_durable_tui.harness.generation._preparation import (
+    Decided,
+    fail_generation,
+    initial_checkpoint,
+    plan_request,
+    start_blocking_compaction,
+)
 from pi_durable_tui.harness.generation._tool_round import (
     abort_pending_calls,
     start_round,
@@ -74,24 +75,17 @@ from pi_durable_tui.harness.generation._tool_round import (
 )
 from pi_durable_tui.harness.state import (
     LIVE_DOC,
-    LOADED_TOOLS_DOC,
     PROVIDER_DOC,
-    SYSTEM,
     add_model_usage,
     append_assistant,
     dump,
-    exposed_tools,
 )
 from pi_durable_tui.kernel import (
     Aborted,
     Completed,
-    ConversationOwned,
     Failed,
-    Report,
     Running,
-    TaskOwned,
     Tx,
-    Waiting,
 )
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import TaskRecord
@@ -110,200 +104,19 @@ def _carry(checkpoint: JsonObject, **values: Any) -> JsonObject:
     return data
 
 
-async def _fail(runtime: HarnessRuntime, reason: str, message: str, detail: Any = None) -> None:
-    task_id = runtime.task_id
-    conversation_id = runtime.conversation_id
-
-    async def fail(tx: Tx) -> Failed:
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        live.pop("generation", None)
-        await fail_run(
-            tx, conversation_id, task_id, reason, detail if detail is not None else message
-        )
-        return Failed(message, detail={"reason": reason})
-
-    await runtime.commit(fail)
-
-
-# -- prepare (R83, R108) --
-
-
-async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[tuple[str, str]]:
-    """Render the agent's sections in order, ``instructions`` last (R77, R78)."""
-    services = services_of(runtime)
-    agent = await runtime.agent()
-    shown = replay_prompt(view.messages).sections
-    env: Any = None
-    try:
-        env = services.build_env(runtime.conversation_id, agent.cwd)
-    except Exception as error:
-        services.report(Report("env_failed", f"Building the environment failed: {error}", error))
-    rendered: list[tuple[str, str]] = []
-    for section in agent.sections:
-        previous = shown.get(section.key)
-        try:
-            text = await invoke(
-                section.render, SectionInput(runtime.conversation_id, agent, env, previous)
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            if runtime.aborted.is_set():
-                raise
-            services.report(
-                Report("section_failed", f"Section {section.key} raised: {error}", error)
-            )
-            if previous is not None:
-                rendered.append((section.key, previous))
-            continue
-        if text is not None:
-            rendered.append((section.key, render_section(section.key, str(text), section.tag)))
-    if agent.instructions:
-        rendered.append(("instructions", render_section("instructions", agent.instructions)))
-    return rendered
+# -- prepare (R83, R108): see ``_preparation`` --
 
 
 async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    services = services_of(runtime)
-    checkpoint = _checkpoint(task)
-    attempt = int(checkpoint.get("attempt", 1))
-    agent = await runtime.agent()
-    if agent.model is None:
-        await _fail(runtime, "no_model", "No model is configured")
+    plan = await plan_request(runtime, _checkpoint(task))
+    if isinstance(plan, Decided):
+        await plan.commit()
         return
-    model = services.models.get(agent.model)
-    if model is None:
-        await _fail(runtime, "no_model", f"Model {agent.model} is not available")
-        return
-    if checkpoint.get("overflow") is not None:
-        outcome = (await runtime.outcomes([int(checkpoint["compacted"])]))[0]
-        result = outcome.get("result") if outcome.get("status") == "completed" else None
-        if not (isinstance(result, dict) and result.get("entry_id")):
-            await _fail(runtime, "model_error", str(checkpoint["overflow"]))
-            return
-    view = await load_context(
-        services.session.storage, runtime.conversation_id, cache=services.contexts
-    )
-    if not view.entries:
-        raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
-    sections = await _render_sections(runtime, view)
-    settings = services.settings()
-    loaded = await services.session.snapshot(LOADED_TOOLS_DOC, runtime.conversation_id) or {}
-    offered = exposed_tools(
-        agent.tools, set(loaded.get("loaded") or ()), model, settings.tool_search_share
-    )
-    drafts = plan_system_entries(view, sections, [tool.spec() for tool in offered])
-    compaction = settings.compaction
-    background = False
-    planned = [message for draft in drafts for message in draft.model]
-    blocking = model.context_window - compaction.reserve_tokens
-    lowest = (
-        blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking
-    )
-    if (
-        compaction.enabled
-        and model.context_window > 0
-        and "compacted" not in checkpoint
-        # REMINDER: a bound below both thresholds decides like the estimate would,
-        # without loading a tokenizer or walking the range for a cut (R108).
-        and tokens_upper_bound(view, planned) > lowest
-    ):
-        estimate = estimate_tokens(view, planned, model=model)
-        cut = select_cut(view, compaction.keep_recent_tokens, model=model)
-        if cut is not None and estimate > blocking:
-            await _start_blocking_compaction(runtime, "threshold", attempt, None)
-            return
-        if (
-            cut is not None
-            and compaction.background_tokens > 0
-            and estimate > blocking - compaction.background_tokens
-        ):
-            background = True
-    pinned: JsonObject = {
-        "phase": "request",
-        "attempt": attempt,
-        "model": {"provider": model.provider, "model_id": model.id},
-        "thinking_level": agent.thinking_level,
-        "stream_options": dict(settings.stream),
-    }
-    if "compacted" in checkpoint:
-        pinned["compacted"] = checkpoint["compacted"]
-    conversation_id = runtime.conversation_id
-    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
-    # newest entry (a compaction placed after the kept ones): the rest ascend.
-    tail = max(view.entries[0].id, view.entries[-1].id)
 
     async def to_request(tx: Tx) -> Running:
-        cutoff = tail
-        for draft in drafts:
-            cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        # The request phase skips its opening commit when this is already so (R84).
-        live["generation"] = {"attempt": attempt}
-        if background and not live.get("compactions"):
-            compaction_task = tx.create_task(
-                services.task_definition("pi.compaction"),
-                {"reason": "threshold"},
-                ownership=ConversationOwned(),
-                conversation_id=conversation_id,
-                background=True,
-            )
-            live["compactions"] = [
-                *(live.get("compactions") or []),
-                {
-                    "task_id": compaction_task.id,
-                    "reason": "threshold",
-                    "blocking": False,
-                    "attempt": 1,
-                },
-            ]
-        return Running({**pinned, "cutoff": cutoff})
+        return Running(await plan.apply(tx))
 
     await runtime.commit(to_request)
-
-
-async def _start_blocking_compaction(
-    runtime: HarnessRuntime,
-    reason: str,
-    attempt: int,
-    overflow: str | None,
-    *,
-    error: JsonObject | None = None,
-) -> None:
-    """Create a compaction owned by this generation and wait for it (R86, R108).
-
-    For an overflow, the same commit files the failed response (``error``) and
-    clears the attempt's status, so a crash never separates the two (R86).
-    """
-    services = services_of(runtime)
-    conversation_id = runtime.conversation_id
-    task_id = runtime.task_id
-
-    async def start(tx: Tx) -> Waiting:
-        if error is not None:
-            append_assistant(tx, conversation_id, error)
-            await add_model_usage(tx, conversation_id, error)
-            (await tx.doc(LIVE_DOC, conversation_id)).pop("generation", None)
-        compaction = tx.create_task(
-            services.task_definition("pi.compaction"),
-            {"reason": reason},
-            ownership=TaskOwned(task_id),
-        )
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        live["compactions"] = [
-            *(live.get("compactions") or []),
-            {"task_id": compaction.id, "reason": reason, "blocking": True, "attempt": 1},
-        ]
-        checkpoint: JsonObject = {
-            "phase": "prepare",
-            "attempt": attempt,
-            "compacted": compaction.id,
-        }
-        if overflow is not None:
-            checkpoint["overflow"] = overflow
-        return Waiting(on=[compaction.id], checkpoint=checkpoint)
-
-    await runtime.commit(start)
 
 
 # -- request (R84-R86) --
@@ -389,7 +202,7 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
     ref = checkpoint.get("model") or {}
     model = services.models.get(ModelRef(str(ref.get("provider")), str(ref.get("model_id"))))
     if model is None:
-        await _fail(
+        await fail_generation(
             runtime,
             "no_model",
             f"Model {ref.get('provider')}/{ref.get('model_id')} is not available",
@@ -445,7 +258,7 @@ async def _classify(
         and "compacted" not in checkpoint
         and select_cut(view, settings.compaction.keep_recent_tokens) is not None
     ):
-        await _start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
+        await start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
         return
     delay = retry_wait_ms(settings.retry, message, attempt)
     if delay is not None:
@@ -527,7 +340,7 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
 
 GENERATION_TASK = define_task(
     "pi.generation",
-    initial=lambda _input: {"phase": "prepare", "attempt": 1},
+    initial=initial_checkpoint,
     phases={"prepare": _prepare, "request": _request, "retry": _retry, "tools": tools_phase},
     abort=_abort,
 )

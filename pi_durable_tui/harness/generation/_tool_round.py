@@ -17,7 +17,17 @@ commit: ``add_tools`` controls extend the agent's tool filter;
 ``terminate`` on every call, or a ``handoff`` (the last in call order wins) ends
 the run with the tool-calling answer (a handoff appends a ``pi.reset`` first);
 otherwise the ``post_tools`` boundary places steers and a successor generation
-takes over the run.
+takes over the run. When the boundary places nothing, the settlement also does the
+successor's preparation (R83, ``_preparation``): the successor is created at
+``request`` with the system entries appended, so its own ``prepare`` commit is
+not needed.
+
+A round in three commits (issue 14): when the round starts, the generation offers
+its settlement (``runtime.offer_continuation``, the kernel's ``Continuation``); the
+tool task whose result is the round's last builds it (``settle_with_last_result``:
+the successor's preparation, outside the line) and the result commit carries it.
+Rounds with ``after_tools`` observers, controls, or a sequential call to start
+settle through ``tools_phase`` as above.
 """
 
 from __future__ import annotations
@@ -26,9 +36,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.context import ContextView, offered_tools
 from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
 from pi_durable_tui.harness.extensions import Diagnostic, EntryMessage, call_hook
+from pi_durable_tui.harness.generation._preparation import (
+    FIRST_CHECKPOINT,
+    Preparation,
+    plan_request,
+)
 from pi_durable_tui.harness.state import (
     AGENT_DOC,
     LIVE_DOC,
@@ -42,7 +58,7 @@ from pi_durable_tui.harness.state import (
     run_inputs,
     tool_result_message,
 )
-from pi_durable_tui.kernel import Completed, TaskOwned, Tx, Waiting
+from pi_durable_tui.kernel import Completed, Continuation, TaskOwned, Tx, Waiting
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -125,6 +141,9 @@ async def start_round(
             },
         )
 
+    # Offered before the commit: a result that lands before this coroutine resumes
+    # still finds it (``settle_with_last_result``).
+    runtime.offer_continuation(settle_with_last_result)
     await runtime.commit(begin)
 
 
@@ -162,6 +181,15 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
     add_tools = [name for control in controls for name in control.get("add_tools", [])]
     terminate = bool(slots) and all(control.get("terminate") for control in controls)
     handoffs = [c["handoff"] for c in controls if isinstance(c.get("handoff"), str)]
+    # The successor's preparation, planned now so the settlement creates it at
+    # ``request`` (issue 14). REMINDER: used only when the boundary places nothing
+    # (no entry after the results it judged) and no tool control changes the
+    # agent; otherwise the successor prepares itself. Losing it in a crash loses
+    # nothing: recovery settles the round again from its ``tools`` checkpoint.
+    plan = None
+    if not (terminate or handoffs or add_tools):
+        planned = await plan_request(runtime, dict(FIRST_CHECKPOINT))
+        plan = planned if isinstance(planned, Preparation) else None
 
     async def settle_round(tx: Tx) -> Completed:
         if add_tools:
@@ -173,21 +201,91 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                 head = tx.append(conversation_id, RESET, model=[user], head="self").id
             await answer(tx, services, conversation_id, assistant_id, head=head)
             return Completed({"entry_id": assistant_id})
-        live = await tx.doc(LIVE_DOC, conversation_id)
-        live.pop("tools", None)
-        inputs = run_inputs(live)
-        boundary = await run_boundary(tx, services, conversation_id, "post_tools")
-        if boundary.reset:
-            await settle(tx, inputs, "unanswered", reason="reset")
-            if boundary.user_inputs:
-                start_run(tx, services, conversation_id, live, boundary.user_inputs)
-            else:
-                end_run(live)
-        else:
-            start_run(tx, services, conversation_id, live, inputs + boundary.user_inputs)
-        return Completed({"entry_id": assistant_id})
+        return await _hand_over(tx, services, conversation_id, assistant_id, plan)
 
     await runtime.commit(settle_round)
+
+
+async def _hand_over(
+    tx: Tx,
+    services: HarnessServices,
+    conversation_id: int,
+    assistant_id: int,
+    plan: Preparation | None,
+    tail: int | None = None,
+) -> Completed:
+    """Place the ``post_tools`` boundary and start the successor (R64, R90, R83).
+
+    The successor starts at ``request`` with ``plan`` applied when the boundary
+    placed nothing (the context is the one the plan judged), else at ``prepare``.
+    """
+    live = await tx.doc(LIVE_DOC, conversation_id)
+    live.pop("tools", None)
+    inputs = run_inputs(live)
+    boundary = await run_boundary(tx, services, conversation_id, "post_tools")
+    if boundary.reset:
+        await settle(tx, inputs, "unanswered", reason="reset")
+        if boundary.user_inputs:
+            start_run(tx, services, conversation_id, live, boundary.user_inputs)
+        else:
+            end_run(live)
+    else:
+        request = await plan.apply(tx, tail) if plan is not None and not boundary.records else None
+        start_run(
+            tx, services, conversation_id, live, inputs + boundary.user_inputs, request=request
+        )
+    return Completed({"entry_id": assistant_id})
+
+
+async def settle_with_last_result(
+    waiter: TaskRecord, runtime: HarnessRuntime, note: JsonObject
+) -> Continuation | None:
+    """The round's settlement, built by the tool task whose result ends the round (issue 14).
+
+    The generation offers this when it starts waiting (``start_round``); the tool
+    task whose result is the round's last calls it before its result commit
+    (``runtime.continuation``), so the result, the settlement and the successor's
+    start at ``request`` are one commit. ``note`` is ``{"message": <the result
+    message>, "control": <its control or None>}``. It declines (the generation
+    settles in a commit of its own, ``tools_phase``) when the round still has a
+    sequential call to start, any call has a control, or ``after_tools`` observers
+    must see the committed results first (R90).
+
+    # REMINDER: everything that runs extension code or reads happens here, outside
+    # the line; the step only stages writes. The result commit stays atomic: a
+    # crash before it leaves the round as today (R95), after it nothing is lost.
+    """
+    checkpoint = dict(waiter.state.get("checkpoint") or {})
+    if checkpoint.get("phase") != "tools" or checkpoint.get("pending") or note.get("control"):
+        return None
+    agent = await runtime.agent()
+    if agent.hooks("pi.generation", "after_tools"):
+        return None
+    services = services_of(runtime)
+    siblings = [int(i) for i in checkpoint.get("tools") or [] if int(i) != runtime.task_id]
+    message = note.get("message")
+    planned = await plan_request(
+        runtime, dict(FIRST_CHECKPOINT), [message] if isinstance(message, dict) else []
+    )
+    if not isinstance(planned, Preparation):
+        return None
+    conversation_id = waiter.conversation_id
+    assistant_id = int(checkpoint["assistant"])
+
+    async def step(tx: Tx) -> Completed | None:
+        # The siblings have ended by now (the kernel checked): a control among
+        # their outcomes leaves the settlement to ``tools_phase`` (R90).
+        for sibling in siblings:
+            record = await services.session.read_task(sibling)
+            outcome = record.state.get("outcome") if record is not None else None
+            if not isinstance(outcome, dict) or _control({"task_id": sibling}, {sibling: outcome}):
+                return None
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        entries = [int(s["entry"]) for s in live.get("tools") or [] if s.get("entry") is not None]
+        tail = max(entries, default=None)
+        return await _hand_over(tx, services, conversation_id, assistant_id, planned, tail)
+
+    return Continuation(waiter.id, services.task_definition("pi.generation"), step)
 
 
 def _control(slot: JsonObject, outcomes: dict[int, JsonObject]) -> JsonObject:
@@ -243,6 +341,7 @@ async def _next_sequential(
             },
         )
 
+    runtime.offer_continuation(settle_with_last_result)
     await runtime.commit(start_next)
 
 

@@ -16,14 +16,18 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import httpx2
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp import types as mcp_types
-from mcp.client.streamable_http import streamable_http_client
 
 from pi_durable_tui.harness.mcp._config import McpServerConfig
+
+if TYPE_CHECKING:
+    # REMINDER: the SDK is imported where a server starts, never at module import:
+    # it costs about 0.3 s and 30 MiB, which every start of pidurable would pay
+    # (`bench tui`'s first paint) though most sessions configure no server.
+    from mcp import ClientSession
+    from mcp import types as mcp_types
 
 # REMINDER: a stdio server's stdin is the protocol, so the orphan guard of bash
 # (a pipe on stdin) cannot watch it; this launcher asks Linux to SIGKILL the
@@ -82,6 +86,9 @@ class McpConnection:
         return "failed" if self.last_error is not None else "stopped"
 
     async def _serve(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
         errlog: IO[str] | None = None
         try:
             async with contextlib.AsyncExitStack() as stack:
@@ -152,6 +159,8 @@ class McpConnection:
 
     async def list_tools(self) -> list[mcp_types.Tool]:
         """Every tool the server offers (following pagination)."""
+        from mcp import types as mcp_types
+
         session = await self.session()
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-
-from mcp import types as mcp_types
+from typing import TYPE_CHECKING
 
 from pi_durable_tui.ai import ImageContent, TextContent
 from pi_durable_tui.harness.extensions import (
@@ -29,6 +28,9 @@ from pi_durable_tui.harness.extensions import (
 from pi_durable_tui.harness.mcp._connection import McpConnection, McpServerError
 from pi_durable_tui.harness.mcp._search import tool_search_tool
 
+if TYPE_CHECKING:
+    from mcp import types as mcp_types  # imported where a server runs (_connection)
+
 
 def mcp_tool_name(server: str, tool: str) -> str:
     """The harness name of a server's tool."""
@@ -37,6 +39,8 @@ def mcp_tool_name(server: str, tool: str) -> str:
 
 def result_content(result: mcp_types.CallToolResult) -> list[TextContent | ImageContent]:
     """The model's view of a result: text and images; other blocks as their JSON."""
+    from mcp import types as mcp_types
+
     items: list[TextContent | ImageContent] = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):

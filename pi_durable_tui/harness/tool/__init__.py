@@ -1,16 +1,16 @@
 """The tool task ``pi.tool``: one tool call from resolution to its result entry (R93-R107; issue 7).
 
-A part of the harness, not a public face: ``ToolOutputBuffer``, ``OutputChange``
-and ``ProgressThrottle`` are imported from ``pi_durable_tui.harness``; the
+A part of the harness, not a public face: ``ToolOutputBuffer`` and ``OutputChange``
+are imported from ``pi_durable_tui.harness``; the
 built-in registry takes ``TOOL_TASK``.
 
 Its private modules, lowest first (each imports only the ones before it):
 
-- ``_throttle``: the adaptive throttle of a running tool's progress commits (R103);
 - ``_output``: the bounded buffer a running tool's output streams into (R102,
   R103, R105);
-- ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and
-  its progress commits (R102-R104);
+- ``_tool_api``: ``ToolCallApi``, the ``api`` a tool's ``execute`` receives (the
+  ``ToolApi`` surface only), and ``CallProgress`` behind it, the task's side
+  with the progress commits (R102-R104);
 - ``_approval``: the permission gate and durable approvals (issue 13);
 - ``_tool_task``: the task: call phase, execution, result (R93-R101, R106).
 
@@ -27,7 +27,6 @@ from pi_durable_tui.harness.tool._approval import (
     set_session_mode,
 )
 from pi_durable_tui.harness.tool._output import OutputChange, ToolOutputBuffer
-from pi_durable_tui.harness.tool._throttle import ProgressThrottle
 from pi_durable_tui.harness.tool._tool_task import TOOL_TASK
 
 __all__ = [
@@ -36,7 +35,6 @@ __all__ = [
     "Choice",
     "DecisionRejected",
     "OutputChange",
-    "ProgressThrottle",
     "ToolOutputBuffer",
     "commit_decision",
     "session_policy",

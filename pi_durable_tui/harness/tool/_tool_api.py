@@ -1,13 +1,16 @@
-"""``ToolCallApi``: the ``api`` a tool's ``execute`` receives, and its progress commits.
+"""``ToolCallApi``, the ``api`` a tool's ``execute`` receives, and ``CallProgress`` behind it.
 
-Output goes into a ``ToolOutputBuffer`` (bounded, exact dropped counts, control
-characters stripped from the retained window, R102). A background flusher commits
-the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``, ``details``,
-``diagnostics``) with the adaptive throttle of R103: the first change after an
-idle period at once, then at least ``progress.output_interval_ms`` apart and at
-most about 100 KiB/s of written bytes, one commit in flight, changes made
-meanwhile coalesced (real monotonic time, not the harness clock: it bounds the
-commit rate of a real process). A slot update applies only while the round still
+``ToolCallApi`` shows a tool author the ``ToolApi`` surface and nothing else
+(issue 14); what the tool task reads back (the buffer, the details, the
+diagnostics, ``settle``) is ``CallProgress``, which the task holds and the tool
+never sees. Output goes into a ``ToolOutputBuffer`` (bounded, exact dropped counts, control
+characters stripped from the retained window, R102). The harness's
+``ThrottledCommitter`` (``harness/_progress.py``, shared with streamed partials)
+commits the slot's changes (``output``, ``dropped_bytes``, ``dropped_lines``,
+``details``, ``diagnostics``) with the adaptive throttle of R103: the first change
+after an idle period at once, then at least ``progress.output_interval_ms`` apart
+and at most about 100 KiB/s of written bytes, one commit in flight, changes made
+meanwhile coalesced. A slot update applies only while the round still
 holds a slot with this task's ID. The output window of a progress commit passes
 through the harness's ``SecretRedactor.streaming`` first, withholding a possible
 start of a secret at its end; the commit itself redacts every other string
@@ -18,32 +21,24 @@ a commit holds the value (R104); the terminal commit is the final flush.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from pi_durable_tui.harness._runtime import BoundConversation, HarnessRuntime, services_of
-from pi_durable_tui.harness.extensions import Diagnostic, HarnessTask, OutputLimits, Severity
+from pi_durable_tui.harness._progress import ProgressThrottle, ThrottledCommitter
+from pi_durable_tui.harness._runtime import HarnessRuntime, TaskScope
+from pi_durable_tui.harness._services import HarnessServices
+from pi_durable_tui.harness.extensions import Diagnostic, OutputLimits, Severity
 from pi_durable_tui.harness.state import LIVE_DOC, slot_of_task
 from pi_durable_tui.harness.tool._output import ToolOutputBuffer
-from pi_durable_tui.harness.tool._throttle import ProgressThrottle
-from pi_durable_tui.kernel import TaskDefinition, TaskGateClosed, Tx
+from pi_durable_tui.kernel import Tx
 from pi_durable_tui.storage.json_ops import Json, copy_json
 
 if TYPE_CHECKING:
     from pi_durable_tui.env import ExecutionEnv, OutputWindow
-    from pi_durable_tui.storage.records import TaskRecord
 
 T = TypeVar("T")
 _UNSET: Any = object()
 _MISSING: Any = object()
-
-
-def _now_ms() -> float:
-    # REMINDER: real monotonic time, not the harness clock: the throttle bounds the
-    # commit rate of a real process (a test's ManualClock never moves by itself).
-    return time.monotonic() * 1000
 
 
 class NoEnvironment(RuntimeError):
@@ -53,191 +48,56 @@ class NoEnvironment(RuntimeError):
         super().__init__("No execution environment is configured")
 
 
-class ToolCallApi:
-    """The ``ToolApi`` of one execution of one tool call.
+class CallProgress:
+    """A running call's progress and its throttled commits: the tool task's side (R102-R104).
 
     Args:
         runtime: The tool task's runtime.
-        call_id: The provider's call ID.
-        tool_name: The tool's name.
+        services: The harness's services (the streaming redactor).
         limits: The tool's output limits.
-        env: The environment built for this execution, or ``None``.
         interval_ms: ``progress.output_interval_ms`` read when execution started.
     """
 
     def __init__(
         self,
         runtime: HarnessRuntime,
-        call_id: str,
-        tool_name: str,
+        services: HarnessServices,
         limits: OutputLimits,
-        env: ExecutionEnv | None,
         interval_ms: int,
     ) -> None:
         self._runtime = runtime
-        self._call_id = call_id
-        self._tool_name = tool_name
-        self._limits = limits
-        self._env = env
+        self.limits = limits
+        self.interval_ms = interval_ms
         self.buffer = ToolOutputBuffer(limits)
-        self._throttle = ProgressThrottle(min_interval_ms=interval_ms)
-        self._interval_ms = interval_ms
+        throttle = ProgressThrottle(min_interval_ms=interval_ms)
+        self._committer = ThrottledCommitter(self._commit_progress, throttle)
         self.details_value: Json = _UNSET
         self.diagnostics: list[Diagnostic] = []
         self._details_waiters: list[asyncio.Future[None]] = []
-        self._dirty = asyncio.Event()
-        self._flusher: asyncio.Task[None] | None = None
         self._settled = False
-        self._in_commit = False
         self._committed_output = ""
-        self._redactor = services_of(runtime).redactor
+        self._redactor = services.redactor
 
-    # -- the ToolApi face --
-
-    @property
-    def task_id(self) -> int:
-        """The tool task's ID."""
-        return self._runtime.task_id
-
-    @property
-    def call_id(self) -> str:
-        """The provider's call ID."""
-        return self._call_id
-
-    @property
-    def conversation_id(self) -> int:
-        """The conversation the call belongs to."""
-        return self._runtime.conversation_id
-
-    @property
-    def aborted(self) -> asyncio.Event:
-        """Set when the call is being aborted, before its coroutine is cancelled."""
-        return self._runtime.aborted
-
-    @property
-    def env(self) -> ExecutionEnv:
-        """The execution environment.
-
-        Raises:
-            NoEnvironment: When none is configured.
-        """
-        if self._env is None:
-            raise NoEnvironment()
-        return self._env
-
-    @property
-    def output_window(self) -> OutputWindow | None:
-        """The window an environment may skip to, for tail-retaining tools (R105)."""
-        if self._limits.retain != "tail":
-            return None
-        from pi_durable_tui.env import OutputWindow
-
-        return OutputWindow(
-            max_bytes=self._limits.max_bytes,
-            max_lines=self._limits.max_lines,
-            min_interval_ms=self._interval_ms,
-            bytes_per_second=102400,
-        )
-
-    def output(self, chunk: str | bytes, skipped: tuple[int, int, bool] | None = None) -> None:
-        """Append output (R102); ``skipped`` adds what an environment skipped (R105).
-
-        ``skipped`` is ``(bytes, newlines, ends_line)``: the counts of the output the
-        environment dropped just before ``chunk``, and whether it ended a line.
+    def check_open(self, call_id: str) -> None:
+        """Refuse a change after the call settled.
 
         Raises:
             RuntimeError: After the call settled.
         """
         if self._settled:
-            raise RuntimeError(f"Tool call {self._call_id} has settled")
-        if skipped is not None:
-            byte_count, line_count, ends_line = skipped
-            self.buffer.skip(byte_count, line_count, ends_line=ends_line)
-        if chunk:
-            self.buffer.write(chunk)
-        self._changed()
+            raise RuntimeError(f"Tool call {call_id} has settled")
+
+    def changed(self) -> None:
+        """Schedule a progress commit (R103)."""
+        self._committer.changed()
 
     def details(self, value: Json) -> asyncio.Future[None]:
-        """Replace the running details now (R104).
-
-        Returns:
-            A future resolved after the commit holding the value; awaiting it is
-            optional (the value is recorded at the call).
-
-        Raises:
-            RuntimeError: After the call settled.
-        """
-        if self._settled:
-            raise RuntimeError(f"Tool call {self._call_id} has settled")
+        """Record the running details; the future resolves once a commit holds them."""
         self.details_value = copy_json(value)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._details_waiters.append(future)
-        self._changed()
+        self.changed()
         return future
-
-    def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
-        """Record a model-visible remark; it is committed with the next progress commit."""
-        self.diagnostics.append(Diagnostic(severity, message, code))
-        self._changed()
-
-    @overload
-    async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
-    @overload
-    async def commit(self, fn: Callable[[Tx], T]) -> T: ...
-    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
-        """Commit as the tool task (entries it appends get ``by_task_id``)."""
-        return await self._runtime.commit(fn)
-
-    async def memo(self, name: str, candidate: Any = _MISSING) -> Json:
-        """The task's first-writer-wins memo (R40)."""
-        if candidate is _MISSING:
-            return await self._runtime.memo(name)
-        return await self._runtime.memo(name, candidate)
-
-    def definition(self, task: HarnessTask | str) -> TaskDefinition:
-        """The kernel definition installed for a harness task, for ``tx.create_task``."""
-        return self._runtime.definition(task)
-
-    def conversation(self, conversation_id: int) -> BoundConversation:
-        """A handle on a conversation, bound to this invocation (R107)."""
-        return self._runtime.conversation(conversation_id)
-
-    async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
-        """Abort a task of the session (R46): explicit aborts reach background tasks."""
-        return await services_of(self._runtime).session.abort_task(task_id)
-
-    async def wait_for_task(self, task_id: int) -> TaskRecord:
-        """Wait until a task of the session is terminal (R56)."""
-        return await self._runtime.wait_for_task(task_id)
-
-    # -- progress commits (R103) --
-
-    def _changed(self) -> None:
-        self._dirty.set()
-        if self._flusher is None:
-            self._flusher = asyncio.ensure_future(self._flush_loop())
-
-    async def _flush_loop(self) -> None:
-        throttle = self._throttle
-        try:
-            while not self._settled:
-                await self._dirty.wait()
-                due = throttle.changed(_now_ms())
-                if due is not None and due > _now_ms():
-                    await asyncio.sleep((due - _now_ms()) / 1000)
-                if self.settled:  # settle() may have run during the sleep
-                    return
-                self._dirty.clear()
-                throttle.begin(_now_ms())
-                written = 0
-                self._in_commit = True
-                try:
-                    written = await self._commit_progress()
-                finally:
-                    self._in_commit = False
-                    throttle.end(_now_ms(), written)
-        except TaskGateClosed:
-            return  # the call is being aborted or the harness closes: nothing more to show
 
     async def _commit_progress(self) -> int:
         """Commit what changed; returns the bytes of output the commit wrote (R103)."""
@@ -248,10 +108,11 @@ class ToolCallApi:
         # An output that grew at its end is stored as an append of the new text;
         # anything else (a sliding tail) replaces the whole string.
         written = output[len(shown) :] if output.startswith(shown) else output
+        conversation_id, task_id = self._runtime.conversation_id, self._runtime.task_id
 
         async def write(tx: Tx) -> bool:
-            live = await tx.doc(LIVE_DOC, self.conversation_id)
-            slot = slot_of_task(live, self.task_id)
+            live = await tx.doc(LIVE_DOC, conversation_id)
+            slot = slot_of_task(live, task_id)
             if slot is None:
                 return False
             slot.update(snapshot)
@@ -280,20 +141,12 @@ class ToolCallApi:
         """Stop progress commits; the terminal commit writes the final state (R85, R104).
 
         A progress commit in flight is allowed to land first (it holds the line
-        before the terminal commit anyway); a flusher that only waits is cancelled.
+        before the terminal commit anyway); a committer that only waits is cancelled.
         """
         self._settled = True
         if not self.buffer.finished:
             self.buffer.finish()  # an incomplete character at the end becomes U+FFFD
-        flusher, self._flusher = self._flusher, None
-        if flusher is None:
-            return
-        if self._in_commit:
-            self._dirty.set()
-        else:
-            flusher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await flusher
+        await self._committer.stop()
 
     @property
     def settled(self) -> bool:
@@ -311,3 +164,119 @@ class ToolCallApi:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+
+
+class ToolCallApi(TaskScope):
+    """The ``ToolApi`` of one execution of one tool call: what a tool author may use.
+
+    A ``TaskScope`` of the tool task's invocation: ``task_id``,
+    ``conversation_id``, ``aborted``, ``definition``, ``conversation`` and
+    ``wait_for_task`` are the runtime's own, not forwarded.
+
+    Args:
+        runtime: The tool task's runtime.
+        services: The harness's services (the session, for ``abort_task``).
+        progress: The call's progress, which output, details and diagnostics go to.
+        call_id: The provider's call ID.
+        env: The environment built for this execution, or ``None``.
+    """
+
+    def __init__(
+        self,
+        runtime: HarnessRuntime,
+        services: HarnessServices,
+        progress: CallProgress,
+        call_id: str,
+        env: ExecutionEnv | None,
+    ) -> None:
+        super().__init__(*runtime._share())
+        self._harness_runtime = runtime
+        self._session = services.session
+        self._progress = progress
+        self._call_id = call_id
+        self._env = env
+
+    @property
+    def call_id(self) -> str:
+        """The provider's call ID."""
+        return self._call_id
+
+    @property
+    def env(self) -> ExecutionEnv:
+        """The execution environment.
+
+        Raises:
+            NoEnvironment: When none is configured.
+        """
+        if self._env is None:
+            raise NoEnvironment()
+        return self._env
+
+    @property
+    def output_window(self) -> OutputWindow | None:
+        """The window an environment may skip to, for tail-retaining tools (R105)."""
+        limits = self._progress.limits
+        if limits.retain != "tail":
+            return None
+        from pi_durable_tui.env import OutputWindow
+
+        return OutputWindow(
+            max_bytes=limits.max_bytes,
+            max_lines=limits.max_lines,
+            min_interval_ms=self._progress.interval_ms,
+            bytes_per_second=102400,
+        )
+
+    def output(self, chunk: str | bytes, skipped: tuple[int, int, bool] | None = None) -> None:
+        """Append output (R102); ``skipped`` adds what an environment skipped (R105).
+
+        ``skipped`` is ``(bytes, newlines, ends_line)``: the counts of the output the
+        environment dropped just before ``chunk``, and whether it ended a line.
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
+        progress = self._progress
+        progress.check_open(self._call_id)
+        if skipped is not None:
+            byte_count, line_count, ends_line = skipped
+            progress.buffer.skip(byte_count, line_count, ends_line=ends_line)
+        if chunk:
+            progress.buffer.write(chunk)
+        progress.changed()
+
+    def details(self, value: Json) -> asyncio.Future[None]:
+        """Replace the running details now (R104).
+
+        Returns:
+            A future resolved after the commit holding the value; awaiting it is
+            optional (the value is recorded at the call).
+
+        Raises:
+            RuntimeError: After the call settled.
+        """
+        self._progress.check_open(self._call_id)
+        return self._progress.details(value)
+
+    def diagnostic(self, severity: Severity, message: str, code: str | None = None) -> None:
+        """Record a model-visible remark; it is committed with the next progress commit."""
+        self._progress.diagnostics.append(Diagnostic(severity, message, code))
+        self._progress.changed()
+
+    @overload
+    async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
+    @overload
+    async def commit(self, fn: Callable[[Tx], T]) -> T: ...
+    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
+        """Commit as the tool task (entries it appends get ``by_task_id``)."""
+        return await self._harness_runtime.commit(fn)
+
+    async def memo(self, name: str, candidate: Any = _MISSING) -> Json:
+        """The task's first-writer-wins memo (R40)."""
+        if candidate is _MISSING:
+            return await self._harness_runtime.memo(name)
+        return await self._harness_runtime.memo(name, candidate)
+
+    async def abort_task(self, task_id: int) -> Literal["terminal", "marked"]:
+        """Abort a task of the session (R46): explicit aborts reach background tasks."""
+        return await self._session.abort_task(task_id)

@@ -5,6 +5,9 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call``,
 ``execute {"arguments", "replay"}`` (the durable intent); result
 ``{"entry_id", "control"?}``.
 
+The commit of a round's last result also settles the round and starts the next
+generation when the generation offered that (``runtime.continuation``, issue 14).
+
 - ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
   arguments, run the ``before_tool`` chain, validate again - none of which records
   intent - then pass the permission gate (``_approval``: run, refuse, or wait
@@ -45,6 +48,7 @@ from pi_durable_tui.harness.extensions import (
     ToolCallInfo,
     ToolResult,
     bound_text,
+    call_hook,
     define_task,
     invoke,
     truncation_notice,
@@ -59,8 +63,19 @@ from pi_durable_tui.harness.state import (
     tool_result_message,
 )
 from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
-from pi_durable_tui.harness.tool._tool_api import ToolCallApi
-from pi_durable_tui.kernel import Aborted, Completed, Failed, Report, Running, Tx
+from pi_durable_tui.harness.tool._tool_api import CallProgress, ToolCallApi
+from pi_durable_tui.kernel import (
+    Aborted,
+    Completed,
+    Failed,
+    Report,
+    Running,
+    SessionClosed,
+    SessionFailed,
+    TaskGateClosed,
+    Tx,
+)
+from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import Json, JsonObject
 from pi_durable_tui.storage.records import TaskRecord
 
@@ -166,7 +181,33 @@ async def _commit_result(
             return Aborted(result=value)
         return Completed(value)
 
-    await runtime.commit(finish)
+    # The last result of a round carries the round's settlement (issue 14): the
+    # generation offered it (``runtime.continuation``); an abort never does.
+    then = None
+    if outcome != "aborted" and not runtime.aborted.is_set():
+        try:
+            then = await runtime.continuation(
+                runtime, {"message": stored, "control": result.control}
+            )
+        except Exception as error:  # REMINDER: never at the cost of the result
+            _report_settlement(runtime, error)
+    if then is None:
+        await runtime.commit(finish)
+        return
+    try:
+        await runtime.commit(finish, then=then)
+    except (SessionFailed, SessionClosed, TaskGateClosed, StorageRejected):
+        raise
+    except Exception as error:
+        # Nothing of that commit landed: store the result alone; the generation
+        # settles the round in a commit of its own (``tools_phase``).
+        _report_settlement(runtime, error)
+        await runtime.commit(finish)
+
+
+def _report_settlement(runtime: HarnessRuntime, error: Exception) -> None:
+    text = f"Settling the round with its last result failed: {error}"
+    services_of(runtime).report(Report("settlement_failed", text, error))
 
 
 async def _error_result(
@@ -177,10 +218,10 @@ async def _error_result(
     await _commit_result(runtime, call, _Result([], [diagnostic], True), outcome, text)
 
 
-def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Result:
+def _assemble(result: ToolResult, progress: CallProgress, limits: OutputLimits) -> _Result:
     """Build the stored result of an execution that returned (R97)."""
-    diagnostics = list(api.diagnostics) + list(result.diagnostics)
-    buffer = api.buffer
+    diagnostics = list(progress.diagnostics) + list(result.diagnostics)
+    buffer = progress.buffer
     dropped = (0, 0)
     if result.content is None:
         content = _text_item(buffer.text)
@@ -194,7 +235,7 @@ def _assemble(result: ToolResult, api: ToolCallApi, limits: OutputLimits) -> _Re
         )
         content, dropped = _bound_items(items, limits)
     diagnostics += _truncation(*dropped, limits)
-    details = result.details if result.details is not None else api.last_details
+    details = result.details if result.details is not None else progress.last_details
     return _Result(
         content=content,
         diagnostics=diagnostics,
@@ -277,7 +318,8 @@ async def _execute(
     except Exception as error:  # becomes the call's tool_error (R118)
         env_error = error
     interval = services.settings().progress.output_interval_ms
-    api = ToolCallApi(runtime, call.call_id, call.name, tool.output, env, interval)
+    progress = CallProgress(runtime, services, tool.output, interval)
+    api = ToolCallApi(runtime, services, progress, call.call_id, env)
     started = time.monotonic()
     returned: ToolResult | None = None
     failure: BaseException | None = None
@@ -286,52 +328,50 @@ async def _execute(
             raise env_error
         returned = await tool.execute(validated, api)
     except asyncio.CancelledError:
-        await api.settle()
+        await progress.settle()
         raise
     except Exception as error:
         if runtime.aborted.is_set():
-            await api.settle()
+            await progress.settle()
             raise  # the abort path answers this call (R96)
         failure = error
     duration = round((time.monotonic() - started) * 1000)
-    await api.settle()
+    await progress.settle()
     if failure is not None:
         # R96, R97: the retained output, the recorded diagnostics, the error, and
         # last the truncation warning when the retained output was cut.
         diagnostics = [
-            *api.diagnostics,
+            *progress.diagnostics,
             Diagnostic("error", str(failure) or repr(failure), "tool_error"),
         ]
-        truncated = _truncation(api.buffer.dropped_lines, api.buffer.dropped_bytes, tool.output)
+        buffer = progress.buffer
+        truncated = _truncation(buffer.dropped_lines, buffer.dropped_bytes, tool.output)
         result = _Result(
-            content=_text_item(api.buffer.text),
+            content=_text_item(buffer.text),
             diagnostics=diagnostics + truncated,
             is_error=True,
-            details=api.last_details,
+            details=progress.last_details,
             duration_ms=duration,
         )
         try:
             await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
         finally:
-            api.resolve_details()  # the terminal commit is the final flush (R104)
+            progress.resolve_details()  # the terminal commit is the final flush (R104)
         return
     current = returned if isinstance(returned, ToolResult) else ToolResult()
     for hook in agent.hooks("pi.tool", "after_tool"):
-        try:
-            replaced = await invoke(hook, call.info(copy.deepcopy(arguments)), current, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"after_tool hook raised: {error}", error))
-            continue
+        info = call.info(copy.deepcopy(arguments))
+        replaced = await call_hook(
+            hook, info, current, runtime, point="after_tool", report=services.report
+        )
         if isinstance(replaced, ToolResult):
             current = replaced
-    result = _assemble(current, api, tool.output)
+    result = _assemble(current, progress, tool.output)
     result.duration_ms = duration
     try:
         await _commit_result(runtime, call, result, "completed")
     finally:
-        api.resolve_details()  # the terminal commit is the final flush (R104)
+        progress.resolve_details()  # the terminal commit is the final flush (R104)
 
 
 async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -508,13 +548,10 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     )
     current = built
     for hook in agent.hooks("pi.tool", "on_abort"):
-        try:
-            replaced = await invoke(hook, call.info(dict(call.arguments)), current, runtime)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            services.report(Report("hook_failed", f"on_abort hook raised: {error}", error))
-            continue
+        info = call.info(dict(call.arguments))
+        replaced = await call_hook(
+            hook, info, current, runtime, point="on_abort", report=services.report
+        )
         if isinstance(replaced, ToolResult):
             current = replaced
     if current is not built:

@@ -31,6 +31,7 @@ Outside itself, this package imports only the commit line's lower levels
 """
 
 from pi_durable_tui.kernel.tasks._backoff import BASE_DELAY_MS, MAX_DELAY_MS
+from pi_durable_tui.kernel.tasks._continuations import Continuation
 from pi_durable_tui.kernel.tasks._definitions import (
     AbortHandler,
     PhaseHandler,
@@ -62,6 +63,7 @@ __all__ = [
     "AbortHandler",
     "Aborted",
     "Completed",
+    "Continuation",
     "Failed",
     "LiveIndex",
     "PhaseHandler",

@@ -33,6 +33,7 @@ from typing import Any
 from pi_durable_tui.kernel._errors import SessionClosed
 from pi_durable_tui.kernel._staging import StagedCommit
 from pi_durable_tui.kernel.tasks._backoff import WriteBackoff
+from pi_durable_tui.kernel.tasks._continuations import ContinuationOffers
 from pi_durable_tui.kernel.tasks._definitions import PhaseHandler, TaskDefinition
 from pi_durable_tui.kernel.tasks._host import TaskHost
 from pi_durable_tui.kernel.tasks._ownership import cascade_source
@@ -86,6 +87,8 @@ class Invocations:
         self._backoff = backoff
         self._on_ended = on_ended
         self.active: dict[int, Invocation] = {}
+        self.offers = ContinuationOffers()
+        """What waiting tasks offer the task that ends their wait (``_continuations``)."""
 
     def __contains__(self, task_id: object) -> bool:
         return task_id in self.active
@@ -97,7 +100,10 @@ class Invocations:
     def start(self, task_id: int, definition: TaskDefinition, mode: InvocationMode) -> None:
         """Start an invocation of a task the scheduler has just reserved."""
         signal = InvocationSignal()
-        runtime = TaskRuntime(self._host, self._waits.wait_for_task, task_id, mode, signal)
+        self.offers.drop(task_id)  # an offer belongs to the wait the task has left
+        runtime = TaskRuntime(
+            self._host, self._waits.wait_for_task, task_id, mode, signal, self.offers
+        )
         invocation = Invocation(task_id, mode, definition, runtime, signal)
         self.active[task_id] = invocation
         invocation.coroutine = asyncio.ensure_future(self._invoke(invocation))

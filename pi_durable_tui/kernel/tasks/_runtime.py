@@ -6,8 +6,9 @@ closes, when the task is not running (``Task <id> is terminal`` / ``is
 <status>``), and, for a run invocation, when the task carries a durable abort
 mark (``Task <id> has a durable abort mark``).
 
-- ``commit(fn)``: a gated commit; ``fn(tx)`` may return the task's next state,
-  which replaces the state in the same commit as the callback's other writes.
+- ``commit(fn, then=None)``: a gated commit; ``fn(tx)`` may return the task's next
+  state, which replaces the state in the same commit as the callback's other
+  writes; ``then`` carries a waiting task's next step (``_continuations``).
   Entries appended through it get ``by_task_id``. An abort handler may not
   return ``Waiting`` (R43).
 - ``memo(name, candidate)``: first writer wins, in one gated commit (R40).
@@ -34,6 +35,12 @@ from typing import Any, ClassVar, Literal, TypeVar, overload
 from pi_durable_tui.kernel._errors import SessionClosed, TaskGateClosed, TaskNotFound
 from pi_durable_tui.kernel._staging import StagedCommit
 from pi_durable_tui.kernel._tx import Tx
+from pi_durable_tui.kernel.tasks._continuations import (
+    Builder,
+    Continuation,
+    ContinuationOffers,
+    run_continuation,
+)
 from pi_durable_tui.kernel.tasks._host import TaskHost
 from pi_durable_tui.kernel.tasks._states import (
     Aborted,
@@ -77,11 +84,14 @@ class TaskRuntime:
         task_id: The task.
         mode: ``run`` for phases, ``abort`` for the abort handler.
         signal: The invocation's signal, kept by the scheduler.
+        offers: The Session's continuation offers (``_continuations``).
     """
 
     _SURFACE: ClassVar[frozenset[str]] = frozenset(
         {
             "commit",
+            "continuation",
+            "offer_continuation",
             "transition",
             "memo",
             "sleep",
@@ -102,12 +112,14 @@ class TaskRuntime:
         task_id: int,
         mode: InvocationMode,
         signal: InvocationSignal,
+        offers: ContinuationOffers | None = None,
     ) -> None:
         self._host = host
         self._wait_for_task = wait_for_task
         self._task_id = task_id
         self._mode: InvocationMode = mode
         self._signal = signal
+        self._offers = offers if offers is not None else ContinuationOffers()
 
     @property
     def task_id(self) -> int:
@@ -156,17 +168,21 @@ class TaskRuntime:
         return record
 
     @overload
-    async def commit(self, fn: Callable[[Tx], Awaitable[T]]) -> T: ...
+    async def commit(
+        self, fn: Callable[[Tx], Awaitable[T]], *, then: Continuation | None = None
+    ) -> T: ...
     @overload
-    async def commit(self, fn: Callable[[Tx], T]) -> T: ...
+    async def commit(self, fn: Callable[[Tx], T], *, then: Continuation | None = None) -> T: ...
 
-    async def commit(self, fn: Callable[[Tx], Any]) -> Any:
+    async def commit(self, fn: Callable[[Tx], Any], *, then: Continuation | None = None) -> Any:
         """Commit on the line as this task; ``fn`` may return the task's next state (R38).
 
         Args:
             fn: Receives the ``Tx``. Returning a ``Running``, ``Waiting``,
                 ``Completed``, ``Failed`` or ``Aborted`` moves the task in the same
                 commit; returning ``None`` (or anything else) leaves it.
+            then: A waiting task's next step, run in this commit when the commit
+                ends that task's wait (``_continuations``, issue 14).
 
         Returns:
             What ``fn`` returned.
@@ -196,9 +212,36 @@ class TaskRuntime:
                     await apply_state(self._host, staged, self._task_id, state)
 
                 staged.on_prepare.append(apply)
+            if then is not None:
+
+                async def carry_on() -> None:  # after this task's own state (R53)
+                    await run_continuation(self._host, staged, then)
+
+                staged.on_prepare.append(carry_on)
             return result
 
         return await self._host.run(gated, origin_task=self._task_id)
+
+    def offer_continuation(self, builder: Builder) -> None:
+        """Offer this task's next step to the task whose commit will end its wait.
+
+        ``builder(record, *args)`` gets this task's record and what the ending task
+        passes to ``continuation``; it returns a ``Continuation`` or ``None``. The
+        offer lasts until it is used or this task's next invocation starts.
+        """
+        self._offers.offer(self._task_id, builder)
+
+    async def continuation(self, *args: Any) -> Continuation | None:
+        """The step of a waiter whose wait ends with this task, built now (or ``None``).
+
+        Call it just before the commit that ends this task, outside the line, and
+        pass the result as that commit's ``then``.
+        """
+        found = self._offers.take(self._host.live, self._task_id)
+        if found is None:
+            return None
+        record, builder = found
+        return await builder(record, *args)
 
     async def transition(self, state: TaskState) -> None:
         """Commit only a new state (a shorthand for ``commit(lambda tx: state)``)."""

@@ -26,7 +26,10 @@ from typing import Any
 
 import pytest
 
+from tests.app.host.conftest import serve  # the host tests' fixture (test_history)
 from tests.deadlines import WAIT
+
+__all__ = ["AcpClient", "Spawn", "serve", "text_response", "tool_response"]
 
 Choose = Callable[[dict[str, Any]], str | None]
 

@@ -7,12 +7,14 @@ the protocol's schema, not from the agent's code).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,6 +138,64 @@ def test_session_load_replays_a_stored_sessions_history(agent: Spawn) -> None:
     [call] = again.of("tool_call")
     assert call["status"] == "completed"
     assert call["title"] == "bash: echo stored-output"
+
+
+LONG = 2_500
+"""Entries of the long session: many pages of the replay, far past the window (60)."""
+
+
+ANSWER = {
+    "role": "assistant",
+    "api": "faux",
+    "provider": "faux",
+    "model": "faux-1",
+    "usage": {"input": 1, "output": 1, "cache_read": 0, "cache_write": 0, "total_tokens": 2},
+    "stop_reason": "stop",
+    "timestamp": 0,
+}
+"""A stored answer's fields (its ``content`` set per answer)."""
+
+
+async def _long_session(project: Path) -> str:
+    """A stored session of ``LONG`` entries, questions and answers in turn; its ID."""
+    from pi_durable_tui.ai import FauxProvider
+    from pi_durable_tui.app import AgentApp, AppOptions
+
+    options = AppOptions(cwd=str(project), model="faux/faux-1")
+    app = await AgentApp.open(options, faux=FauxProvider([]))
+    root = app.root
+
+    def append(tx: Any) -> None:
+        for n in range(LONG // 2):
+            question = {"role": "user", "content": f"question {n}", "timestamp": 0}
+            tx.append(root.id, "pi.user", model=[question])
+            answer = {**ANSWER, "content": [{"type": "text", "text": f"answer {n}"}]}
+            tx.append(root.id, "pi.assistant", model=[answer])
+
+    try:
+        await root.commit(append)
+        return str(app.session_id)
+    finally:
+        await app.close()
+
+
+def test_session_load_replays_every_entry_of_a_long_session_in_order_before_answering(
+    agent: Spawn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = agent()
+    monkeypatch.setenv("PIDURABLE_HOME", str(client.home))
+    session = asyncio.run(_long_session(client.project))
+    client.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+
+    params = {"sessionId": session, "cwd": str(client.project), "mcpServers": []}
+    assert client.request("session/load", params) is None  # after every update
+
+    told = [(u["update"]["sessionUpdate"], u["update"]["content"]["text"]) for u in client.updates]
+    expected = []
+    for n in range(LONG // 2):
+        expected.append(("user_message_chunk", f"question {n}"))
+        expected.append(("agent_message_chunk", f"answer {n}"))
+    assert told == expected
 
 
 def test_a_malformed_line_gets_a_json_rpc_error_and_the_agent_stays_up(agent: Spawn) -> None:

@@ -22,6 +22,7 @@ from tests.app.support import (
     write_settings,
 )
 from tests.harness.run_support import within
+from tests.wire_lines import entries, mirrored, of_type
 
 RATE_LIMITED = {"error": {"message": "rate limited", "status": 429, "retry_after_ms": 300}}
 
@@ -46,7 +47,7 @@ async def test_print_mode_prints_only_the_final_answer_after_a_tool_round(
     assert (printed.status, printed.out, printed.err) == (0, "Done.\n", "")
 
 
-async def test_json_mode_prints_a_snapshot_then_the_events_of_every_commit_up_to_the_answer_r125(
+async def test_json_mode_prints_the_wires_messages_a_snapshot_then_every_commit_up_to_the_result(
     open_app: OpenApp, project: Path
 ) -> None:
     script = write_script(project, tool_call("bash", {"command": "echo hi"}), text("Done."))
@@ -55,21 +56,24 @@ async def test_json_mode_prints_a_snapshot_then_the_events_of_every_commit_up_to
     printed = await run(app, "go", mode="json")
     await app.close()
 
-    events = printed.events()
+    found = printed.messages()
     assert printed.status == 0
-    assert events[0]["type"] == "snapshot"
-    assert events[0]["entries"] == []
-    types = [event["type"] for event in events]
-    for expected in ("run_start", "turn_start", "tool_execution_start", "tool_execution_end"):
-        assert expected in types
-    assert types.index("run_start") < types.index("run_end")
-    [settled] = [
-        e["record"] for e in events if e["type"] == "submission" and e["record"]["status"] == "done"
-    ]
-    acknowledged = [e["entry"] for e in events if e["type"] in ("message_end", "entry_appended")]
+    assert [m["t"] for m in found[:2]] == ["welcome", "snapshot"]
+    assert found[1]["entries"] == []
+    commits = of_type(found, "commit")
+    seqs = [m["seq"] for m in commits]
+    assert seqs == sorted(set(seqs))  # one message per commit, in order
+    assert seqs[0] > found[1]["seq"]
     stored = [entry.to_json() for entry in await stored_entries(app.store)]
-    assert acknowledged == stored  # every committed entry, in order, as stored (R2)
-    assert settled["answer"] == stored[-1]["id"]
+    assert entries(found) == stored  # every committed entry, in order, as stored (R2)
+    mirror = mirrored(found)  # the wire's own mirror applies every document operation
+    assert (mirror.entries, mirror.seq) == (stored, seqs[-1])
+    assert mirror.docs["pi.live"] == {}  # the run ended: no run, no tool slots
+    [settled] = [s for m in commits for s in m.get("submissions", []) if s["status"] == "done"]
+    result = found[-1]
+    assert result["t"] == "result"
+    assert (result["status"], result["text"]) == ("done", "Done.")
+    assert settled["answer"] == result["answer"] == stored[-1]["id"]
 
 
 async def test_a_retried_429_prints_the_wait_and_the_attempt_in_print_mode_r87(
@@ -85,16 +89,22 @@ async def test_a_retried_429_prints_the_wait_and_the_attempt_in_print_mode_r87(
     assert failure == "pidurable: the model request failed: rate limited"
 
 
-async def test_a_retried_429_is_an_auto_retry_start_event_with_its_delay_in_json_mode_r87(
+async def test_a_retried_429_is_committed_with_its_wait_and_printed_in_json_mode_r87(
     open_app: OpenApp, project: Path, one_retry: None
 ) -> None:
     app = await open_app(model=FAUX, faux_script=str(write_script(project, RATE_LIMITED)))
 
     printed = await run(app, "go", mode="json")
 
-    [start] = [e for e in printed.events() if e["type"] == "auto_retry_start"]
-    assert (start["attempt"], start["error_message"]) == (1, "rate limited")
-    assert 200 <= start["delay_ms"] <= 300
+    retries = [
+        op["value"]
+        for m in of_type(printed.messages(), "commit")
+        for doc in m.get("docs", [])
+        for op in doc["ops"]
+        if doc["kind"] == "pi.live" and op["path"] == ["generation", "retry"] and "value" in op
+    ]
+    assert [retry["error"] for retry in retries] == ["rate limited"]
+    assert printed.messages()[-1]["status"] == "unanswered"
     assert printed.err == "pidurable: the model request failed: rate limited\n"
 
 

@@ -258,6 +258,14 @@ async def test_an_approval_is_decided_by_a_client_and_a_second_decision_is_refus
     await follower.until(lambda m: "ran it" in _answers(follower), "the answer")
     results = [e for e in follower.mirror.entries if e["kind"] == "pi.tool-result"]
     assert "approved-output" in str(results[0]["model"])
+    # Each is said once more as a message of its own, after the commit that holds it.
+    asked = [m for m in follower.seen if m["t"] == "permission_request"]
+    decided = [m for m in follower.seen if m["t"] == "permission_decision"]
+    assert [(m["call_id"], m["tool"]) for m in asked] == [(call_id, "bash")]
+    assert [(m["call_id"], m["decision"]["choice"]) for m in decided] == [(call_id, "once")]
+    assert asked[0]["seq"] < decided[0]["seq"]
+    commit = next(m for m in follower.seen if m["t"] == "commit" and m["seq"] == asked[0]["seq"])
+    assert follower.seen.index(commit) < follower.seen.index(asked[0])
 
 
 async def test_esc_from_a_client_aborts_the_run_for_everyone_and_returns_the_queued_texts(

@@ -8,13 +8,16 @@ real socket: both screens must show the same thing, derived by the same code.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
 from pi_durable_tui.ai import FauxProvider
 from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
 from pi_durable_tui.app._wire import MAX_PENDING
+from pi_durable_tui.app.screen._store_failure import STOPPED
 from pi_durable_tui.kernel import Tx
+from tests.app.conftest import BIG
 from tests.app.host.conftest import ServeFactory
 from tests.app.screen_support import (
     AUTO_COMPACTING,
@@ -196,3 +199,22 @@ async def test_an_automatic_compaction_that_fails_is_noticed_on_the_attached_scr
         "Automatic compaction failed: Summarization failed: summarizer down. The conversation"
         " goes on uncompacted; /compact retries, /new starts fresh."
     ]
+
+
+async def test_an_attached_screen_is_told_of_the_hosts_store_failure_and_stops_too(
+    serve: ServeFactory, attach: Attach, small_disk: Path
+) -> None:
+    served = await serve(say("short"), say(BIG))
+    model, controller = await attach(served.rig.app.store)
+    await served.rig.ask("hello")
+    (small_disk / "filler").write_bytes(b"\0" * (15 * 1024 * 1024))  # about 1 MiB left
+
+    await within(controller.submit("big please"))
+    await until(lambda: model.status == STOPPED, what="the attached screen's stop")
+    await until(lambda: served.rig.model.status == STOPPED, what="the host's stop")
+    host_notice = [n.text for n in served.rig.model.notices if n.level == "error"]
+    assert [n.text for n in model.notices if n.level == "error"] == host_notice != []
+    assert not model.busy
+    assert [(n.status, n.elapsed_s) for n in model.tasks] == [("stopped", None)]
+    with pytest.raises(Exception, match=r"^the session store cannot be written \(see the notice"):
+        await within(controller.submit("more"))  # the host's words, not SessionFailed's

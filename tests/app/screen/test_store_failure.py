@@ -9,28 +9,14 @@ carry the turn on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pi_durable_tui.app.screen._store_failure import STOPPED, StoreStopped
+from tests.app.conftest import BIG
 from tests.app.screen_support import ScreenFactory, say
-from tests.cli.support import mount_tmpfs, unmount
 from tests.harness.run_support import within
-
-BIG = "word " * 200_000
-"""A 1 MB answer: its streamed partials need more than the room the filled disk leaves."""
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A 16 MiB tmpfs holding ``PIDURABLE_HOME`` (the sessions' stores)."""
-    disk = tmp_path / "disk"
-    mount_tmpfs(disk, "16m")
-    monkeypatch.setenv("PIDURABLE_HOME", str(disk / "home"))
-    yield disk
-    unmount(disk)
 
 
 async def test_a_disk_filling_under_the_screen_is_one_notice_the_status_stops_and_it_goes_on_after(
@@ -46,6 +32,9 @@ async def test_a_disk_filling_under_the_screen_is_one_notice_the_status_stops_an
     await rig.until(lambda: rig.model.status == STOPPED, "the stopped status")
 
     assert not rig.model.busy  # pi.live still says the turn runs: no commit can land
+    assert [(n.label, n.status, n.elapsed_s) for n in rig.model.tasks] == [
+        ("turn", "stopped", None)  # its clock no longer runs on either
+    ]
     assert [(n.level, n.text) for n in rig.model.notices if n.level == "error"] == [
         (
             "error",

@@ -14,7 +14,7 @@ import pytest
 
 from pi_durable_tui.app._wire import MAX_MESSAGE, WINDOW
 from pi_durable_tui.app.web import parse_web_address
-from tests.app.screen_support import FAST, say, seed_history
+from tests.app.screen_support import FAST, background_subagent, say, seed_history
 from tests.app.web.conftest import PageFactory, Socket
 from tests.harness.run_support import within
 
@@ -101,6 +101,62 @@ async def test_a_page_gets_the_snapshot_then_the_commits_of_a_prompt_it_sent(
     assert page.served.rig.texts("user") == ["from the browser"]
     clients = page.served.host.clients
     assert any(c["name"] == "web" and c["address"].startswith("127.0.0.1:") for c in clients)
+
+
+def _subagents(nodes: list[dict[str, Any]]) -> list[int]:
+    """The conversations of the subagents in a ``tasks`` tree, depth first."""
+    found = []
+    for node in nodes:
+        if node.get("subagent_conversation_id"):
+            found.append(node["subagent_conversation_id"])
+        found += _subagents(node.get("children") or [])
+    return found
+
+
+def _texts(socket: Socket, kind: str) -> list[str]:
+    return [str(e["model"]) for e in socket.mirror.entries if e["kind"] == kind]
+
+
+async def test_a_page_follows_a_subagents_conversation_from_the_task_tree_and_back_to_main(
+    web_page: PageFactory,
+) -> None:
+    page = await web_page(*background_subagent(say("Started the review.")), settings=FAST)
+    socket = await page.socket()
+    root = (await socket.hello())["conversation"]
+    await socket.call(1, "submit", text="go")
+    while not _subagents(socket.mirror.tasks):
+        await socket.next()
+    [child] = _subagents(socket.mirror.tasks)
+
+    await socket.ws.send_str(json.dumps({"t": "follow", "conversation": child}))
+    snapshot = await socket.next("snapshot")
+    assert snapshot["conversation"] == child != root
+    while not any("[bg] review" in text for text in _texts(socket, "pi.user")):
+        await socket.next()  # the subagent's task, in its snapshot or a commit after it
+    page.served.rig.release("bg-go")
+    while not any("Findings: fine." in text for text in _texts(socket, "pi.assistant")):
+        await socket.next()  # the subagent's own commits, as they come
+    assert socket.mirror.conversation == child
+    shown = socket.mirror.seq
+
+    # A page that reconnects while it shows the subagent gets what it missed of it, no snapshot.
+    again = await page.socket()
+    hello = {"t": "hello", "v": 1, "name": "web", "conversation": child, "since": snapshot["seq"]}
+    await again.ws.send_str(json.dumps(hello))
+    replayed: list[dict[str, Any]] = []
+    while not replayed or replayed[-1]["seq"] < shown:
+        message = json.loads((await within(again.ws.receive())).data)  # no mirror: a reconnect's
+        assert message["t"] != "snapshot"
+        if message["t"] == "commit":
+            replayed.append(message)
+    assert replayed[0]["seq"] > snapshot["seq"]
+    found = [str(e["model"]) for m in replayed for e in m.get("entries", [])]
+    assert any("Findings: fine." in text for text in found)
+
+    await socket.ws.send_str(json.dumps({"t": "follow", "conversation": root}))
+    back = await socket.next("snapshot")
+    assert back["conversation"] == root
+    assert any("go" in text for text in _texts(socket, "pi.user"))
 
 
 async def test_a_late_page_of_a_10000_entry_session_gets_the_newest_window(

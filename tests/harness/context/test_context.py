@@ -14,7 +14,7 @@ from pi_durable_tui.harness.context._context import (
     EntryNotVisible,
     RangeCache,
     active_range,
-    derive_context,
+    derive_range,
     is_stale_head,
     load_context,
 )
@@ -237,7 +237,7 @@ def test_r76_the_view_holds_raw_entries_marker_first_and_contributions_per_entry
 def test_r76_only_the_first_entry_of_a_range_may_be_a_marker() -> None:
     marker = entry(3, "pi.reset", head=3)
     with pytest.raises(ValueError, match="pass the output of active_range"):
-        derive_context([user_entry(2, "a"), marker])
+        derive_range([user_entry(2, "a"), marker])
 
 
 # --- R63 / R113: competing compactions ---------------------------------------------------

@@ -52,6 +52,25 @@ from tests.harness.run_support import (
 # -- R96-R99, R102: result assembly --
 
 
+def public_names(kind: type) -> set[str]:
+    return {name for name in dir(kind) if not name.startswith("_")}
+
+
+async def test_a_tools_api_shows_exactly_the_tool_api_surface_and_nothing_of_the_task(
+    open_rig: RigFactory,
+) -> None:
+    seen: list[set[str]] = []
+
+    async def execute(_args: Any, api: ToolApi) -> ToolResult:
+        seen.append({name for name in dir(api) if not name.startswith("_")})
+        return ToolResult(content="ok")
+
+    await one_call(open_rig, [make_tool("probe", execute)])
+
+    # The buffer, details, diagnostics and settle() are the task's (CallProgress).
+    assert seen == [public_names(ToolApi) - public_names(object)]
+
+
 async def test_the_retained_output_is_the_content_and_diagnostics_render_in_a_harness_block_r97_r98(
     open_rig: RigFactory,
 ) -> None:
@@ -289,7 +308,10 @@ async def test_details_resolve_after_the_commit_that_holds_them_r104(
 async def test_the_result_commit_clears_the_slots_progress_and_links_the_entry_r106(
     open_rig: RigFactory,
 ) -> None:
-    rig, gate, handle = await start_gate(open_rig)
+    # An after_tools observer keeps the settlement (which drops the slots) out of
+    # the result commit (issue 14), so the slot the result commit left is visible.
+    observer = hook("pi.generation", after_tools=lambda *_: None)
+    rig, gate, handle = await start_gate(open_rig, hooks=[observer])
     gate.opened.set()
     await within(handle.wait())
 
@@ -352,6 +374,27 @@ async def test_on_abort_replaces_the_aborted_result_r101(open_rig: RigFactory) -
         {"type": "text", "text": "cleaned up"},
         harness_block("[error] Tool gate was aborted", "[info] rolled back"),
     ]
+
+
+async def test_a_raising_on_abort_hook_is_reported_and_the_next_one_still_replaces_r101_r117(
+    open_rig: RigFactory,
+) -> None:
+    def broken(_call: Any, _result: ToolResult, _rt: Any) -> None:
+        raise RuntimeError("cleanup broke")
+
+    def replace(_call: Any, result: ToolResult, _rt: Any) -> ToolResult:
+        return dataclasses.replace(result, content="cleaned up")
+
+    hooks = [hook("pi.tool", on_abort=broken), hook("pi.tool", on_abort=replace)]
+    rig, _gate, handle = await start_gate(open_rig, hooks=hooks)
+
+    await within(rig.root.abort())
+    await within(handle.wait())
+
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert message(result)["content"][0] == {"type": "text", "text": "cleaned up"}
+    [failure] = [r for r in rig.reports if r.code == "hook_failed"]
+    assert failure.message == "on_abort hook raised: cleanup broke"
 
 
 async def test_on_abort_hooks_see_the_committed_output_details_and_diagnostics_r101(

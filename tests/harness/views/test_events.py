@@ -112,10 +112,8 @@ async def test_a_run_with_a_tool_round_yields_its_events_in_R125_order(
     assert log.batch_with("run_start") == [
         *("message_start", "message_end", "submission", "run_start", "turn_start")
     ]
-    assert log.batch_with("tool_execution_end") == [
-        "tool_execution_end",
-        "message_start",
-        "message_end",
+    assert log.batch_with("tool_execution_end") == [  # the result settles the round (issue 14)
+        *("tool_execution_end", "message_start", "message_end", "turn_end", "turn_start")
     ]
     assert log.batch_with("run_end") == [
         *("message_end", "turn_end", "run_end", "submission", "usage_changed")
@@ -209,8 +207,9 @@ async def test_a_steer_queues_as_a_submission_and_is_placed_after_the_tool_round
     await log.until("run_end")
     queued = log.batch_with("inbox_update", items=[{"id": steer.id, "mode": "steer"}])
     assert queued == ["submission", "inbox_update"]
-    assert log.batch_with("inbox_update", items=[]) == [
-        *("message_start", "message_end", "turn_end", "submission", "inbox_update", "turn_start")
+    assert log.batch_with("inbox_update", items=[]) == [  # with the result (issue 14)
+        *("tool_execution_end", "message_start", "message_end", "message_start", "message_end"),
+        *("turn_end", "submission", "inbox_update", "turn_start"),
     ]
     assert log.of("run_end")[0]["inputs"] == [first.id, steer.id]
 

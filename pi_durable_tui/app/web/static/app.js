@@ -6,7 +6,11 @@
 // the transcript (Markdown), the streamed message, tool cards, the task tree,
 // the queue, a pending approval with its choices, the status and the footer.
 // Everything it does is a `call` the host runs through its harness; the effect
-// comes back as commits. Untrusted text is put in with textContent only (and
+// comes back as commits. A subagent's entry in the task tree opens that
+// conversation's transcript, as the terminal's task tree does: the page sends
+// `follow` (the message an attached terminal's feed sends) and the host answers
+// with that conversation's snapshot; "Back to main" follows the root again.
+// Prompts, Esc and decisions act on the conversation shown. Untrusted text is put in with textContent only (and
 // PiMarkdown builds nodes, never HTML), after its control characters are gone.
 "use strict";
 
@@ -18,7 +22,9 @@
   const pending = new Map(); // call id -> [resolve, reject]
   let socket = null;
   let nextCall = 1;
+  let root = 0; // the main conversation (welcome.root)
   let ended = false;
+  let stopped = "";  // the host's store failed (issue 12): nothing runs on
   let scheduled = false;
 
   function el(tag, className, text) {
@@ -208,7 +214,7 @@
     }
     for (const [key, item] of rendered) if (!keep.has(key)) { item.node.remove(); rendered.delete(key); }
     $("older").hidden = !mirror.hasOlder;
-    renderApproval(); renderQueue(); renderTasks(); renderStatus();
+    renderApproval(); renderQueue(); renderTasks(); renderViewing(); renderStatus();
     if (pinned) wrap.scrollTop = wrap.scrollHeight;
   }
 
@@ -268,6 +274,14 @@
     const ul = el("ul");
     for (const node of nodes || []) {
       const li = el("li", "", `${node.label} · ${node.status}${node.phase ? ` (${node.phase})` : ""}${node.background ? " · background" : ""}`);
+      const conversation = Number(node.subagent_conversation_id) || 0;
+      if (conversation && conversation !== mirror.conversation) {
+        const open = el("button", "open-conversation", "open");
+        open.type = "button";
+        open.dataset.conversation = String(conversation);
+        open.addEventListener("click", () => follow(conversation));
+        li.appendChild(open);
+      }
       if (node.children && node.children.length) li.appendChild(taskList(node.children));
       ul.appendChild(li);
     }
@@ -279,15 +293,22 @@
     $("tasks-panel").hidden = !mirror.tasks.length;
   }
 
+  function renderViewing() {
+    const other = Boolean(root && mirror.conversation && mirror.conversation !== root);
+    $("viewing").hidden = !other;
+    if (other) $("viewing-label").textContent = `Subagent conversation ${mirror.conversation}`;
+  }
+
   function renderStatus() {
     const live = obj(mirror.docs["pi.live"]);
     const running = (live.tools || []).find((s) => s && s.status === "running");
     let status = "";
-    if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
+    if (stopped) status = stopped;
+    else if (obj(live.generation).retry) status = `Retrying: ${clean(obj(live.generation).retry.error || "")}`;
     else if (running) status = `Running ${clean(running.name)}… (Esc to abort)`;
     else if ("run" in live) status = "Working… (Esc to abort)";
     $("status").textContent = status;
-    document.body.dataset.busy = "run" in live ? "yes" : "no";
+    document.body.dataset.busy = "run" in live && !stopped ? "yes" : "no";
     const agent = obj(mirror.docs["pi.agent"]);
     const model = obj(agent.model);
     $("footer").textContent = clean(`${model.provider ? `${model.provider}/${model.model_id}` : "no model"} · thinking ${agent.thinking_level || "off"}`);
@@ -306,6 +327,11 @@
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
   }
 
+  // Show another conversation: the host sends its snapshot, which replaces the mirror.
+  function follow(conversation) {
+    if (conversation && conversation !== mirror.conversation) send({ t: "follow", conversation });
+  }
+
   function call(method, args = {}) {
     const id = nextCall++;
     return new Promise((resolve, reject) => {
@@ -319,6 +345,7 @@
       case "welcome":
         $("session").textContent = clean(`${message.cwd || ""} · ${message.session || ""}`);
         $("connection").textContent = `connected (host pid ${Number(message.host_pid) || "?"})`;
+        root = Number(message.root) || 0;
         break;
       case "reply": {
         const waiting = pending.get(message.id);
@@ -330,6 +357,11 @@
         $("connection").textContent = `connected · ${(message.clients || []).length} attached`;
         break;
       case "error": notice("warning", message.message || message.code); break;
+      case "stopped":
+        stopped = "Stopped: the session store cannot be written (see the notice)";
+        notice("error", clean(message.notice || ""));
+        renderStatus();
+        break;
       case "bye": ended = true; $("connection").textContent = `the host stopped serving (${clean(message.reason)})`; break;
       default: apply(message);
     }
@@ -340,7 +372,8 @@
     socket = new WebSocket(`${scheme}://${location.host}/ws`);
     socket.addEventListener("open", () => {
       const hello = { t: "hello", v: 1, name: "web" };
-      if (mirror.seq) hello.since = mirror.seq;
+      if (mirror.seq) hello.since = mirror.seq; // only what was missed, of what was shown
+      if (mirror.conversation) hello.conversation = mirror.conversation;
       socket.send(JSON.stringify(hello));
     });
     socket.addEventListener("message", (event) => {
@@ -376,6 +409,7 @@
 
   $("composer").addEventListener("submit", (event) => { event.preventDefault(); submit(false); });
   $("follow-up").addEventListener("click", () => submit(true));
+  $("back").addEventListener("click", () => follow(root));
   $("abort").addEventListener("click", abort);
   $("older").addEventListener("click", async () => {
     const first = mirror.entries[0];

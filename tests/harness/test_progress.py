@@ -1,14 +1,17 @@
-"""The adaptive progress throttle: due at once, spaced, in budget, one in flight (R103)."""
+"""The progress throttle: due at once, spaced from a commit's end, one in flight (R85, R103)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.harness.tool._throttle import ProgressThrottle
+from pi_durable_tui.harness._progress import ProgressThrottle, ThrottledCommitter
+from pi_durable_tui.kernel import TaskGateClosed
 
 WINDOW = 51200
 CHUNK = 256 * 1024
@@ -22,11 +25,18 @@ def test_the_first_change_after_an_idle_period_is_due_at_once_r103() -> None:
     assert throttle.changed(5000.0) == 5000.0
 
 
+def test_a_held_start_counts_as_a_commit_so_the_first_change_waits_an_interval_r85() -> None:
+    throttle = ProgressThrottle(min_interval_ms=100)
+    throttle.hold(1000.0)
+    assert throttle.changed(1020.0) == 1100.0
+    assert throttle.changed(1200.0) == 1200.0
+
+
 def test_a_commit_delays_the_next_by_the_minimum_interval_r103() -> None:
     throttle = ProgressThrottle(min_interval_ms=100)
     throttle.begin(0.0)
     throttle.end(3.0, 10)
-    assert throttle.changed(20.0) == 100.0
+    assert throttle.changed(20.0) == 103.0  # counted from the commit's end
     assert throttle.changed(150.0) == 150.0
 
 
@@ -34,7 +44,7 @@ def test_a_commit_delays_the_next_by_its_written_bytes_over_the_budget_r103() ->
     throttle = ProgressThrottle(min_interval_ms=100, bytes_per_second=102400)
     throttle.begin(0.0)
     throttle.end(2.0, 51200)  # half a second of budget
-    assert throttle.changed(10.0) == 500.0
+    assert throttle.changed(10.0) == 502.0
 
 
 def test_changes_during_a_commit_coalesce_and_end_says_when_the_next_is_due_r103() -> None:
@@ -45,7 +55,7 @@ def test_changes_during_a_commit_coalesce_and_end_says_when_the_next_is_due_r103
     assert throttle.changed(40.0) is None
     assert throttle.changed(60.0) is None
     assert getattr(throttle, "pending")  # noqa: B009 - mypy keeps the narrowing of `not pending`
-    assert throttle.end(250.0, 100) == 250.0  # the commit took longer than the interval
+    assert throttle.end(250.0, 100) == 350.0  # one interval after the commit ended
     assert not throttle.in_flight
 
 
@@ -139,3 +149,79 @@ def test_a_gibibyte_of_changes_commits_at_most_ten_times_a_second_within_100_kib
     assert all(b - a >= 100.0 - slack for a, b in itertools.pairwise(starts))
     # Every commit's bytes are paid for by the wait before the next one starts.
     assert sum(written for _, written in commits[:-1]) <= 102400 * (wall_s + slack)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the loop run until ``condition`` holds (a bounded number of passes)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
+
+
+async def test_changes_during_a_commit_coalesce_into_one_more_commit_of_the_newest_state() -> None:
+    state = {"value": 0}
+    committed: list[int] = []
+    release = asyncio.Event()
+
+    async def commit() -> int:
+        committed.append(state["value"])
+        if len(committed) == 1:
+            await release.wait()
+        return 0
+
+    committer = ThrottledCommitter(commit, ProgressThrottle(min_interval_ms=0))
+    committer.changed()
+    await until(lambda: bool(committed))
+    for value in (1, 2, 3):
+        state["value"] = value
+        committer.changed()
+    release.set()
+    await until(lambda: len(committed) == 2)
+    await committer.stop()
+
+    assert committed == [0, 3]
+
+
+async def test_stop_lets_a_commit_in_flight_land_and_nothing_commits_after_it() -> None:
+    committed: list[str] = []
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def commit() -> int:
+        entered.set()
+        await release.wait()
+        committed.append("landed")
+        return 0
+
+    committer = ThrottledCommitter(commit, ProgressThrottle(min_interval_ms=0))
+    committer.changed()
+    await entered.wait()
+    committer.changed()  # would be a second commit, but stop() comes first
+    stopping = asyncio.ensure_future(committer.stop())
+    await asyncio.sleep(0)
+    assert not stopping.done()
+    release.set()
+    await stopping
+    committer.changed()  # ignored once stopped
+
+    assert committed == ["landed"]
+    assert committer.stopped
+
+
+async def test_a_closed_task_gate_ends_the_committer_quietly() -> None:
+    calls = 0
+
+    async def commit() -> int:
+        nonlocal calls
+        calls += 1
+        raise TaskGateClosed("closing")
+
+    committer = ThrottledCommitter(commit, ProgressThrottle(min_interval_ms=0))
+    committer.changed()
+    await until(lambda: calls == 1)
+    committer.changed()
+    await committer.stop()
+
+    assert calls == 1

@@ -1,0 +1,295 @@
+"""A generation's preparation: the planned request and the commit that moves to it (R83, R108).
+
+``plan_request(runtime, checkpoint)`` resolves the agent and the model, derives the
+context once, renders the sections (R77-R81) and checks the compaction thresholds
+(R108). It returns a ``Preparation`` when the generation can go to ``request``, or
+a ``Decided`` whose ``commit`` fails the run (``no_model``, an overflow whose
+compaction did not complete) or starts a blocking compaction.
+
+``Preparation.apply(tx)`` stages what R83's one commit writes: the planned
+``pi.system`` entries, the attempt's status in ``pi.live``, a background compaction
+when one is due; it returns the ``request`` checkpoint (``cutoff`` = the new tail).
+
+Two commits use it: the ``prepare`` phase's own, and the settlement of a tool round
+(``_tool_round``, in the generation's own commit or riding on the round's last
+result), which prepares its successor and creates it at ``request`` in the same
+commit, so the successor needs no ``prepare`` commit (issue 14). The successor's
+input carries that checkpoint (``{"request": ...}``); ``initial_checkpoint`` turns
+it into the task's first checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness.compaction import estimate_tokens, select_cut, tokens_upper_bound
+from pi_durable_tui.harness.context import (
+    ContextView,
+    SystemEntryDraft,
+    load_context,
+    plan_system_entries,
+    render_section,
+    replay_prompt,
+)
+from pi_durable_tui.harness.conversations import fail_run
+from pi_durable_tui.harness.extensions import SectionInput, invoke
+from pi_durable_tui.harness.state import (
+    LIVE_DOC,
+    LOADED_TOOLS_DOC,
+    SYSTEM,
+    add_model_usage,
+    append_assistant,
+    exposed_tools,
+)
+from pi_durable_tui.kernel import ConversationOwned, Failed, Report, TaskOwned, Tx, Waiting
+from pi_durable_tui.storage.json_ops import Json, JsonObject
+
+FIRST_CHECKPOINT: JsonObject = {"phase": "prepare", "attempt": 1}
+
+
+def initial_checkpoint(task_input: Json) -> JsonObject:
+    """A generation's first checkpoint: ``prepare``, or the ``request`` its creator planned."""
+    if isinstance(task_input, dict) and isinstance(task_input.get("request"), dict):
+        return dict(task_input["request"])
+    return dict(FIRST_CHECKPOINT)
+
+
+async def fail_generation(
+    runtime: HarnessRuntime, reason: str, message: str, detail: Any = None
+) -> None:
+    """Fail the generation and its run in one commit (R83, R86)."""
+    task_id = runtime.task_id
+    conversation_id = runtime.conversation_id
+
+    async def fail(tx: Tx) -> Failed:
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live.pop("generation", None)
+        await fail_run(
+            tx, conversation_id, task_id, reason, detail if detail is not None else message
+        )
+        return Failed(message, detail={"reason": reason})
+
+    await runtime.commit(fail)
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A preparation that ends otherwise than in ``request``: ``commit`` does it."""
+
+    commit: Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Preparation:
+    """What R83's commit writes, planned outside the line."""
+
+    conversation_id: int
+    drafts: list[SystemEntryDraft]
+    pinned: JsonObject
+    tail: int
+    background: bool
+    compaction_task: Any
+    view: ContextView
+
+    async def apply(self, tx: Tx, tail: int | None = None) -> JsonObject:
+        """Stage the system entries and the attempt's status; return the ``request`` checkpoint.
+
+        ``tail``: the newest entry when the commit appended entries after the
+        planned view (a tool result); the planned view's tail otherwise.
+        """
+        conversation_id = self.conversation_id
+        cutoff = max(self.tail, tail or 0)
+        for draft in self.drafts:
+            cutoff = tx.append(conversation_id, SYSTEM, model=draft.model, edits=draft.edits).id
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        # The request phase skips its opening commit when this is already so (R84).
+        live["generation"] = {"attempt": self.pinned["attempt"]}
+        if self.background and not live.get("compactions"):
+            compaction = tx.create_task(
+                self.compaction_task,
+                {"reason": "threshold"},
+                ownership=ConversationOwned(),
+                conversation_id=conversation_id,
+                background=True,
+            )
+            live["compactions"] = [
+                *(live.get("compactions") or []),
+                {"task_id": compaction.id, "reason": "threshold", "blocking": False, "attempt": 1},
+            ]
+        return {**self.pinned, "cutoff": cutoff}
+
+
+async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[tuple[str, str]]:
+    """Render the agent's sections in order, ``instructions`` last (R77, R78)."""
+    services = services_of(runtime)
+    agent = await runtime.agent()
+    shown = replay_prompt(view.messages).sections
+    env: Any = None
+    try:
+        env = services.build_env(runtime.conversation_id, agent.cwd)
+    except Exception as error:
+        services.report(Report("env_failed", f"Building the environment failed: {error}", error))
+    rendered: list[tuple[str, str]] = []
+    for section in agent.sections:
+        previous = shown.get(section.key)
+        try:
+            text = await invoke(
+                section.render, SectionInput(runtime.conversation_id, agent, env, previous)
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if runtime.aborted.is_set():
+                raise
+            services.report(
+                Report("section_failed", f"Section {section.key} raised: {error}", error)
+            )
+            if previous is not None:
+                rendered.append((section.key, previous))
+            continue
+        if text is not None:
+            rendered.append((section.key, render_section(section.key, str(text), section.tag)))
+    if agent.instructions:
+        rendered.append(("instructions", render_section("instructions", agent.instructions)))
+    return rendered
+
+
+async def plan_request(
+    runtime: HarnessRuntime, checkpoint: JsonObject, coming: Sequence[JsonObject] = ()
+) -> Preparation | Decided:
+    """Plan a ``prepare`` checkpoint's move to ``request`` (R83, R108).
+
+    Args:
+        runtime: The runtime of the generation preparing, or of the task settling a
+            round for its successor (the same conversation).
+        checkpoint: The ``prepare`` checkpoint.
+        coming: Messages the commit applying the plan appends before the planned
+            entries (a tool result not committed yet): counted by the thresholds.
+
+    Returns:
+        The preparation, or the decision to fail or to compact first.
+
+    Raises:
+        RuntimeError: When the conversation has no entries to send (R83).
+    """
+    services = services_of(runtime)
+    attempt = int(checkpoint.get("attempt", 1))
+    agent = await runtime.agent()
+    if agent.model is None:
+        return Decided(lambda: fail_generation(runtime, "no_model", "No model is configured"))
+    model = services.models.get(agent.model)
+    if model is None:
+        text = f"Model {agent.model} is not available"
+        return Decided(lambda: fail_generation(runtime, "no_model", text))
+    if checkpoint.get("overflow") is not None:
+        outcome = (await runtime.outcomes([int(checkpoint["compacted"])]))[0]
+        result = outcome.get("result") if outcome.get("status") == "completed" else None
+        if not (isinstance(result, dict) and result.get("entry_id")):
+            text = str(checkpoint["overflow"])
+            return Decided(lambda: fail_generation(runtime, "model_error", text))
+    view = await load_context(
+        services.session.storage, runtime.conversation_id, cache=services.contexts
+    )
+    if not view.entries:
+        raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
+    sections = await _render_sections(runtime, view)
+    settings = services.settings()
+    loaded = await services.session.snapshot(LOADED_TOOLS_DOC, runtime.conversation_id) or {}
+    offered = exposed_tools(
+        agent.tools, set(loaded.get("loaded") or ()), model, settings.tool_search_share
+    )
+    drafts = plan_system_entries(view, sections, [tool.spec() for tool in offered])
+    compaction = settings.compaction
+    background = False
+    planned = [*coming, *(message for draft in drafts for message in draft.model)]
+    blocking = model.context_window - compaction.reserve_tokens
+    lowest = (
+        blocking - compaction.background_tokens if compaction.background_tokens > 0 else blocking
+    )
+    if (
+        compaction.enabled
+        and model.context_window > 0
+        and "compacted" not in checkpoint
+        # REMINDER: a bound below both thresholds decides like the estimate would,
+        # without loading a tokenizer or walking the range for a cut (R108).
+        and tokens_upper_bound(view, planned) > lowest
+    ):
+        estimate = estimate_tokens(view, planned, model=model)
+        cut = select_cut(view, compaction.keep_recent_tokens, model=model)
+        if cut is not None and estimate > blocking:
+            return Decided(lambda: start_blocking_compaction(runtime, "threshold", attempt, None))
+        if (
+            cut is not None
+            and compaction.background_tokens > 0
+            and estimate > blocking - compaction.background_tokens
+        ):
+            background = True
+    pinned: JsonObject = {
+        "phase": "request",
+        "attempt": attempt,
+        "model": {"provider": model.provider, "model_id": model.id},
+        "thinking_level": agent.thinking_level,
+        "stream_options": dict(settings.stream),
+    }
+    if "compacted" in checkpoint:
+        pinned["compacted"] = checkpoint["compacted"]
+    # REMINDER: the head marker comes first in ``view.entries``, and it may be the
+    # newest entry (a compaction placed after the kept ones): the rest ascend.
+    tail = max(view.entries[0].id, view.entries[-1].id)
+    return Preparation(
+        conversation_id=runtime.conversation_id,
+        drafts=drafts,
+        pinned=pinned,
+        tail=tail,
+        background=background,
+        compaction_task=services.task_definition("pi.compaction"),
+        view=view,
+    )
+
+
+async def start_blocking_compaction(
+    runtime: HarnessRuntime,
+    reason: str,
+    attempt: int,
+    overflow: str | None,
+    *,
+    error: JsonObject | None = None,
+) -> None:
+    """Create a compaction owned by this generation and wait for it (R86, R108).
+
+    For an overflow, the same commit files the failed response (``error``) and
+    clears the attempt's status, so a crash never separates the two (R86).
+    """
+    services = services_of(runtime)
+    conversation_id = runtime.conversation_id
+    task_id = runtime.task_id
+
+    async def start(tx: Tx) -> Waiting:
+        if error is not None:
+            append_assistant(tx, conversation_id, error)
+            await add_model_usage(tx, conversation_id, error)
+            (await tx.doc(LIVE_DOC, conversation_id)).pop("generation", None)
+        compaction = tx.create_task(
+            services.task_definition("pi.compaction"),
+            {"reason": reason},
+            ownership=TaskOwned(task_id),
+        )
+        live = await tx.doc(LIVE_DOC, conversation_id)
+        live["compactions"] = [
+            *(live.get("compactions") or []),
+            {"task_id": compaction.id, "reason": reason, "blocking": True, "attempt": 1},
+        ]
+        checkpoint: JsonObject = {
+            "phase": "prepare",
+            "attempt": attempt,
+            "compacted": compaction.id,
+        }
+        if overflow is not None:
+            checkpoint["overflow"] = overflow
+        return Waiting(on=[compaction.id], checkpoint=checkpoint)
+
+    await runtime.commit(start)
