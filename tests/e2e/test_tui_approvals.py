@@ -12,7 +12,13 @@ faux script whose model calls ``bash`` with a command that appends a line to
 - ``n`` with a message: the refusal and the message reach the model (the card
   shows the result the model read, and the script's next answer arrives);
   nothing ran;
-- F4 moves the footer's mode along plan, auto-edit, ask, auto.
+- F4 moves the footer's mode along plan, auto-edit, ask, auto;
+- a steer typed in the prompt's message line while the call waits reaches the
+  model (a script step that answers only a request holding it), and the call,
+  still waiting after it, runs once on ``y``.
+
+The prompt's keys count once it has settled (``tui/_prompt_keys``): the tests
+press them once its keys line shows them.
 """
 
 from __future__ import annotations
@@ -52,7 +58,8 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def asked(terminal: Terminal) -> str:
     """Wait for the approval prompt of the scripted command; return that screen."""
     return terminal.wait_for(
-        contains("Allow bash?", COMMAND, "Needs your decision"), "the approval prompt"
+        contains("Allow bash?", COMMAND, "Needs your decision", "y allow once"),
+        "the approval prompt, settled",
     )
 
 
@@ -108,3 +115,34 @@ def test_f4_moves_the_footers_mode(terminal: Terminal) -> None:
     for mode in ("ask", "auto", "plan", "auto-edit"):
         terminal.press("F4")
         terminal.wait_for(contains(f"Permission mode: {mode}", f"mode:{mode} "), mode)
+
+
+STEER = "STEER-WORDS use make lint too"
+STEERED_SCRIPT = {
+    "responses": [
+        SCRIPT["responses"][0],
+        {"match": {"user": "STEER-WORDS"}, "content": [{"type": "text", "text": "SAW-THE-STEER"}]},
+        {"content": [{"type": "text", "text": "NO-STEER-SEEN"}]},
+    ]
+}
+
+
+def test_a_steer_typed_while_a_call_waits_reaches_the_model_and_the_call_then_runs_once(
+    terminal: Terminal,
+) -> None:
+    terminal.script.write_text(json.dumps(STEERED_SCRIPT))
+    terminal.start(*START)
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("make it")
+    asked(terminal)
+    terminal.press("m")
+    terminal.wait_for(contains("Enter steers the agent"), "the message line")
+    terminal.type(STEER)
+    terminal.press("Enter")
+    terminal.wait_for(contains("Sent as a steer"), "the steer sent")
+    asked(terminal)  # the decision still waits
+    assert count(terminal) == 0
+    terminal.press("y")
+    terminal.wait_for(contains("SAW-THE-STEER"), "the answer to the request holding the steer")
+    assert "NO-STEER-SEEN" not in terminal.screen()
+    assert count(terminal) == 1

@@ -139,6 +139,7 @@ def test_an_approval_asked_on_both_terminals_is_answered_from_the_second(
     second.submit("make the file")
     for terminal in (first, second):
         terminal.wait_for(contains("Needs your decision"), "the question on both")
+    second.wait_for(contains("y allow once"), "the prompt settled (its keys count)")
     second.press("y")
     for terminal in (first, second):
         terminal.wait_for(contains("approved-run", "END-APPROVED"), "the call ran, seen on both")

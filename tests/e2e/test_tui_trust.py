@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pi_durable_tui.app.files import TRUST_NAME, settings_digest
+from pi_durable_tui.tui._prompt_keys import SETTLE
 from tests.app.hostile_settings import LAST_WORDS, SECRET, Attack
 from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, flat, require_tmux
 
@@ -47,12 +49,18 @@ def started(terminal: Terminal, prompt: str) -> None:
 
 
 def asking(screen: str) -> bool:
-    return "Trust them?" in flat(screen)
+    """Whether the trust prompt is up and takes ``y``/``n`` (it has settled)."""
+    return "Trust them?" in flat(screen) and "y trust them" in flat(screen)
 
 
 def approving(screen: str) -> bool:
-    """Whether the approval prompt is up (pidurable's own files always ask)."""
-    return "Needs your decision" in flat(screen)
+    """Whether the approval prompt is up and settled (pidurable's own files always ask)."""
+    return "Needs your decision" in flat(screen) and "y allow once" in flat(screen)
+
+
+def settling(screen: str) -> bool:
+    """Whether a prompt is up that does not take its keys yet (it settles first)."""
+    return "Read it first" in flat(screen)
 
 
 def changed_from(screen: str) -> ScreenTest:
@@ -72,7 +80,7 @@ def answer_until(terminal: Terminal, key: str, done: str) -> int:
     answered = 0
     while True:
         screen = terminal.wait_for(
-            lambda s: asking(s) or approving(s) or done in flat(s),
+            lambda s: asking(s) or approving(s) or (done in flat(s) and not settling(s)),
             f"a trust or approval prompt or {done!r}",
         )
         if approving(screen):
@@ -80,7 +88,12 @@ def answer_until(terminal: Terminal, key: str, done: str) -> int:
             terminal.wait_for(changed_from(screen), "the decision taken")
             continue
         if not asking(screen):
-            return answered
+            # A prompt opens only once no key arrived for SETTLE (the last answer
+            # was a key): give a held-back one the time to show before calling it done.
+            time.sleep(3 * SETTLE)
+            if not any(test(terminal.screen()) for test in (asking, approving, settling)):
+                return answered
+            continue
         terminal.press(key)
         answered += 1
         terminal.wait_for(changed_from(screen), "the answer taken")
@@ -123,9 +136,9 @@ def test_y_in_the_prompt_remembers_the_contents_hash_for_the_project(
     attack.script.write_text(json.dumps(script))
     started(terminal, "widen")
 
-    terminal.wait_for(contains("Allow write?", "Needs your decision"), "the approval prompt")
+    terminal.wait_for(contains("Allow write?", "y allow once"), "the approval prompt")
     terminal.press("y")
-    terminal.wait_for(contains("allow_outside_cwd = true", "Trust them?"), "the prompt")
+    terminal.wait_for(contains("allow_outside_cwd = true", "y trust them"), "the prompt")
     terminal.press("y")
     terminal.wait_for(contains("Trusted: allow_outside_cwd"), "the trust notice")
     terminal.wait_for(contains("WRITTEN"), "the answer")

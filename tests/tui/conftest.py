@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widget import Widget
+from textual.widgets import Static
 
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel, sample_blocks
 from pi_durable_tui.tui import PidurableApp
+from pi_durable_tui.tui._prompt_keys import PromptScreen
+from tests.deadlines import WAIT
 
 
 class FakeClock:
@@ -109,3 +114,27 @@ def screen_name(app: PidurableApp) -> str:
 def anchored(widget: Widget) -> bool:
     """Whether a scrolling widget follows its end (a call, so checks do not narrow)."""
     return widget.is_anchored
+
+
+def prompt_text(app: PidurableApp, kind: type[PromptScreen[Any]]) -> str:
+    """Everything the prompt on top (of type ``kind``) shows, as plain text."""
+    screen = app.screen
+    assert isinstance(screen, kind)
+    return "\n".join(text_of(static.content) for static in screen.query(Static))
+
+
+async def prompt_settled(
+    pilot: Pilot[None], kind: type[PromptScreen[Any]], settling_hint: str
+) -> None:
+    """Wait (``WAIT`` at most) until a ``kind`` prompt is up and its keys line shows its keys."""
+    app = pilot.app
+    deadline = time.monotonic() + WAIT
+    while True:
+        screen = app.screen
+        if isinstance(screen, kind) and screen.armed():
+            assert isinstance(app, PidurableApp)
+            if settling_hint not in prompt_text(app, kind):
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the screen never showed a settled {kind.__name__}")
+        await pilot.pause(0.01)

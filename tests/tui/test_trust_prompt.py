@@ -2,7 +2,9 @@
 
 Over a static model and a recording controller: the modal shows the question and
 each widening key with its value as plain text; ``y`` answers trusted, ``n`` and
-Esc not trusted, each naming the content it was about; a newer content replaces
+Esc not trusted, each naming the content it was about; ``y`` and ``n`` count only
+once the prompt has settled (a ``y`` typed the instant it appears trusts
+nothing), Esc always; a newer content replaces
 the question; the screen asks the controller to re-read the settings while it
 runs. Over a real session (faux model, real tools): the model writes
 ``.pidurable/settings.json`` itself, the prompt appears, its write outside the
@@ -16,16 +18,19 @@ import os
 from pathlib import Path
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
-from textual.widgets import Static
 
 from pi_durable_tui.app import TrustQuestion
 from pi_durable_tui.app.files import TRUST_NAME, home
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
-from pi_durable_tui.tui._trust_prompt import TrustScreen
+from pi_durable_tui.tui._prompt_keys import SETTLE
+from pi_durable_tui.tui._trust_prompt import SETTLING_HINT, TrustScreen
 from tests.app.screen_support import ScreenFactory, call, say
-from tests.tui.conftest import screen_name, settle, text_of
+from tests.tui.conftest import FakeClock, prompt_settled, screen_name, settle
+from tests.tui.conftest import prompt_text as shown_text
+from tests.tui.test_approval_prompt import armed
 from tests.tui.test_real_harness import Run, notices, pidurable, type_line, until
 
 __all__ = ["pidurable"]  # the real-session fixture, shared with test_real_harness
@@ -41,15 +46,25 @@ QUESTION = TrustQuestion(
 
 def prompt_text(app: PidurableApp) -> str:
     """Everything the trust prompt shows, as plain text."""
-    screen = app.screen
-    assert isinstance(screen, TrustScreen)
-    return "\n".join(text_of(static.content) for static in screen.query(Static))
+    return shown_text(app, TrustScreen)
 
 
-async def asked(pilot: Pilot[None], model: StaticScreenModel, question: TrustQuestion) -> None:
+async def asked(
+    pilot: Pilot[None], model: StaticScreenModel, question: TrustQuestion, clock: FakeClock
+) -> None:
+    """Show the question and let the prompt settle: ``y`` and ``n`` count."""
     model.set(trust_question=question)
     await settle(pilot)
     assert type(pilot.app.screen).__name__ == "TrustScreen"
+    clock.advance(SETTLE)
+    app = pilot.app
+    assert isinstance(app, PidurableApp)
+    await until(pilot, lambda: SETTLING_HINT not in prompt_text(app), "the keys armed")
+
+
+async def settled(pilot: Pilot[None]) -> None:
+    """Wait (on the real clock) until the trust prompt is up and takes ``y`` and ``n``."""
+    await prompt_settled(pilot, TrustScreen, SETTLING_HINT)
 
 
 @pytest.mark.parametrize(("key", "trusted"), [("y", True), ("n", False), ("escape", False)])
@@ -57,11 +72,12 @@ async def test_the_prompt_shows_the_keys_and_values_and_answers_with_the_key_pre
     app: PidurableApp,
     model: StaticScreenModel,
     controller: RecordingController,
+    clock: FakeClock,
     key: str,
     trusted: bool,
 ) -> None:
     async with app.run_test() as pilot:
-        await asked(pilot, model, QUESTION)
+        await asked(pilot, model, QUESTION, clock)
         shown = prompt_text(app)
         assert "This project's settings (/p/.pidurable/settings.json) allow:" in " ".join(
             shown.split()
@@ -79,12 +95,12 @@ async def test_the_prompt_shows_the_keys_and_values_and_answers_with_the_key_pre
 
 
 async def test_a_newer_content_replaces_the_question_and_only_its_answer_is_sent(
-    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController, clock: FakeClock
 ) -> None:
     newer = TrustQuestion("e2" * 32, "This project's settings allow env_allow: trust them?")
     async with app.run_test() as pilot:
-        await asked(pilot, model, QUESTION)
-        await asked(pilot, model, newer)
+        await asked(pilot, model, QUESTION, clock)
+        await asked(pilot, model, newer, clock)
         assert "env_allow: trust them?" in prompt_text(app)
 
         await pilot.press("y")
@@ -92,6 +108,21 @@ async def test_a_newer_content_replaces_the_question_and_only_its_answer_is_sent
 
         assert controller.called("answer_trust") == [(newer.id, True)]
         assert screen_name(app) != "TrustScreen"
+
+
+async def test_a_y_typed_the_instant_the_prompt_appears_trusts_nothing(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(trust_question=QUESTION)
+        app.post_message(events.Key("y", "y"))  # in the same read as the question
+        await settle(pilot)
+        assert screen_name(app) == "TrustScreen"
+        assert controller.called("answer_trust") == []
+        clock.advance(SETTLE)
+        await pilot.press("n")
+        await settle(pilot)
+        assert controller.called("answer_trust") == [(QUESTION.id, False)]
 
 
 async def test_the_screen_asks_the_controller_to_reread_the_settings_while_it_runs(
@@ -120,9 +151,9 @@ async def test_settings_the_model_wrote_apply_only_after_the_users_y(
         await type_line(pilot, "widen your powers")
         # pidurable's own settings file is protected: its write waits for the user
         # in every mode, and the user lets it through here.
-        await until(pilot, lambda: screen_name(app) == "ApprovalScreen", "the approval prompt")
+        await armed(pilot)
         await pilot.press("y")
-        await until(pilot, lambda: screen_name(app) == "TrustScreen", "the trust prompt")
+        await settled(pilot)
         assert "allow_outside_cwd = true" in prompt_text(app)
         await until(pilot, lambda: "tried" in rig.texts("assistant"), "the end of the turn")
         assert not outside.exists()  # refused while the question waits
