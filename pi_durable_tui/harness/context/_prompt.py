@@ -22,6 +22,7 @@ parameters}`` only, without application metadata, and a removed tool as
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,7 +172,9 @@ def system_message(
         "role": "system",
         "content": "",
         "sections": dict(sections or {}),
-        "tools_added": [tool_declaration(spec) for spec in tools_added],
+        # REMINDER: copied, since a declaration may be a tool's shared one
+        # (``Tool.declaration``) and a stored message must not alias it.
+        "tools_added": [copy.deepcopy(tool_declaration(spec)) for spec in tools_added],
         "tools_removed": [{"name": name} for name in tools_removed],
     }
 

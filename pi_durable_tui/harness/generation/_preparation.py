@@ -202,7 +202,7 @@ async def plan_request(
     offered = exposed_tools(
         agent.tools, set(loaded.get("loaded") or ()), model, settings.tool_search_share
     )
-    drafts = plan_system_entries(view, sections, [tool.spec() for tool in offered])
+    drafts = plan_system_entries(view, sections, [tool.declaration for tool in offered])
     compaction = settings.compaction
     background = False
     planned = [*coming, *(message for draft in drafts for message in draft.model)]

@@ -33,7 +33,7 @@ _COUNTS: dict[tuple[str, str], int] = {}
 
 def schema_tokens(tools: Sequence[Tool[Any]], model: Model | None = None) -> int:
     """The tokens the schemas of ``tools`` take in a request."""
-    text = json.dumps([tool.spec() for tool in tools])
+    text = json.dumps([tool.declaration for tool in tools])
     # REMINDER: cached, so the requests of a session (the same tools every time)
     # count 200 schemas once, not once per request.
     key = (hashlib.sha256(text.encode()).hexdigest(), model.id if model is not None else "")

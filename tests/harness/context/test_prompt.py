@@ -343,3 +343,20 @@ def test_r80_any_plan_replays_to_the_desired_sections_and_tools_in_order(
     assert len(drafts) <= 2
     if shown_sections == sections and shown_tools == tools:
         assert drafts == []
+
+
+def test_a_planned_entry_never_aliases_the_declaration_it_was_planned_from() -> None:
+    # Tools hand their shared declaration (``Tool.declaration``) to the planner; a
+    # stored message that aliased it would change every later request's tool.
+    declaration = tool("edit")
+    drafts = plan_system_entries(
+        shown(), [("a", "A"), ("b", "B"), ("c", "C")], [tool("read"), tool("bash"), declaration]
+    )
+
+    (added,) = messages(drafts)[0]["tools_added"]
+    assert isinstance(added, dict)
+    assert added == declaration
+    parameters = added["parameters"]
+    assert isinstance(parameters, dict)
+    parameters["changed"] = True
+    assert "changed" not in declaration["parameters"]

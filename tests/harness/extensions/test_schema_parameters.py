@@ -25,6 +25,17 @@ def test_the_tool_spec_offers_the_declared_schema_unchanged() -> None:
     assert tool.spec() == {"name": "srv_tool", "description": "d", "parameters": SCHEMA}
 
 
+def test_a_tool_shares_one_declaration_and_hands_out_copies_of_it() -> None:
+    tool = define_tool(
+        "srv_tool", description="d", parameters=schema_parameters(SCHEMA), execute=_echo
+    )
+    assert tool.declaration is tool.declaration  # built once, read by every request
+    copied = tool.spec()
+    assert copied == tool.declaration
+    copied["parameters"]["required"].append("depth")
+    assert tool.declaration["parameters"]["required"] == ["path"]
+
+
 def test_validated_arguments_keep_every_field_the_model_sent() -> None:
     model = schema_parameters(SCHEMA)
     args = model.model_validate({"path": "a", "depth": 2, "extra": [1]})
