@@ -188,11 +188,16 @@ NoticeLevel = Literal["info", "warning", "error"]
 
 @dataclass(frozen=True, slots=True)
 class Notice(TerminalSafe):
-    """A one-line transient message."""
+    """A one-line message: transient, or ``lasting`` while its cause holds.
+
+    A lasting notice (the store failed: nothing more can be done in this
+    session) stays on screen, since the status line points at it.
+    """
 
     level: NoticeLevel
     text: str
     id: int = 0
+    lasting: bool = False
 
 
 @dataclass(frozen=True, slots=True)

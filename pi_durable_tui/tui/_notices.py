@@ -1,5 +1,8 @@
 """Notices: one line each, the newest four, each gone ``LIFETIME_S`` after it appeared.
 
+A ``lasting`` notice (the store failed) never expires: newer notices take the
+room first while they live, and it is whole again once they are gone.
+
 The model's notices (committed: compaction results, unanswered submissions) and
 the screen's own (a malformed theme, a failed command) share the bar; a notice
 is identified by its ``id`` and timed from when the bar first saw it.
@@ -71,7 +74,7 @@ class NoticeBar(Static):
         live = [
             notice
             for notice in self._notices
-            if now - self._first_seen.get(notice.id, now) < LIFETIME_S
+            if notice.lasting or now - self._first_seen.get(notice.id, now) < LIFETIME_S
         ]
         live.sort(key=lambda notice: self._first_seen[notice.id])
         width = self._width()

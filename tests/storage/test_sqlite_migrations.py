@@ -25,7 +25,7 @@ from pi_durable_tui.storage.records import (
     TaskRecord,
 )
 from pi_durable_tui.storage.sqlite._schema import MIGRATIONS, schema_version
-from pi_durable_tui.storage.writes import CreateDocument, PutTask
+from pi_durable_tui.storage.writes import ChangeDocument, CreateDocument, PutTask
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, query
 
 PENDING = {"status": "pending", "checkpoint": {"phase": "start"}}
@@ -138,3 +138,53 @@ async def test_a_commit_storing_a_newest_entry_leaves_the_metadata_row_and_reope
     storage = await stores()
     assert storage.last_seq == 7
     assert storage.mint_id() == 601
+
+
+def write_version_2_store(path: Path) -> None:
+    """Write, with raw SQL, what schema version 2 stored: document 5 as a base and two deltas."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN")
+    for migration in MIGRATIONS[:2]:
+        for statement in migration.statements:
+            conn.execute(statement)
+    document = DocumentRecord(5, "notes", SessionScope(), 2)
+    conn.execute(
+        "INSERT INTO conversations VALUES (1, NULL, NULL, NULL, NULL, ?)",
+        (dumps(ConversationRecord(1).to_json()),),
+    )
+    conn.execute(
+        "INSERT INTO documents VALUES (5, 'notes', 'session', NULL, NULL, 2, NULL, ?)",
+        (dumps(document.to_json()),),
+    )
+    revisions = [
+        (2, "base", '{"text":"a"}'),
+        (3, "delta", '[{"op":"append","path":["text"],"text":"b"}]'),
+        (4, "delta", '[{"op":"append","path":["text"],"text":"c"}]'),
+    ]
+    for seq, kind, content in revisions:
+        conn.execute("INSERT INTO document_revisions VALUES (5, ?, ?, 1, ?)", (seq, kind, content))
+    conn.execute("UPDATE durable_metadata SET schema_version = 2, next_seq = 5, next_id = 10")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+async def test_a_version_2_store_keeps_its_revisions_in_a_table_without_rowid(
+    stores: Callable[..., Any], tmp_path: Path
+) -> None:
+    write_version_2_store(tmp_path / "session.sqlite")
+    storage = await stores()
+    assert await query(storage, "SELECT schema_version FROM durable_metadata") == schema_version()
+    table = "SELECT sql FROM sqlite_master WHERE name = 'document_revisions'"
+    assert "WITHOUT ROWID" in await query(storage, table)
+    assert await query(storage, "SELECT count(*) FROM document_revisions") == 3
+    read = await storage.document(5)
+    assert read is not None
+    assert read.value == {"text": "abc"}
+    assert storage.last_seq == 4
+    await storage.commit([ChangeDocument(5, 1, ops=[{"op": "set", "path": ["n"], "value": 1}])])
+    await storage.close()
+    reopened = await stores()
+    read = await reopened.document(5)
+    assert read is not None
+    assert read.value == {"text": "abc", "n": 1}

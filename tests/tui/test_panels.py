@@ -139,6 +139,27 @@ async def test_a_new_notice_shows_at_once_under_an_older_one_that_wraps(
         assert [n.id for n in app.notice_bar.shown_notices] == [1, -1]
 
 
+
+async def test_a_lasting_notice_gives_way_to_newer_ones_and_never_expires(
+    app: PidurableApp, model: StaticScreenModel, clock: FakeClock
+) -> None:
+    # The store failure's notice: the status line says "see the notice" for as long as
+    # the session lives, so the notice must still be there after the newer ones expire.
+    long = "the disk holding the session store " + "/very/long/path" * 12 + " is full; quit"
+    async with app.run_test(size=(100, 30)) as pilot:
+        model.set(notices=[Notice("error", long, id=1, lasting=True)])
+        await pilot.pause()
+        app.notice("error", "submit failed: the session store cannot be written")
+        await pilot.pause()
+        assert [n.id for n in app.notice_bar.shown_notices] == [1, -1]
+        clock.advance(60)
+        app.notice_bar.show(app.model.notices)
+        await pilot.pause()
+        assert [n.id for n in app.notice_bar.shown_notices] == [1]
+        painted = " ".join(text_of(app.notice_bar.render(), width=98).split())
+        assert painted.startswith("the disk holding")  # whole again: three rows of four
+        assert painted.endswith("is full; quit")
+
 def test_footer_shows_spend_context_cwd_model_and_thinking() -> None:
     footer = Footer(
         tokens_in=12_345,

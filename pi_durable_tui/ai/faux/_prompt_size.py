@@ -4,7 +4,9 @@ The faux provider estimates a request's input tokens from the characters of its
 serialised context. Serialising the whole context for every request cost 13 ms
 of a 40 ms turn at 1,000 rounds (issue 14); a conversation's messages are the
 same objects from one request to the next, so each message's share is counted
-once and kept, keyed by the object (held, so its ``id`` cannot be reused).
+once and kept, keyed by the object (held, so its ``id`` cannot be reused), and the
+messages of the last request are remembered whole, so the next one that repeats
+them counts only what it added.
 
 # REMINDER: ``chars(context)`` must equal ``len(serialize_context(context))``
 # (tests/ai/faux/test_prompt_size.py pins it); a message changed in place after it
@@ -28,6 +30,8 @@ class PromptSizes:
 
     def __init__(self) -> None:
         self._kept: OrderedDict[int, tuple[Any, int, int]] = OrderedDict()
+        self._last: tuple[list[Any], int, int] = ([], 0, 0)
+        """The messages of the last context counted, with their characters and parts."""
 
     def _share(self, item: Any, measure: Any) -> tuple[int, int]:
         """``(characters, parts)`` of one message or tool."""
@@ -48,7 +52,15 @@ class PromptSizes:
         for tool in context.tools:
             chars, parts = self._share(tool, lambda t: [tool_text(t)])
             total, count = total + chars, count + parts
-        for message in context.messages:
-            chars, parts = self._share(message, message_parts)
-            total, count = total + chars, count + parts
-        return total + count - 1  # the newlines between the parts
+        messages = list(context.messages)
+        known, chars, parts = self._last
+        # A conversation's next request repeats the last one's messages and adds some:
+        # the list comparison (identity first, in C) finds that prefix without a
+        # lookup per message, so a request costs its new messages only.
+        if not (len(known) <= len(messages) and messages[: len(known)] == known):
+            known, chars, parts = [], 0, 0
+        for message in messages[len(known) :]:
+            share, pieces = self._share(message, message_parts)
+            chars, parts = chars + share, parts + pieces
+        self._last = (messages, chars, parts)
+        return total + chars + count + parts - 1  # the newlines between the parts

@@ -152,8 +152,9 @@ class LiveScreenModel:
 
     @property
     def notices(self) -> Sequence[Notice]:
-        """The newest notices."""
-        return tuple(self._notices[-4:])
+        """The lasting notices and the newest transient ones, oldest first."""
+        newest = {n.id for n in [n for n in self._notices if not n.lasting][-4:]}
+        return tuple(n for n in self._notices if n.lasting or n.id in newest)
 
     @property
     def trust_question(self) -> TrustQuestion | None:
@@ -231,7 +232,7 @@ class LiveScreenModel:
         """
         self._stopped = STOPPED
         self._status, self._busy = STOPPED, False
-        self.add_notice("error", line, emit=False)
+        self.add_notice("error", line, emit=False, lasting=True)
         self._emit(ViewChange(status=True, notices=True, tasks=True))
 
     @property
@@ -508,17 +509,23 @@ class LiveScreenModel:
 
     # -- notices, ticking --
 
-    def add_notice(self, level: NoticeLevel, text: str, *, emit: bool = True) -> None:
+    def add_notice(
+        self, level: NoticeLevel, text: str, *, emit: bool = True, lasting: bool = False
+    ) -> None:
         """Show a one-line notice (the newest 20 are kept, 4 shown).
 
         Args:
             level: ``info``, ``warning`` or ``error``.
             text: One line.
             emit: Announce the change now (``False`` inside a commit's change).
+            lasting: Keep it on screen rather than let it expire (``Notice``).
         """
         self._notice_id += 1
-        self._notices.append(Notice(level, text, self._notice_id))
-        del self._notices[:-NOTICES_KEPT]
+        self._notices.append(Notice(level, text, self._notice_id, lasting))
+        # REMINDER: a lasting notice is kept whatever comes after it: the status
+        # line says "see the notice" for as long as the session lives.
+        kept = {n.id for n in [n for n in self._notices if not n.lasting][-NOTICES_KEPT:]}
+        self._notices = [n for n in self._notices if n.lasting or n.id in kept]
         if emit:
             self._emit(ViewChange(notices=True))
 

@@ -52,6 +52,11 @@ class TxDocuments:
         self._loads: dict[DocAddress, asyncio.Task[Draft]] = {}
 
     @property
+    def touched(self) -> bool:
+        """Whether the commit acquired, loads or retired any document."""
+        return bool(self.drafts or self._loads or self._retired or self._retire_writes)
+
+    @property
     def pending(self) -> bool:
         """Whether an acquisition is still loading (R7)."""
         return any(not load.done() for load in self._loads.values())

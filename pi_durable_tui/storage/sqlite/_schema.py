@@ -23,7 +23,11 @@ the scans need: a one-entry commit writes the entries leaf and the
 ``entries_by_conversation`` leaf, about 2.2 frames (4.2 with schema version 1,
 which also wrote a ``record_ids`` row and the metadata row every time; raw
 sqlite3's one-row floor writes 1.1). ``python -m pi_durable_tui.bench storage``
-measures it (``sqlite.sustained_commit_1_entry``).
+measures it (``sqlite.sustained_commit_1_entry``). Since version 3 revisions are
+a ``WITHOUT ROWID`` table (their key's B-tree holds them: one page less per
+revision) with an index of bases only (a delta writes one page); and a task or
+submission write sets an indexed column only where it changed (``Tables.write``):
+an upsert rewrites the index of every column it sets, even to the same value.
 
 The metadata row. A commit must leave its seq on disk, and the mint floor must
 end up above every committed ID (R-1.2, R129). A commit that stores an entry
@@ -40,8 +44,9 @@ Indexes follow the scans: entries and head markers by ``(conversation_id, id)``
 (fork-aware scans read one index range per fork-chain member), tasks by status,
 kind and conversation, submissions by conversation, by status and by
 ``(conversation_id, request_id)``, documents by
-address and by scope, revisions by ``(document_id, seq)`` and by
-``(document_id, kind, seq)`` so the newest base before a point is one lookup.
+address and by scope, revisions by ``(document_id, seq)`` and their bases by
+``(document_id, seq)`` (a partial index) so the newest base before a point is one
+lookup.
 
 Foreign keys are declared (deferred to COMMIT, since a batch may write a child
 before its parent) and enforced as a second line of defence behind
@@ -184,6 +189,30 @@ MIGRATIONS: list[Migration] = [
         # and cost every commit one more page (a WAL frame) per new ID.
         "drop record_ids: the record tables' keys say which kind owns an ID",
         ("DROP TABLE record_ids",),
+    ),
+    Migration(
+        # A rowid table keyed by (document_id, seq) is two B-trees, the rows and the
+        # key's index, so every revision written cost one more page (a WAL frame) than
+        # the row itself; without a rowid the key's B-tree holds the row. The newest
+        # base before a point is all the kind index answers, so it holds bases only,
+        # and a delta (most revisions: streamed text, tool output) writes one page.
+        "document_revisions without rowid, and an index of bases only",
+        (
+            f"""CREATE TABLE document_revisions_keyed (
+                document_id INTEGER NOT NULL REFERENCES documents (id) {_DEFERRED},
+                seq INTEGER NOT NULL,
+                kind TEXT NOT NULL CHECK (kind IN ('base', 'delta')),
+                version INTEGER NOT NULL,
+                content TEXT NOT NULL,
+                PRIMARY KEY (document_id, seq)
+            ) WITHOUT ROWID""",
+            "INSERT INTO document_revisions_keyed (document_id, seq, kind, version, content)"
+            " SELECT document_id, seq, kind, version, content FROM document_revisions",
+            "DROP TABLE document_revisions",
+            "ALTER TABLE document_revisions_keyed RENAME TO document_revisions",
+            "CREATE INDEX document_revision_bases"
+            " ON document_revisions (document_id, seq) WHERE kind = 'base'",
+        ),
     ),
 ]
 """``MIGRATIONS[i]`` upgrades a store from schema version ``i`` to ``i + 1``.

@@ -94,6 +94,19 @@ _ID_KIND = " UNION ALL ".join(
 """One primary-key lookup per record table: at most one of them holds an ID."""
 
 
+_CHANGED = {
+    (table, column): f"UPDATE {table} SET {column} = ?1 WHERE id = ?2 AND {column} IS NOT ?1"
+    for table, column in (
+        ("tasks", "status"),
+        ("tasks", "kind"),
+        ("submissions", "status"),
+        ("submissions", "request_id"),
+    )
+}
+"""Set an indexed column of a row only where it differs: a row that already holds the
+value is not written, so the column's index pages stay clean (``Tables.write``)."""
+
+
 _PAGE_BYTES = 1500
 """Bytes of rows that fill about one page: a 4 KiB page is often half full after a split,
 and an index row is written for every table row."""
@@ -290,38 +303,45 @@ class Tables:
                     for e, text in batch.entries
                 ],
             )
+        # REMINDER: an upsert rewrites every index on a column its SET names, even to
+        # the same value (one more WAL frame each), so it sets only the unindexed
+        # columns and each indexed one is set apart, where it changed (``_CHANGED``).
         for task, text in batch.tasks:
+            kind, status = sql_text(task.kind), task.state.get("status")
             execute(
                 "INSERT INTO tasks (id, conversation_id, kind, status, abort_requested,"
                 " background, record) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (id) DO UPDATE SET kind = excluded.kind,"
-                " status = excluded.status, abort_requested = excluded.abort_requested,"
+                " ON CONFLICT (id) DO UPDATE SET abort_requested = excluded.abort_requested,"
                 " background = excluded.background, record = excluded.record",
                 (
                     task.id,
                     task.conversation_id,
-                    sql_text(task.kind),
-                    task.state.get("status"),
+                    kind,
+                    status,
                     bool(task.abort_requested),
                     bool(task.background),
                     text,
                 ),
             )
+            execute(_CHANGED["tasks", "status"], (status, task.id))
+            execute(_CHANGED["tasks", "kind"], (kind, task.id))
         for submission, text in batch.submissions:
+            request_id = sql_text(submission.request_id)
             execute(
                 "INSERT INTO submissions (id, conversation_id, type, status, request_id, record)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                " status = excluded.status, request_id = excluded.request_id,"
                 " record = excluded.record",
                 (
                     submission.id,
                     submission.conversation_id,
                     submission.type,
                     submission.status,
-                    sql_text(submission.request_id),
+                    request_id,
                     text,
                 ),
             )
+            execute(_CHANGED["submissions", "status"], (submission.status, submission.id))
+            execute(_CHANGED["submissions", "request_id"], (request_id, submission.id))
         for document, text in batch.new_documents:
             scope_kind, scope_id = _scope_columns(ScopeRef.of(document.scope))
             execute(

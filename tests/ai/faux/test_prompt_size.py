@@ -61,3 +61,16 @@ def test_a_grown_context_counts_its_new_messages_on_top_of_the_remembered_ones()
 
     assert sizes.chars(grown) == len(serialize_context(grown))
     assert sizes.chars(Context(messages=[])) == len(serialize_context(Context(messages=[])))
+
+
+def test_a_context_that_replaced_or_dropped_earlier_messages_is_counted_anew() -> None:
+    sizes = PromptSizes()
+    context = _context(3)
+    sizes.chars(context)
+    compacted = context.model_copy(
+        update={"messages": [UserMessage(content="summary"), *context.messages[3:]]}
+    )
+    assert sizes.chars(compacted) == len(serialize_context(compacted))
+    shorter = context.model_copy(update={"messages": context.messages[:2]})
+    assert sizes.chars(shorter) == len(serialize_context(shorter))
+    assert sizes.chars(context) == len(serialize_context(context))

@@ -42,6 +42,9 @@ async def test_a_disk_filling_under_the_screen_is_one_notice_the_status_stops_an
             "lost: quit, free some space, then `pidurable -c` continues the session",
         )
     ]
+    for n in range(25):  # the status line points at it for the session's life
+        rig.model.add_notice("info", f"later notice {n}")
+    assert [n.lasting for n in rig.model.notices if n.level == "error"] == [True]
     for action in (lambda: rig.controller.submit("more"), rig.controller.abort):
         with pytest.raises(StoreStopped, match=r"cannot be written \(see the notice\)"):
             await within(action())  # one line pointing at the notice, not SessionFailed's
