@@ -5,8 +5,9 @@ serialised context. Serialising the whole context for every request cost 13 ms
 of a 40 ms turn at 1,000 rounds (issue 14); a conversation's messages are the
 same objects from one request to the next, so each message's share is counted
 once and kept, keyed by the object (held, so its ``id`` cannot be reused), and the
-messages of the last request are remembered whole, so the next one that repeats
-them counts only what it added.
+messages and tools of the last request are remembered whole, so the next one that
+repeats them (the same messages, equal tools: the harness copies its tool specs for
+every request) counts only what it added.
 
 # REMINDER: ``chars(context)`` must equal ``len(serialize_context(context))``
 # (tests/ai/faux/test_prompt_size.py pins it); a message changed in place after it
@@ -30,8 +31,8 @@ class PromptSizes:
 
     def __init__(self) -> None:
         self._kept: OrderedDict[int, tuple[Any, int, int]] = OrderedDict()
-        self._last: tuple[list[Any], int, int] = ([], 0, 0)
-        """The messages of the last context counted, with their characters and parts."""
+        self._last: dict[str, tuple[list[Any], int, int]] = {}
+        """Per kind (tools, messages): the last context's items, their characters and parts."""
 
     def _share(self, item: Any, measure: Any) -> tuple[int, int]:
         """``(characters, parts)`` of one message or tool."""
@@ -46,21 +47,24 @@ class PromptSizes:
             self._kept.popitem(last=False)
         return share
 
+    def _counted(self, kind: str, items: Any, measure: Any) -> tuple[int, int]:
+        """``(characters, parts)`` of a context's tools or messages."""
+        items = list(items)
+        known, chars, parts = self._last.get(kind, ([], 0, 0))
+        # A conversation's next request repeats the last one's items and adds some:
+        # the list comparison (identity first, in C; tools are equal copies) finds
+        # that prefix without a lookup per item, so a request costs its new ones.
+        if not (len(known) <= len(items) and items[: len(known)] == known):
+            known, chars, parts = [], 0, 0
+        for item in items[len(known) :]:
+            share, pieces = self._share(item, measure)
+            chars, parts = chars + share, parts + pieces
+        self._last[kind] = (items, chars, parts)
+        return chars, parts
+
     def chars(self, context: Context) -> int:
         """Return ``len(serialize_context(context))``."""
-        total, count = len(context.system_prompt or ""), 1
-        for tool in context.tools:
-            chars, parts = self._share(tool, lambda t: [tool_text(t)])
-            total, count = total + chars, count + parts
-        messages = list(context.messages)
-        known, chars, parts = self._last
-        # A conversation's next request repeats the last one's messages and adds some:
-        # the list comparison (identity first, in C) finds that prefix without a
-        # lookup per message, so a request costs its new messages only.
-        if not (len(known) <= len(messages) and messages[: len(known)] == known):
-            known, chars, parts = [], 0, 0
-        for message in messages[len(known) :]:
-            share, pieces = self._share(message, message_parts)
-            chars, parts = chars + share, parts + pieces
-        self._last = (messages, chars, parts)
-        return total + chars + count + parts - 1  # the newlines between the parts
+        tools, tool_parts = self._counted("tools", context.tools, lambda t: [tool_text(t)])
+        chars, parts = self._counted("messages", context.messages, message_parts)
+        total = len(context.system_prompt or "") + tools + chars
+        return total + 1 + tool_parts + parts - 1  # the newlines between the parts

@@ -74,3 +74,16 @@ def test_a_context_that_replaced_or_dropped_earlier_messages_is_counted_anew() -
     shorter = context.model_copy(update={"messages": context.messages[:2]})
     assert sizes.chars(shorter) == len(serialize_context(shorter))
     assert sizes.chars(context) == len(serialize_context(context))
+
+
+def test_equal_copies_of_the_tools_count_as_the_tools_did() -> None:
+    sizes = PromptSizes()
+    context = _context(2)
+    sizes.chars(context)
+    copied = context.model_copy(update={"tools": [t.model_copy(deep=True) for t in context.tools]})
+    assert sizes.chars(copied) == len(serialize_context(copied))
+    other = ToolSpec(name="write", description="Write a file.", parameters={"type": "object"})
+    more = context.model_copy(update={"tools": [*context.tools, other]})
+    assert sizes.chars(more) == len(serialize_context(more))
+    fewer = context.model_copy(update={"tools": []})
+    assert sizes.chars(fewer) == len(serialize_context(fewer))
