@@ -30,6 +30,10 @@ BENCHMARKS = {
         "pi_durable_tui.bench.leftover_processes",
         "a hostile script's background processes through the product: how many are left",
     ),
+    "hostile": (
+        "pi_durable_tui.bench.hostile_routes",
+        "every hostile-model route once: escapes, leaked keys, escape sequences, processes left",
+    ),
     "tui": ("pi_durable_tui.bench.tui", "the screen's paint, streaming and typing against floors"),
     "clients": (
         "pi_durable_tui.bench.clients",

@@ -18,6 +18,7 @@ import tempfile
 from pi_durable_tui.env._groups import ProcessGroup
 from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._run_guard import KEPT_LOG_PREFIX, RUN_GUARD
+from pi_durable_tui.env._spill import ByteStreamRedaction
 
 
 class OwnedJob:
@@ -49,6 +50,8 @@ class OwnedJob:
         self._marks = marks
         self.kept = False
         """Whether ``keep()`` left it running past this process."""
+        self.secrets: tuple[bytes, ...] = ()
+        """Values its log must not keep once it ended (``seal_log``)."""
 
     @property
     def mark(self) -> str:
@@ -65,6 +68,17 @@ class OwnedJob:
         """The job's log (moved by ``keep()``)."""
         return self._log_path
 
+    def seal_log(self) -> None:
+        """Redact the log of an ended job in place, as its committed output is (issue 13).
+
+        Called once the job's last output was committed. A kept job's log is left
+        alone: its processes may still write to it (a rename would cut them off).
+        """
+        if self.kept or not self.secrets:
+            return
+        with contextlib.suppress(OSError):
+            redact_file(self._log_path, self.secrets)
+
     def keep_owned(self, guard: OrphanGuard | None) -> str:
         """Leave the job running past this process; returns its log's new path."""
         self.kept = True
@@ -78,3 +92,19 @@ class OwnedJob:
             os.rename(self._log_path, target)
             self._log_path = target
         return self._log_path
+
+
+def redact_file(path: str, secrets: tuple[bytes, ...]) -> None:
+    """Rewrite ``path`` with every secret value ``[redacted]`` (a new file renamed over it).
+
+    Raises:
+        OSError: The file cannot be read or the new one written.
+    """
+    redaction = ByteStreamRedaction(secrets)
+    spare = f"{path}.redacting"
+    with open(path, "rb") as source, open(spare, "wb") as target:
+        os.fchmod(target.fileno(), 0o600)
+        while chunk := source.read(1 << 20):
+            target.write(redaction.redact(chunk))
+        target.write(redaction.redact(b"", final=True))
+    os.replace(spare, path)

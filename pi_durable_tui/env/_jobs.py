@@ -81,6 +81,10 @@ class JobProcess(Protocol):
         """End every process of the job."""
         ...
 
+    def seal_log(self) -> None:
+        """Redact the log of the ended job (its last output is committed)."""
+        ...
+
 
 class RunningJob(OwnedJob):
     """A job this process started (``LocalEnv.start_job``)."""
@@ -173,6 +177,9 @@ class KeptJob:
     async def stop(self) -> None:
         """End every process carrying the job's mark."""
         await end_processes(carrying({self._mark}), self._grace)
+
+    def seal_log(self) -> None:
+        """Nothing: a kept job's log lives on outside the run (``keep``), as the user chose."""
 
 
 def spawn_job(

@@ -459,6 +459,7 @@ class LocalEnv:
             marks=self._marks,
         )
         self._spills.add(job.log_path)  # deleted at cleanup unless the job was kept (moved)
+        job.secrets = self._secret_values()
         return job
 
     def _secret_values(self) -> tuple[bytes, ...]:

@@ -38,7 +38,8 @@ async def start_background(
     start = getattr(env, "start_job", None)
     if start is None:
         raise RuntimeError(
-            "This environment cannot run background jobs: run the command without background"
+            "This environment cannot run background jobs (an SSH environment runs none): "
+            "run the command without background"
         )
     job = await start(command, cwd=env.cwd, env=env_vars)
     job_id = await _record(shown, job, api)

@@ -39,7 +39,8 @@ async def _job(api: ToolApi, job_id: int) -> JsonObject:
     entry = await api.commit(read)
     if entry is None:
         raise LookupError(
-            f"No background job {job_id} in this conversation: use the id bash returned"
+            f"No background job {job_id} in this conversation: use the id bash returned "
+            "(only the 20 newest ended jobs are kept)"
         )
     return dict(entry)
 

@@ -53,6 +53,10 @@ JOBS_DOC = define_doc("pi.jobs", initial=lambda: {"jobs": {}})
 JOB_LIMITS = OutputLimits(DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, "tail")
 """A job's committed output keeps what ``bash`` keeps."""
 
+KEPT_ENDED = 20
+"""Ended jobs ``pi.jobs`` keeps per conversation (the newest; ``prune_ended``)."""
+ENDED_STATUSES = ("exited", "stopped", "ended")
+"""The statuses of a job whose processes are gone."""
 ENDED_NOTE = (
     "ended when the pidurable run that started it stopped (by its cleanup at exit, "
     "or by the run guard after a crash)"
@@ -78,6 +82,7 @@ def move_to_background(conversation_id: int) -> int | None:
             event.set()
             moved = task_id
     return moved
+
 
 _READ_SIZE = 1 << 20
 _READS_PER_TICK = 16
@@ -141,9 +146,26 @@ async def _update(runtime: HarnessRuntime, fields: JsonObject, outcome: Any = No
         entry = jobs.setdefault("jobs", {}).get(key)
         if entry is not None:
             entry.update(fields)
+        if outcome is not None:
+            prune_ended(jobs["jobs"])
         return outcome
 
     await runtime.commit(write)
+
+
+def prune_ended(jobs: JsonObject) -> None:
+    """Forget the oldest ended jobs past ``KEPT_ENDED`` (a running one is never forgotten).
+
+    ``pi.jobs`` would otherwise grow with every job a long session starts; the
+    newest ended ones stay for ``job_output``, and ``/tasks`` and the task tree
+    read the tasks, not this document.
+    """
+    ended = sorted(
+        (key for key, entry in jobs.items() if (entry or {}).get("status") in ENDED_STATUSES),
+        key=lambda key: int(key) if key.isdigit() else 0,
+    )
+    for key in ended[: max(len(ended) - KEPT_ENDED, 0)]:
+        del jobs[key]
 
 
 def _output_fields(tail: _Tail) -> JsonObject:
@@ -208,6 +230,7 @@ async def _watch(task: TaskRecord, runtime: HarnessRuntime) -> None:
     RUNNING.pop(job.mark, None)
     fields = {**_output_fields(tail), "status": "exited", "exit_code": exit_code}
     await _update(runtime, fields, Completed({"exit_code": exit_code}))
+    job.seal_log()  # the log the model may read holds no secret, as the committed output
 
 
 async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -222,6 +245,8 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
         tail.buffer.finish()
         fields.update(_output_fields(tail))
     await _update(runtime, fields, Aborted())
+    if job is not None:
+        job.seal_log()
 
 
 def _now_ms() -> float:

@@ -6,12 +6,15 @@ import asyncio
 import os
 from pathlib import Path
 
+import pytest
+
 from pi_durable_tui.ai import faux_response, faux_tool_call
-from pi_durable_tui.env import KEPT_LOG_PREFIX
+from pi_durable_tui.env import KEPT_LOG_PREFIX, LocalEnv
+from pi_durable_tui.env.ssh import SshEnv
 from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.storage import JsonObject
 from pi_durable_tui.tools import JOB_TASK, JOBS_DOC, keep_job, move_to_background
-from pi_durable_tui.tools._jobs import RUNNING
+from pi_durable_tui.tools._jobs import RUNNING, prune_ended
 from tests.harness.run_support import Rig, RigFactory, message, texts, within
 from tests.tools.test_bash_tool import outputs
 from tests.tools.tool_run import start_tool
@@ -241,3 +244,38 @@ async def test_a_moved_job_left_running_keeps_writing_its_log_after_the_session_
         os.kill(entry["pid"], 9) if alive(entry["pid"]) else None
         if log:
             os.unlink(log)
+
+
+async def test_an_ended_jobs_log_holds_no_secret_as_its_committed_output_holds_none(
+    open_rig: RigFactory, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = "tok-0123456789-very-secret"
+    monkeypatch.setenv("BENCH_SERVICE_TOKEN", value)
+    (workdir / "token.txt").write_text(f"key={value}\n")  # a file the job prints
+    rig, job_id, entry = await start_job(open_rig, workdir, "cat token.txt; echo done")
+    [task] = await rig.tasks(JOB_TASK)
+    await within(rig.harness.wait_for_task(task.id))
+
+    log = Path(str(entry["log"])).read_text()
+    assert value not in log
+    assert log == "key=[redacted]\ndone\n"
+    assert value not in str((await jobs(rig))[job_id]["output"])
+
+
+def test_pi_jobs_forgets_the_oldest_ended_jobs_past_twenty_and_never_a_running_one() -> None:
+    entries: JsonObject = {str(n): {"status": "exited"} for n in range(1, 26)}
+    entries["3"] = {"status": "running"}
+    prune_ended(entries)
+    assert sorted(entries, key=int) == ["3", *(str(n) for n in range(6, 26))]
+
+
+async def test_background_on_an_environment_without_jobs_is_one_clear_refusal(
+    open_rig: RigFactory, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not hasattr(SshEnv, "start_job")  # SSH runs no jobs: this is what it gets
+    monkeypatch.setattr(LocalEnv, "start_job", None)
+    rig = await start_tool(open_rig, workdir, "bash", {"command": "sleep 30", "background": True})
+    assert (await rig.ask("go")).status == "done"
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    assert "This environment cannot run background jobs" in texts(result)
+    assert await jobs(rig) == {}
