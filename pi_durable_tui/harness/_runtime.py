@@ -209,6 +209,27 @@ class BoundConversation:
         await self._conversation.wait_for_idle()
 
 
+def with_services(
+    phase: Callable[[TaskRecord, HarnessRuntime, HarnessServices], Awaitable[None]],
+) -> Callable[[TaskRecord, HarnessRuntime], Awaitable[None]]:
+    """Wrap a built-in task's phase so that it receives the harness services.
+
+    Only the built-in tasks' definitions wrap their phases this way (issue 14): an
+    extension's task sees a ``HarnessRuntime`` and nothing behind it.
+
+    Args:
+        phase: The phase, taking ``(task, runtime, services)``.
+
+    Returns:
+        A phase taking ``(task, runtime)``, as a task definition wants it.
+    """
+
+    async def run(task: TaskRecord, runtime: HarnessRuntime) -> None:
+        await phase(task, runtime, runtime._services)
+
+    return run
+
+
 def services_of(runtime: HarnessRuntime) -> HarnessServices:
     """Return the services behind a runtime (for the harness's own built-in tasks)."""
     return runtime._services

@@ -96,6 +96,52 @@ async def _last_seq(kit: HarnessKit) -> int:
     return seq
 
 
+async def test_an_extensions_task_sees_only_the_runtime_surface_and_nothing_behind_it(
+    kit: HarnessKit,
+) -> None:
+    seen: list[set[str]] = []
+
+    async def run(task: TaskRecord, runtime: HarnessRuntime) -> None:
+        seen.append({name for name in dir(runtime) if not name.startswith("_")})
+        await runtime.commit(lambda tx: Completed(None))
+
+    async def abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+        await runtime.commit(lambda tx: Aborted())
+
+    probe = Probe("test.surface")
+    probe.task = define_task(
+        "test.surface", initial=lambda _input: {"phase": "run"}, phases={"run": run}, abort=abort
+    )
+    probe.install(kit)
+    task_id = await probe.create(kit, await kit.root())
+    kit.harness.resume()
+    await within(kit.harness.wait_for_task(task_id))
+
+    # The harness services (session, redactor, report, ...) are the built-in tasks'
+    # alone (issue 14): an extension author sees this list and nothing more.
+    assert seen == [
+        {
+            "aborted",
+            "agent",
+            "commit",
+            "continuation",
+            "conversation",
+            "conversation_id",
+            "definition",
+            "env",
+            "memo",
+            "models",
+            "now",
+            "offer_continuation",
+            "outcomes",
+            "settings",
+            "sleep",
+            "task_id",
+            "wait_for_task",
+        }
+    ]
+
+
 # -- R21 --
 
 

@@ -30,7 +30,8 @@ from pi_durable_tui.ai import (
     StreamOptions,
     UserMessage,
 )
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime, with_services
+from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import retry_wait_ms
 from pi_durable_tui.harness._submission_types import EntryDraft, Write
 from pi_durable_tui.harness.compaction._compaction_range import (
@@ -78,8 +79,7 @@ async def _end(runtime: HarnessRuntime, state: Any) -> None:
     await runtime.commit(end)
 
 
-async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    services = services_of(runtime)
+async def _select(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     data = _input(task)
     agent = await runtime.agent()
     model = services.models.get(agent.model) if agent.model is not None else None
@@ -114,7 +114,7 @@ async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
             await _end(runtime, Completed({}))
             return
         if isinstance(decision, dict) and isinstance(decision.get("summary"), str):
-            await _place(task, runtime, cut.first_kept, decision["summary"], None)
+            await _place(task, runtime, services, cut.first_kept, decision["summary"], None)
             return
     reserve = settings.compaction.reserve_tokens
     max_tokens = int(0.8 * reserve)
@@ -148,8 +148,7 @@ async def _select(task: TaskRecord, runtime: HarnessRuntime) -> None:
     await runtime.commit(to_summarize)
 
 
-async def _summarize(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    services = services_of(runtime)
+async def _summarize(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     checkpoint = _checkpoint(task)
     data = _input(task)
     attempt = int(checkpoint.get("attempt", 1))
@@ -193,7 +192,7 @@ async def _summarize(task: TaskRecord, runtime: HarnessRuntime) -> None:
     summary = message.text().strip()
     conversation_id = runtime.conversation_id
     if message.stop_reason == "stop" and summary and not message.tool_calls():
-        await _place(task, runtime, first_kept, summary, stored)
+        await _place(task, runtime, services, first_kept, summary, stored)
         return
     delay = retry_wait_ms(services.settings().retry, message, attempt)
     error_text = message.error_message or ""
@@ -234,12 +233,12 @@ async def _summarize(task: TaskRecord, runtime: HarnessRuntime) -> None:
 async def _place(
     task: TaskRecord,
     runtime: HarnessRuntime,
+    services: HarnessServices,
     first_kept: int,
     summary: str,
     response: JsonObject | None,
 ) -> None:
     """Place the summary entry: directly when blocking, else as a write (R112)."""
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
     reason = str(_input(task).get("reason") or "manual")
@@ -299,7 +298,11 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
 COMPACTION_TASK = define_task(
     "pi.compaction",
     initial=lambda _input: {"phase": "select"},
-    phases={"select": _select, "summarize": _summarize, "retry": _retry},
+    phases={
+        "select": with_services(_select),
+        "summarize": with_services(_summarize),
+        "retry": _retry,
+    },
     abort=_abort,
 )
 """The built-in compaction task (R108-R114)."""
