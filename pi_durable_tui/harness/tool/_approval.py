@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.extensions import Tool
 from pi_durable_tui.harness.permissions import (
@@ -119,6 +119,7 @@ def denial_text(decision: JsonObject) -> str:
 
 async def gate(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     agent: ResolvedAgent,
     tool: Tool[Any],
     arguments: dict[str, Any],
@@ -130,7 +131,6 @@ async def gate(
         ``("run", "", "")``; ``("refused", code, text)`` for the caller to commit as
         the call's result; or ``("wait", "", "")`` once the request is committed.
     """
-    services = services_of(runtime)
     policy = await session_policy(services)
     call = permission_call(tool, validated, agent.cwd or "/")
     decision = decide(call, policy)
@@ -166,12 +166,11 @@ async def gate(
     return "wait", "", ""
 
 
-async def await_decision(runtime: HarnessRuntime) -> JsonObject:
+async def await_decision(runtime: HarnessRuntime, services: HarnessServices) -> JsonObject:
     """Wait until the call's slot holds a committed decision, and return it.
 
     A run resumed headless (``on_ask="refuse"``) refuses a request still open.
     """
-    services = services_of(runtime)
     task_id = runtime.task_id
     event = services.approvals.setdefault(task_id, asyncio.Event())
     try:

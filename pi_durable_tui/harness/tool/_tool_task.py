@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime, with_services
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.extensions import (
     Diagnostic,
@@ -144,7 +144,12 @@ def _text_item(text: str) -> list[JsonObject]:
 
 
 async def _commit_result(
-    runtime: HarnessRuntime, call: _Call, result: _Result, outcome: str, message: str = ""
+    runtime: HarnessRuntime,
+    services: HarnessServices,
+    call: _Call,
+    result: _Result,
+    outcome: str,
+    message: str = "",
 ) -> None:
     """Append the result entry, mark the slot done, count usage, end the task (R106)."""
     now = runtime.now()
@@ -190,7 +195,7 @@ async def _commit_result(
                 runtime, {"message": stored, "control": result.control}
             )
         except Exception as error:  # REMINDER: never at the cost of the result
-            _report_settlement(runtime, error)
+            _report_settlement(services, error)
     if then is None:
         await runtime.commit(finish)
         return
@@ -201,21 +206,26 @@ async def _commit_result(
     except Exception as error:
         # Nothing of that commit landed: store the result alone; the generation
         # settles the round in a commit of its own (``tools_phase``).
-        _report_settlement(runtime, error)
+        _report_settlement(services, error)
         await runtime.commit(finish)
 
 
-def _report_settlement(runtime: HarnessRuntime, error: Exception) -> None:
+def _report_settlement(services: HarnessServices, error: Exception) -> None:
     text = f"Settling the round with its last result failed: {error}"
-    services_of(runtime).report(Report("settlement_failed", text, error))
+    services.report(Report("settlement_failed", text, error))
 
 
 async def _error_result(
-    runtime: HarnessRuntime, call: _Call, code: str, text: str, outcome: str = "completed"
+    runtime: HarnessRuntime,
+    services: HarnessServices,
+    call: _Call,
+    code: str,
+    text: str,
+    outcome: str = "completed",
 ) -> None:
     """A harness-written error result without partial output (R100)."""
     diagnostic = Diagnostic("error", text, code)
-    await _commit_result(runtime, call, _Result([], [diagnostic], True), outcome, text)
+    await _commit_result(runtime, services, call, _Result([], [diagnostic], True), outcome, text)
 
 
 def _assemble(result: ToolResult, progress: CallProgress, limits: OutputLimits) -> _Result:
@@ -292,8 +302,7 @@ def _from_slot(slot: JsonObject | None, rebuilt: bool, limits: OutputLimits) -> 
     )
 
 
-async def _slot(runtime: HarnessRuntime) -> JsonObject | None:
-    services = services_of(runtime)
+async def _slot(runtime: HarnessRuntime, services: HarnessServices) -> JsonObject | None:
     live = await services.session.snapshot(LIVE_DOC, runtime.conversation_id) or {}
     slot = slot_of_task(live, runtime.task_id)
     return copy.deepcopy(slot) if slot is not None else None
@@ -304,13 +313,13 @@ async def _slot(runtime: HarnessRuntime) -> JsonObject | None:
 
 async def _execute(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     agent: ResolvedAgent,
     tool: Tool[Any],
     call: _Call,
     arguments: dict[str, Any],
     validated: BaseModel,
 ) -> None:
-    services = services_of(runtime)
     env: Any = None
     env_error: BaseException | None = None
     try:
@@ -354,7 +363,9 @@ async def _execute(
             duration_ms=duration,
         )
         try:
-            await _commit_result(runtime, call, result, "failed", f"Tool {call.name} threw")
+            await _commit_result(
+                runtime, services, call, result, "failed", f"Tool {call.name} threw"
+            )
         finally:
             progress.resolve_details()  # the terminal commit is the final flush (R104)
         return
@@ -369,29 +380,30 @@ async def _execute(
     result = _assemble(current, progress, tool.output)
     result.duration_ms = duration
     try:
-        await _commit_result(runtime, call, result, "completed")
+        await _commit_result(runtime, services, call, result, "completed")
     finally:
         progress.resolve_details()  # the terminal commit is the final flush (R104)
 
 
-async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    services = services_of(runtime)
+async def _call_phase(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     call = await _read_call(services, task)
     agent = await runtime.agent()
     tool = agent.tool(call.name)
     if tool is None:
-        await _error_result(runtime, call, "tool_unavailable", f"Tool {call.name} is not available")
+        await _error_result(
+            runtime, services, call, "tool_unavailable", f"Tool {call.name} is not available"
+        )
         return
     arguments = copy.deepcopy(call.arguments)
     if tool.prepare_arguments is not None:
         try:
             arguments = tool.prepare_arguments(arguments)
         except Exception as error:
-            await _error_result(runtime, call, "invalid_arguments", str(error))
+            await _error_result(runtime, services, call, "invalid_arguments", str(error))
             return
     validated, problem = _validate(tool, arguments)
     if validated is None:
-        await _error_result(runtime, call, "invalid_arguments", problem)
+        await _error_result(runtime, services, call, "invalid_arguments", problem)
         return
     for hook in agent.hooks("pi.tool", "before_tool"):
         try:
@@ -404,26 +416,27 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
             decision = ToolBlock(str(error))
         if isinstance(decision, ToolBlock):
             text = f"Tool call blocked: {decision.reason}"
-            await _error_result(runtime, call, "blocked", text)
+            await _error_result(runtime, services, call, "blocked", text)
             return
         if isinstance(decision, dict):
             arguments = decision
             validated, problem = _validate(tool, arguments)
             if validated is None:
-                await _error_result(runtime, call, "invalid_arguments", problem)
+                await _error_result(runtime, services, call, "invalid_arguments", problem)
                 return
     assert validated is not None
-    outcome, code, text = await gate(runtime, agent, tool, arguments, validated)
+    outcome, code, text = await gate(runtime, services, agent, tool, arguments, validated)
     if outcome == "refused":
-        await _error_result(runtime, call, code, text)
+        await _error_result(runtime, services, call, code, text)
     elif outcome == "wait":
-        await _decided(runtime, agent, tool, call, arguments, validated)
+        await _decided(runtime, services, agent, tool, call, arguments, validated)
     else:
-        await _start(runtime, agent, tool, call, arguments, validated)
+        await _start(runtime, services, agent, tool, call, arguments, validated)
 
 
 async def _decided(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     agent: ResolvedAgent,
     tool: Tool[Any],
     call: _Call,
@@ -431,37 +444,41 @@ async def _decided(
     validated: BaseModel,
 ) -> None:
     """Wait for the committed decision of a call that asked, then act on it (issue 13)."""
-    decision = await await_decision(runtime)
+    decision = await await_decision(runtime, services)
     if decision.get("choice") == "deny":
         if decision.get("by") == "headless":
-            hint = services_of(runtime).settings().permissions.hint
+            hint = services.settings().permissions.hint
             text = refusal_text(decision.get("request") or {"tool": call.name}, hint)
-            await _error_result(runtime, call, "permission_required", text)
+            await _error_result(runtime, services, call, "permission_required", text)
         else:
-            await _error_result(runtime, call, "permission_denied", denial_text(decision))
+            await _error_result(runtime, services, call, "permission_denied", denial_text(decision))
         return
-    await _start(runtime, agent, tool, call, arguments, validated)
+    await _start(runtime, services, agent, tool, call, arguments, validated)
 
 
-async def _approval_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+async def _approval_phase(
+    task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices
+) -> None:
     """A call waiting for its decision when a crash or close cut it (issue 13)."""
-    services = services_of(runtime)
     call = await _read_call(services, task)
     arguments = (task.state.get("checkpoint") or {}).get("arguments") or {}
     agent = await runtime.agent()
     tool = agent.tool(call.name)
     if tool is None:
-        await _error_result(runtime, call, "tool_unavailable", f"Tool {call.name} is not available")
+        await _error_result(
+            runtime, services, call, "tool_unavailable", f"Tool {call.name} is not available"
+        )
         return
     validated, problem = _validate(tool, arguments)
     if validated is None:
-        await _error_result(runtime, call, "invalid_arguments", problem)
+        await _error_result(runtime, services, call, "invalid_arguments", problem)
         return
-    await _decided(runtime, agent, tool, call, arguments, validated)
+    await _decided(runtime, services, agent, tool, call, arguments, validated)
 
 
 async def _start(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     agent: ResolvedAgent,
     tool: Tool[Any],
     call: _Call,
@@ -481,12 +498,13 @@ async def _start(
         return Running(checkpoint)
 
     await runtime.commit(intent)
-    await _execute(runtime, agent, tool, call, arguments, validated)
+    await _execute(runtime, services, agent, tool, call, arguments, validated)
 
 
-async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+async def _execute_phase(
+    task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices
+) -> None:
     """Recovery of an execution a crash or close cut (R95)."""
-    services = services_of(runtime)
     call = await _read_call(services, task)
     checkpoint = task.state.get("checkpoint") or {}
     arguments = checkpoint.get("arguments") or {}
@@ -507,16 +525,16 @@ async def _execute_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
                         slot.pop(key, None)
 
             await runtime.commit(restart)
-            await _execute(runtime, agent, tool, call, arguments, validated)
+            await _execute(runtime, services, agent, tool, call, arguments, validated)
             return
     limits = tool.output if tool is not None else OutputLimits()
-    result = _from_slot(await _slot(runtime), True, limits)
+    result = _from_slot(await _slot(runtime, services), True, limits)
     text = f"Tool {call.name} was interrupted and may have partially run"
     result.diagnostics.append(Diagnostic("error", text, "interrupted"))
-    await _commit_result(runtime, call, result, "failed", text)
+    await _commit_result(runtime, services, call, result, "failed", text)
 
 
-async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+async def _abort(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     """Answer an aborted call from its durable output, after the ``on_abort`` chain (R101).
 
     The hooks see the aborted result as it would be committed: the committed
@@ -526,16 +544,15 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
     tool's limits, with a truncation warning after the hook's diagnostics; the
     retained content, unchanged, is never bounded again.
     """
-    services = services_of(runtime)
     call = await _read_call(services, task)
     agent = await runtime.agent()
     tool = agent.tool(call.name)
     limits = tool.output if tool is not None else OutputLimits()
-    slot = await _slot(runtime)
+    slot = await _slot(runtime, services)
     approval = (slot or {}).get("approval") or {}
     if approval and "decision" not in approval:
         text = "Not run: the user stopped the turn before deciding on this call."
-        await _error_result(runtime, call, "aborted", text, "aborted")
+        await _error_result(runtime, services, call, "aborted", text, "aborted")
         return
     result = _from_slot(slot, False, limits)
     text = f"Tool {call.name} was aborted"
@@ -566,13 +583,17 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
             diagnostics += _truncation(*dropped, limits)
         result.diagnostics = diagnostics
         result.details = current.details
-    await _commit_result(runtime, call, result, "aborted")
+    await _commit_result(runtime, services, call, result, "aborted")
 
 
 TOOL_TASK = define_task(
     "pi.tool",
     initial=lambda _input: {"phase": "call"},
-    phases={"call": _call_phase, "approval": _approval_phase, "execute": _execute_phase},
-    abort=_abort,
+    phases={
+        "call": with_services(_call_phase),
+        "approval": with_services(_approval_phase),
+        "execute": with_services(_execute_phase),
+    },
+    abort=with_services(_abort),
 )
 """The built-in tool task (R93-R107)."""
