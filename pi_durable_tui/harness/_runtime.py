@@ -230,11 +230,6 @@ def with_services(
     return run
 
 
-def services_of(runtime: HarnessRuntime) -> HarnessServices:
-    """Return the services behind a runtime (for the harness's own built-in tasks)."""
-    return runtime._services
-
-
 class KernelTasks:
     """Keeps a kernel task registry in step with the harness registry (R32, R35).
 

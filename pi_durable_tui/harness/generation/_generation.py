@@ -38,7 +38,7 @@ from pi_durable_tui.ai import (
     StreamOptions,
     is_context_overflow,
 )
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime, with_services
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._settings import retry_wait_ms
 from pi_durable_tui.harness.compaction import (
@@ -107,8 +107,8 @@ def _carry(checkpoint: JsonObject, **values: Any) -> JsonObject:
 # -- prepare (R83, R108): see ``_preparation`` --
 
 
-async def _prepare(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    plan = await plan_request(runtime, _checkpoint(task))
+async def _prepare(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
+    plan = await plan_request(runtime, services, _checkpoint(task))
     if isinstance(plan, Decided):
         await plan.commit()
         return
@@ -136,9 +136,12 @@ async def _session_id(services: HarnessServices, runtime: HarnessRuntime) -> str
 
 
 async def _stream(
-    runtime: HarnessRuntime, model: Model, checkpoint: JsonObject, view: ContextView
+    runtime: HarnessRuntime,
+    services: HarnessServices,
+    model: Model,
+    checkpoint: JsonObject,
+    view: ContextView,
 ) -> AssistantMessage:
-    services = services_of(runtime)
     agent = await runtime.agent()
     messages = list(view.messages)
     hooks = agent.hooks("pi.generation", "before_request")
@@ -164,7 +167,7 @@ async def _stream(
         }
     )
     interval = services.settings().progress.partial_interval_ms
-    committer = PartialCommitter(runtime, int(checkpoint.get("attempt", 1)), interval)
+    committer = PartialCommitter(runtime, services, int(checkpoint.get("attempt", 1)), interval)
     final: AssistantMessage | None = None
     stream = services.models.stream(model, context, options, abort=runtime.aborted)
     try:
@@ -182,8 +185,7 @@ async def _stream(
     return final
 
 
-async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
-    services = services_of(runtime)
+async def _request(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     checkpoint = _checkpoint(task)
     attempt = int(checkpoint.get("attempt", 1))
     conversation_id = runtime.conversation_id
@@ -214,32 +216,32 @@ async def _request(task: TaskRecord, runtime: HarnessRuntime) -> None:
         int(checkpoint["cutoff"]),
         cache=services.contexts,
     )
-    message = await _stream(runtime, model, checkpoint, view)
+    message = await _stream(runtime, services, model, checkpoint, view)
     if runtime.aborted.is_set():
         return  # the abort (or close) path answers for this attempt (R37, R92)
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "after_response"):
         await call_hook(hook, message, runtime, point="after_response", report=services.report)
-    await _classify(runtime, model, checkpoint, view, message)
+    await _classify(runtime, services, model, checkpoint, view, message)
 
 
 async def _classify(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     model: Model,
     checkpoint: JsonObject,
     view: ContextView,
     message: AssistantMessage,
 ) -> None:
     """One commit that files the response and decides what comes next (R86)."""
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     attempt = int(checkpoint.get("attempt", 1))
     stored = dump(message)
     if message.stop_reason == "toolUse" and message.tool_calls():
-        await start_round(runtime, checkpoint, view, stored)
+        await start_round(runtime, services, checkpoint, view, stored)
         return
     if message.stop_reason in ("stop", "length", "toolUse"):
-        continuation = await _on_yield(runtime, message)
+        continuation = await _on_yield(runtime, services, message)
 
         async def finish(tx: Tx) -> Any:
             entry = append_assistant(tx, conversation_id, stored)
@@ -258,7 +260,7 @@ async def _classify(
         and "compacted" not in checkpoint
         and select_cut(view, settings.compaction.keep_recent_tokens) is not None
     ):
-        await start_blocking_compaction(runtime, "overflow", attempt, text, error=stored)
+        await start_blocking_compaction(runtime, services, "overflow", attempt, text, error=stored)
         return
     delay = retry_wait_ms(settings.retry, message, attempt)
     if delay is not None:
@@ -286,9 +288,10 @@ async def _classify(
     await runtime.commit(failed)
 
 
-async def _on_yield(runtime: HarnessRuntime, message: AssistantMessage) -> str | None:
+async def _on_yield(
+    runtime: HarnessRuntime, services: HarnessServices, message: AssistantMessage
+) -> str | None:
     """The first ``on_yield`` hook returning ``Continue`` wins (R65)."""
-    services = services_of(runtime)
     agent = await runtime.agent()
     for hook in agent.hooks("pi.generation", "on_yield"):
         decision = await call_hook(hook, message, runtime, point="on_yield", report=services.report)
@@ -317,11 +320,11 @@ async def _retry(task: TaskRecord, runtime: HarnessRuntime) -> None:
 # -- abort (R91, R92) --
 
 
-async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
+async def _abort(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     checkpoint = _checkpoint(task)
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
-    pending = await abort_pending_calls(runtime, checkpoint)
+    pending = await abort_pending_calls(runtime, services, checkpoint)
 
     async def abort(tx: Tx) -> Aborted:
         for write in pending:
@@ -341,7 +344,12 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
 GENERATION_TASK = define_task(
     "pi.generation",
     initial=initial_checkpoint,
-    phases={"prepare": _prepare, "request": _request, "retry": _retry, "tools": tools_phase},
-    abort=_abort,
+    phases={
+        "prepare": with_services(_prepare),
+        "request": with_services(_request),
+        "retry": _retry,
+        "tools": with_services(tools_phase),
+    },
+    abort=with_services(_abort),
 )
 """The built-in generation task (R83-R92)."""

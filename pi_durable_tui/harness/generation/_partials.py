@@ -28,7 +28,8 @@ from typing import Any
 
 from pi_durable_tui.ai import AssistantEvent, StartEvent
 from pi_durable_tui.harness._progress import ProgressThrottle, ThrottledCommitter, now_ms
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime
+from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.state import LIVE_DOC, dump
 from pi_durable_tui.kernel import Tx
 
@@ -38,12 +39,16 @@ class PartialCommitter:
 
     Args:
         runtime: The generation's runtime.
+        services: The harness services (the streaming redactor).
         attempt: The attempt the partial belongs to.
         interval_ms: The least time between two partial commits.
     """
 
-    def __init__(self, runtime: HarnessRuntime, attempt: int, interval_ms: int) -> None:
+    def __init__(
+        self, runtime: HarnessRuntime, services: HarnessServices, attempt: int, interval_ms: int
+    ) -> None:
         self._runtime = runtime
+        self._services = services
         self._attempt = attempt
         self._latest: AssistantEvent | None = None
         throttle = ProgressThrottle(min_interval_ms=interval_ms)
@@ -69,7 +74,7 @@ class PartialCommitter:
         message = getattr(event, "partial", None)
         if message is None or not message.content:
             return 0
-        stored = withheld(dump(message), services_of(self._runtime).redactor.streaming)
+        stored = withheld(dump(message), self._services.redactor.streaming)
         conversation_id = self._runtime.conversation_id
         attempt = self._attempt
 

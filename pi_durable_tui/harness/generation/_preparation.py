@@ -1,6 +1,6 @@
 """A generation's preparation: the planned request and the commit that moves to it (R83, R108).
 
-``plan_request(runtime, checkpoint)`` resolves the agent and the model, derives the
+``plan_request(runtime, services, checkpoint)`` resolves the agent and the model, derives the
 context once, renders the sections (R77-R81) and checks the compaction thresholds
 (R108). It returns a ``Preparation`` when the generation can go to ``request``, or
 a ``Decided`` whose ``commit`` fails the run (``no_model``, an overflow whose
@@ -25,7 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime
+from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.compaction import estimate_tokens, select_cut, tokens_upper_bound
 from pi_durable_tui.harness.context import (
     ContextView,
@@ -123,9 +124,10 @@ class Preparation:
         return {**self.pinned, "cutoff": cutoff}
 
 
-async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[tuple[str, str]]:
+async def _render_sections(
+    runtime: HarnessRuntime, services: HarnessServices, view: ContextView
+) -> list[tuple[str, str]]:
     """Render the agent's sections in order, ``instructions`` last (R77, R78)."""
-    services = services_of(runtime)
     agent = await runtime.agent()
     shown = replay_prompt(view.messages).sections
     env: Any = None
@@ -159,13 +161,17 @@ async def _render_sections(runtime: HarnessRuntime, view: ContextView) -> list[t
 
 
 async def plan_request(
-    runtime: HarnessRuntime, checkpoint: JsonObject, coming: Sequence[JsonObject] = ()
+    runtime: HarnessRuntime,
+    services: HarnessServices,
+    checkpoint: JsonObject,
+    coming: Sequence[JsonObject] = (),
 ) -> Preparation | Decided:
     """Plan a ``prepare`` checkpoint's move to ``request`` (R83, R108).
 
     Args:
         runtime: The runtime of the generation preparing, or of the task settling a
             round for its successor (the same conversation).
+        services: The harness services.
         checkpoint: The ``prepare`` checkpoint.
         coming: Messages the commit applying the plan appends before the planned
             entries (a tool result not committed yet): counted by the thresholds.
@@ -176,7 +182,6 @@ async def plan_request(
     Raises:
         RuntimeError: When the conversation has no entries to send (R83).
     """
-    services = services_of(runtime)
     attempt = int(checkpoint.get("attempt", 1))
     agent = await runtime.agent()
     if agent.model is None:
@@ -196,7 +201,7 @@ async def plan_request(
     )
     if not view.entries:
         raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
-    sections = await _render_sections(runtime, view)
+    sections = await _render_sections(runtime, services, view)
     settings = services.settings()
     loaded = await services.session.snapshot(LOADED_TOOLS_DOC, runtime.conversation_id) or {}
     offered = exposed_tools(
@@ -221,7 +226,9 @@ async def plan_request(
         estimate = estimate_tokens(view, planned, model=model)
         cut = select_cut(view, compaction.keep_recent_tokens, model=model)
         if cut is not None and estimate > blocking:
-            return Decided(lambda: start_blocking_compaction(runtime, "threshold", attempt, None))
+            return Decided(
+                lambda: start_blocking_compaction(runtime, services, "threshold", attempt, None)
+            )
         if (
             cut is not None
             and compaction.background_tokens > 0
@@ -253,6 +260,7 @@ async def plan_request(
 
 async def start_blocking_compaction(
     runtime: HarnessRuntime,
+    services: HarnessServices,
     reason: str,
     attempt: int,
     overflow: str | None,
@@ -264,7 +272,6 @@ async def start_blocking_compaction(
     For an overflow, the same commit files the failed response (``error``) and
     clears the attempt's status, so a crash never separates the two (R86).
     """
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     task_id = runtime.task_id
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pi_durable_tui.harness._runtime import HarnessRuntime, services_of
+from pi_durable_tui.harness._runtime import HarnessRuntime
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness.context import ContextView, offered_tools
 from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
@@ -86,10 +86,13 @@ def _unavailable(call: JsonObject, now: float) -> tuple[JsonObject, list[Diagnos
 
 
 async def start_round(
-    runtime: HarnessRuntime, checkpoint: JsonObject, view: ContextView, stored: JsonObject
+    runtime: HarnessRuntime,
+    services: HarnessServices,
+    checkpoint: JsonObject,
+    view: ContextView,
+    stored: JsonObject,
 ) -> None:
     """Append the tool-calling answer and start the round's tool tasks (R89)."""
-    services = services_of(runtime)
     agent = await runtime.agent()
     offered = {spec.get("name") for spec in offered_tools(view.messages)}
     offered |= deferred_names(agent.tools)  # called by full name without a schema (issue 16)
@@ -147,14 +150,13 @@ async def start_round(
     await runtime.commit(begin)
 
 
-async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
+async def tools_phase(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     """Continue a sequential round, or settle the round (R90)."""
     checkpoint = dict(task.state.get("checkpoint") or {})
     pending: list[str] = list(checkpoint.get("pending") or [])
     if pending:
-        await _next_sequential(runtime, checkpoint, pending)
+        await _next_sequential(runtime, services, checkpoint, pending)
         return
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     tool_ids: list[int] = list(checkpoint.get("tools") or [])
     outcomes = dict(zip(tool_ids, await runtime.outcomes(tool_ids), strict=True))
@@ -188,7 +190,7 @@ async def tools_phase(task: TaskRecord, runtime: HarnessRuntime) -> None:
     # nothing: recovery settles the round again from its ``tools`` checkpoint.
     plan = None
     if not (terminate or handoffs or add_tools):
-        planned = await plan_request(runtime, dict(FIRST_CHECKPOINT))
+        planned = await plan_request(runtime, services, dict(FIRST_CHECKPOINT))
         plan = planned if isinstance(planned, Preparation) else None
 
     async def settle_round(tx: Tx) -> Completed:
@@ -238,7 +240,7 @@ async def _hand_over(
 
 
 async def settle_with_last_result(
-    waiter: TaskRecord, runtime: HarnessRuntime, note: JsonObject
+    waiter: TaskRecord, runtime: HarnessRuntime, services: HarnessServices, note: JsonObject
 ) -> Continuation | None:
     """The round's settlement, built by the tool task whose result ends the round (issue 14).
 
@@ -261,11 +263,10 @@ async def settle_with_last_result(
     agent = await runtime.agent()
     if agent.hooks("pi.generation", "after_tools"):
         return None
-    services = services_of(runtime)
     siblings = [int(i) for i in checkpoint.get("tools") or [] if int(i) != runtime.task_id]
     message = note.get("message")
     planned = await plan_request(
-        runtime, dict(FIRST_CHECKPOINT), [message] if isinstance(message, dict) else []
+        runtime, services, dict(FIRST_CHECKPOINT), [message] if isinstance(message, dict) else []
     )
     if not isinstance(planned, Preparation):
         return None
@@ -313,9 +314,8 @@ async def _add_tools(tx: Tx, conversation_id: int, names: list[str]) -> None:
 
 
 async def _next_sequential(
-    runtime: HarnessRuntime, checkpoint: JsonObject, pending: list[str]
+    runtime: HarnessRuntime, services: HarnessServices, checkpoint: JsonObject, pending: list[str]
 ) -> None:
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     generation_id = runtime.task_id
     call_id = pending[0]
@@ -346,12 +346,11 @@ async def _next_sequential(
 
 
 async def abort_pending_calls(
-    runtime: HarnessRuntime, checkpoint: JsonObject
+    runtime: HarnessRuntime, services: HarnessServices, checkpoint: JsonObject
 ) -> list[Callable[[Tx], Awaitable[Any]]]:
     """Writes answering every call still pending in a round as aborted (R91)."""
     if checkpoint.get("phase") != "tools" or not checkpoint.get("pending"):
         return []
-    services = services_of(runtime)
     conversation_id = runtime.conversation_id
     stored = await services.entry(int(checkpoint["assistant"]))
     message = message_of(stored.entry) if stored is not None else None

@@ -192,7 +192,7 @@ async def _commit_result(
     if outcome != "aborted" and not runtime.aborted.is_set():
         try:
             then = await runtime.continuation(
-                runtime, {"message": stored, "control": result.control}
+                runtime, services, {"message": stored, "control": result.control}
             )
         except Exception as error:  # REMINDER: never at the cost of the result
             _report_settlement(services, error)
