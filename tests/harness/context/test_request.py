@@ -196,7 +196,7 @@ def test_a_request_that_grows_the_last_one_equals_the_same_request_built_from_no
     assert build_request(grown, cache) == second
 
 
-def test_a_request_that_does_not_begin_with_the_last_ones_messages_is_built_from_its_start() -> None:
+def test_a_request_not_beginning_with_the_last_ones_messages_is_built_from_its_start() -> None:
     cache = ValidatedMessages()
     messages = view_of(*FIRST).messages
     build_request(messages, cache)
