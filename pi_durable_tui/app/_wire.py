@@ -102,9 +102,17 @@ METHODS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "cycle_thinking": {},
     "older": {"before": int, "count": int},
     "history": {"after": int, "count": int},
+    "stop_task": {"task_id": int},
+    "background_command": {},
+    "conversations": {},
 }
 """Each intent a client may call and its arguments' types (all optional but ``text``,
-``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``after``, ``count``).
+``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``after``, ``count``,
+``task_id``).
+
+``stop_task`` is ``/tasks stop N``; ``background_command`` is Ctrl+B (the running
+command moves to the background); ``conversations`` lists the session's
+conversations for the picker (``/agents``), the caller's followed one marked shown.
 
 ``older`` pages the window back (newest first, for a screen scrolling up);
 ``history`` reads forward from an entry ID (``after`` 0: the first page), oldest
@@ -118,6 +126,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "set_model": ("ref",),
     "older": ("before", "count"),
     "history": ("after", "count"),
+    "stop_task": ("task_id",),
 }
 
 
@@ -238,6 +247,8 @@ class Mirror:
         has_older: Whether entries exist before ``entries[0]``.
         docs: The conversation's documents by kind.
         tasks: The task tree as the host sent it.
+        title: What names the conversation on screen (its first message; empty for
+            the main one).
     """
 
     seq: int = 0
@@ -246,6 +257,7 @@ class Mirror:
     has_older: bool = False
     docs: dict[str, Any] = field(default_factory=dict)
     tasks: list[Any] = field(default_factory=list)
+    title: str = ""
 
     def apply(self, message: Mapping[str, Any]) -> bool:
         """Apply a ``snapshot``, ``commit`` or ``tasks`` message; others are ignored.
@@ -265,6 +277,7 @@ class Mirror:
             self.has_older = bool(message.get("has_older"))
             self.docs = dict(message.get("docs") or {})
             self.tasks = list(message.get("tasks") or [])
+            self.title = str(message.get("title") or "")
             return True
         if kind == "tasks":
             self.tasks = list(message.get("tasks") or [])

@@ -20,7 +20,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pi_durable_tui.app._view import TaskNode
-from pi_durable_tui.app.screen import compaction_failures
+from pi_durable_tui.app.screen import compaction_failures, conversation_title
 from pi_durable_tui.harness import AGENT_DOC, INBOX_DOC, LIVE_DOC, USAGE_DOC
 from pi_durable_tui.kernel import CommitInfo, Session, Tx
 
@@ -46,9 +46,12 @@ async def snapshot(
     Raises:
         ValueError: The conversation does not exist.
     """
-    if await tx.conversation(conversation) is None:
+    record = await tx.conversation(conversation)
+    if record is None:
         raise ValueError(f"Conversation {conversation} does not exist")
     storage = session.storage
+    # A subagent's or fork's screen is named by its first message ("main" needs none).
+    title = "" if record.owner is None else await conversation_title(storage, conversation)
     page = await storage.scan_entries(conversation, order="desc", limit=window + 1)
     newest = [stored.entry.to_json() for stored in page.items]
     docs: dict[str, Any] = {}
@@ -60,6 +63,7 @@ async def snapshot(
         "t": "snapshot",
         "seq": storage.last_seq,
         "conversation": conversation,
+        "title": title,
         "entries": list(reversed(newest[:window])),
         "has_older": len(newest) > window,
         "docs": docs,

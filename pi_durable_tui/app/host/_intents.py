@@ -5,18 +5,21 @@ it, exactly as the host's own screen would run it: a prompt, a steer or a
 follow-up is ``Conversation.submit``; Esc is ``Conversation.abort`` (R57; the
 withdrawn queued texts come back, for the client's editor); an approval
 decision is ``Harness.decide`` (a call decided elsewhere first is refused with
-the harness's words); ``older`` and ``history`` read a page of entries (reads, never writes).
+the harness's words); ``older`` and ``history`` read a page of entries and
+``conversations`` lists the session's conversations (reads, never writes).
 Its effect reaches every client, the caller included, only as committed state
 through the commit frames: no client sees an optimistic echo.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._view import missing_key_hint
 from pi_durable_tui.app.host._frames import history_page, older_page
+from pi_durable_tui.app.screen import list_conversations
 from pi_durable_tui.harness import (
     AGENT_DOC,
     INBOX_DOC,
@@ -87,6 +90,9 @@ async def perform(app: AgentApp, conversation_id: int, method: str, args: dict[s
     if method == "history":
         count = max(1, min(int(args["count"]), 500))
         return await history_page(harness.session, conversation_id, int(args["after"]), count)
+    if method == "conversations":
+        listed = await list_conversations(app, conversation_id)
+        return [dataclasses.asdict(info) for info in listed]
     raise IntentRefused(f"Unknown method {method!r}")
 
 

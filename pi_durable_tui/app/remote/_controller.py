@@ -11,8 +11,8 @@ What acts on the host's process rather than on the shared session (``/fork``,
 ``/new``, ``/resume``, ``/export``, a permission-mode change: ``HostAction``)
 is refused by ``refusal``, which the screen asks before it starts one: one line
 saying why and what to do (run it in the hosting terminal, or take over). The
-other things that need the host's store or files (switching conversations,
-listing permission rules, trusting a project's settings) are refused when
+other things that need the host's store or files (listing permission rules,
+trusting a project's settings) are refused when
 called, in one sentence naming the terminal that can do them; listing things is
 empty rather than wrong.
 """
@@ -161,12 +161,14 @@ class RemoteController:
         await self._call("set_model", ref=ref)
 
     async def conversations(self) -> list[ConversationInfo]:
-        """Only the main conversation is followed while attached."""
-        return []
+        """The session's conversations, as the host lists them (``/agents``)."""
+        listed = await self._call("conversations")
+        return [ConversationInfo(**info) for info in listed] if isinstance(listed, list) else []
 
     async def switch_conversation(self, conversation_id: int) -> None:
-        """Refused: see the module docstring."""
-        raise _refused("Switching conversations")
+        """Follow another conversation: the host sends its snapshot, then its commits."""
+        async with self._lock:
+            await self.model.attach(conversation_id)
 
     async def fork(self, entry_id: int) -> str:
         """Refused (``refusal``)."""

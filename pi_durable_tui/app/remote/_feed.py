@@ -173,7 +173,7 @@ class RemoteFeed:
         mirror = self._mirror
         entries = [EntryRecord.from_json(e) for e in reversed(mirror.entries)]
         owned = mirror.conversation != self.root_id
-        return Mounted(owned, "", entries, mirror.has_older, dict(mirror.docs), [])
+        return Mounted(owned, mirror.title, entries, mirror.has_older, dict(mirror.docs), [])
 
     def _finish_mount(self, found: Mounted) -> None:
         if self._mounting is None:

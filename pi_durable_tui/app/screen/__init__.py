@@ -27,7 +27,9 @@ Its private modules, lowest first (each imports only the ones before it):
 session's host sends its clients (``app.host``; ``StoreStopped`` is the words it
 answers their intents with once its store failed); ``entry_blocks`` and
 ``with_result`` are how an editor's ``session/load`` turns a stored page of
-history into blocks (``app.acp``).
+history into blocks (``app.acp``); ``list_conversations`` is what a host answers a
+client's ``conversations`` call with, ``conversation_title`` names a followed
+subagent in a snapshot.
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
@@ -36,6 +38,7 @@ parts ``agent`` and ``files``.
 from pi_durable_tui.app.screen._blocks import entry_blocks
 from pi_durable_tui.app.screen._compaction_notices import CompactionFailure, compaction_failures
 from pi_durable_tui.app.screen._controller import AgentController, KeepServing
+from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._doc_values import with_result
 from pi_durable_tui.app.screen._feed import (
     Frame,
@@ -45,6 +48,7 @@ from pi_durable_tui.app.screen._feed import (
     Settled,
     TaskSource,
 )
+from pi_durable_tui.app.screen._names import conversation_title
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
@@ -65,7 +69,9 @@ __all__ = [
     "TaskSource",
     "TaskTree",
     "compaction_failures",
+    "conversation_title",
     "entry_blocks",
+    "list_conversations",
     "recovery_report",
     "start_screen",
     "watch_store_failure",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.ai import FauxProvider
+from pi_durable_tui.ai import FauxMatch, FauxProvider, faux_response, faux_text
 from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
 from pi_durable_tui.app._wire import MAX_PENDING
 from pi_durable_tui.app.screen._store_failure import STOPPED
@@ -94,6 +94,46 @@ async def test_a_prompt_typed_in_the_attached_screen_is_answered_on_both_with_st
     await until(lambda: shown(model) == shown(served.rig.model), what="both screens agree")
     assert [b.text for b in model.blocks if b.kind == "user"] == ["tell me"]
     assert len(set(lengths)) > 3, "the live block grew in steps"
+
+
+async def test_the_attached_screen_lists_the_sessions_conversations_and_follows_a_subagent(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(
+        faux_response(faux_text("Child A."), match=FauxMatch(user="[a]")),
+        call("subagent", task="[a] first job"),
+        say("Delegated."),
+    )
+    await served.rig.ask("delegate")
+    model, controller = await attach(served.rig.app.store)
+    found = await within(controller.conversations())
+    assert found == await within(served.rig.controller.conversations())
+    assert [(c.label.split()[0], c.title, c.shown) for c in found] == [
+        ("main", "delegate", True),
+        ("subagent", "[a] first job", False),
+    ]
+
+    await within(controller.switch_conversation(found[1].conversation_id))
+    await until(lambda: [b.text for b in model.blocks if b.kind == "assistant"] == ["Child A."])
+    assert model.footer.conversation_label == "subagent: [a] first job"
+    assert [c.shown for c in await within(controller.conversations())] == [False, True]
+    assert served.rig.model.conversation_id == found[0].conversation_id  # the host stays
+
+    await within(controller.switch_conversation(found[0].conversation_id))
+    await until(lambda: [b.text for b in model.blocks if b.kind == "assistant"] == ["Delegated."])
+
+
+async def test_tasks_stop_and_ctrl_b_from_the_attached_screen_reach_the_hosts_harness(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    # Both were once refused by the wire's check as unknown methods.
+    served = await serve(say("hi"))
+    _, controller = await attach(served.rig.app.store)
+    with pytest.raises(ValueError, match="No live task 999: /tasks lists"):
+        await within(controller.stop_task(999))
+    assert await within(controller.background_command()) == (
+        "No command is running in the foreground: nothing to move to the background."
+    )
 
 
 async def test_esc_in_the_attached_screen_aborts_for_both(
