@@ -16,7 +16,7 @@ import base64
 from pydantic import BaseModel, Field
 
 from pi_durable_tui.ai import ImageContent, TextContent
-from pi_durable_tui.env import FileError, FileInfo
+from pi_durable_tui.env import FileError, FileInfo, scan_bytes
 from pi_durable_tui.harness import OutputLimits, Tool, ToolApi, ToolResult, define_tool, format_size
 from pi_durable_tui.tools._file_kinds import SNIFF_BYTES, looks_binary, sniff_image
 from pi_durable_tui.tools._paths import PATH_ACCESS, read_path_variants
@@ -115,10 +115,17 @@ async def _execute(args: ReadArgs, api: ToolApi) -> ToolResult:
         )
     start = max(args.offset or 1, 1) - 1
     wanted = DEFAULT_MAX_LINES if args.limit is None else min(args.limit, DEFAULT_MAX_LINES)
-    async with await env.open_binary_reader(path, abort=api.aborted) as reader:
-        scan = await reader.scan_lines(
-            start_line=start, max_lines=wanted, max_bytes=DEFAULT_MAX_BYTES, abort=api.aborted
+    if len(head) < SNIFF_BYTES and not api.aborted.is_set():
+        # The sniffed head is the whole file: select from it, no further environment
+        # call (two thread hops fewer on this machine for a small file).
+        scan = scan_bytes(
+            head, start_line=start, max_lines=wanted, max_bytes=DEFAULT_MAX_BYTES, path=path
         )
+    else:
+        async with await env.open_binary_reader(path, abort=api.aborted) as reader:
+            scan = await reader.scan_lines(
+                start_line=start, max_lines=wanted, max_bytes=DEFAULT_MAX_BYTES, abort=api.aborted
+            )
     window = select_lines(
         ScannedLines(
             scan.lines,
