@@ -58,13 +58,17 @@ def check(scan: LineScan, data: bytes, start: int, lines: int | None, size: int 
 pieces = st.sampled_from([b"a", b"xyz", b"\n", "\u00e9".encode(), "\u20ac".encode(), b"q" * 30])
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+# Random files and selections, shared by the reader's scan and the in-memory one.
+random_scans = given(
     parts=st.lists(pieces, max_size=60),
     start=st.integers(0, 12),
     max_lines=st.none() | st.integers(0, 8),
     max_bytes=st.none() | st.integers(0, 80),
 )
+
+
+@settings(max_examples=150, deadline=None)
+@random_scans
 async def test_r119_scan_lines_matches_splitting_the_whole_file(
     tmp_path_factory: pytest.TempPathFactory,
     parts: list[bytes],
@@ -81,12 +85,7 @@ async def test_r119_scan_lines_matches_splitting_the_whole_file(
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    parts=st.lists(pieces, max_size=60),
-    start=st.integers(0, 12),
-    max_lines=st.none() | st.integers(0, 8),
-    max_bytes=st.none() | st.integers(0, 80),
-)
+@random_scans
 def test_scan_bytes_of_a_whole_file_matches_splitting_it(
     parts: list[bytes], start: int, max_lines: int | None, max_bytes: int | None
 ) -> None:
