@@ -30,6 +30,7 @@ from pi_durable_tui.env._jobs import JobProcess, KeptJob, RunningJob
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
+from pi_durable_tui.env._readers import scan_bytes
 from pi_durable_tui.env._redaction import REDACTED, SecretRedactor
 from pi_durable_tui.env._run_guard import KEPT_LOG_PREFIX, RUN_DIRECTORY_PREFIX
 from pi_durable_tui.env._secrets import (
@@ -97,6 +98,7 @@ __all__ = [
     "is_secret_name",
     "processes_of_run",
     "run_token",
+    "scan_bytes",
     "scrub_environment",
     "started_by_a_command",
 ]

@@ -144,6 +144,38 @@ class LineSelection:
         )
 
 
+def scan_bytes(
+    data: bytes,
+    *,
+    start_line: int = 0,
+    max_lines: int | None = None,
+    max_bytes: int | None = None,
+    path: str = "",
+) -> LineScan:
+    """Select lines of ``data``, a whole file's bytes, as ``BinaryReader.scan_lines`` does.
+
+    For a file already read whole (a small one): the same selection, with no
+    further call of the environment.
+
+    Args:
+        data: Every byte of the file.
+        start_line: Index (0-based) of the first line to select.
+        max_lines: Most lines to select (None: no limit).
+        max_bytes: Most selected bytes, newlines between lines included.
+        path: The file's path, for the error of a negative argument.
+
+    Returns:
+        The selection and the file's line count.
+
+    Raises:
+        FileError: ``invalid`` for a negative argument.
+    """
+    selection = LineSelection.checked(path, start_line, max_lines, max_bytes)
+    if data:
+        selection.feed(data)
+    return selection.result(data.count(b"\n"))
+
+
 def scan_lines(
     fd: int,
     path: str,

@@ -1,4 +1,4 @@
-"""``scan_lines`` selects exactly what splitting the whole file would (R119, reference 3.1).
+"""``scan_lines`` and ``scan_bytes`` select exactly what splitting the whole file would (R119, 3.1).
 
 Compared with ``bytes.split(b"\\n")`` over random files, including files larger
 than one read block, so selections that cross block boundaries are covered.
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_durable_tui.env import FileError, LineScan, LocalEnv
+from pi_durable_tui.env import FileError, LineScan, LocalEnv, scan_bytes
 from pi_durable_tui.env._files import READ_BLOCK
 from pi_durable_tui.env._readers import cut_at_character
 
@@ -58,13 +58,17 @@ def check(scan: LineScan, data: bytes, start: int, lines: int | None, size: int 
 pieces = st.sampled_from([b"a", b"xyz", b"\n", "\u00e9".encode(), "\u20ac".encode(), b"q" * 30])
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+# Random files and selections, shared by the reader's scan and the in-memory one.
+random_scans = given(
     parts=st.lists(pieces, max_size=60),
     start=st.integers(0, 12),
     max_lines=st.none() | st.integers(0, 8),
     max_bytes=st.none() | st.integers(0, 80),
 )
+
+
+@settings(max_examples=150, deadline=None)
+@random_scans
 async def test_r119_scan_lines_matches_splitting_the_whole_file(
     tmp_path_factory: pytest.TempPathFactory,
     parts: list[bytes],
@@ -78,6 +82,23 @@ async def test_r119_scan_lines_matches_splitting_the_whole_file(
     async with await LocalEnv(str(path.parent)).open_binary_reader("f") as reader:
         scan = await reader.scan_lines(start_line=start, max_lines=max_lines, max_bytes=max_bytes)
     check(scan, data, start, max_lines, max_bytes)
+
+
+@settings(max_examples=150, deadline=None)
+@random_scans
+def test_scan_bytes_of_a_whole_file_matches_splitting_it(
+    parts: list[bytes], start: int, max_lines: int | None, max_bytes: int | None
+) -> None:
+    data = b"".join(parts)
+
+    scan = scan_bytes(data, start_line=start, max_lines=max_lines, max_bytes=max_bytes)
+
+    check(scan, data, start, max_lines, max_bytes)
+
+
+def test_scan_bytes_refuses_negative_limits() -> None:
+    with pytest.raises(FileError, match="max_lines must be at least 0"):
+        scan_bytes(b"x", max_lines=-1)
 
 
 @pytest.mark.parametrize("start", [0, 3, 40_000])

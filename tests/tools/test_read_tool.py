@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,6 +107,48 @@ async def test_read_of_a_missing_file_says_so(run_tool: RunTool) -> None:
 
     assert outcome.is_error
     assert outcome.errors[0].startswith("Cannot read nope.txt:")
+
+
+async def test_read_finds_a_file_under_its_curly_quote_spelling(
+    run_tool: RunTool, workdir: Path
+) -> None:
+    (workdir / "it\u2019s.txt").write_text(TEN)
+
+    outcome = await run_tool("read", {"path": "it's.txt"})
+
+    assert not outcome.is_error
+    assert outcome.text.splitlines()[0] == " 1\tline 1"
+
+
+async def test_read_of_a_path_through_a_file_says_it_cannot_be_read(
+    run_tool: RunTool, workdir: Path
+) -> None:
+    (workdir / "f.txt").write_text(TEN)
+
+    outcome = await run_tool("read", {"path": "f.txt/inner.txt"})
+
+    assert outcome.is_error
+    assert outcome.errors[0].startswith("Cannot read f.txt/inner.txt:")
+
+
+async def test_a_read_of_a_small_file_hops_to_a_thread_twice(
+    run_tool: RunTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workdir / "f.txt").write_text(TEN)
+    hops: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(function, "__name__", repr(function)))
+        return await to_thread(function, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+
+    outcome = await run_tool("read", {"path": "f.txt"})
+
+    assert not outcome.is_error
+    # file_info and the head, which holds the whole file (no exists, open or scan)
+    assert len(hops) == 2, hops
 
 
 @pytest.fixture(scope="module")

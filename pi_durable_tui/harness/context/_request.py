@@ -21,13 +21,17 @@ take one system prompt and one tool list, so:
 Every other message validates into its ``pi_durable_tui.ai`` type. Stored
 messages are immutable and a conversation's active range stays cached between
 requests (R127), so ``ValidatedMessages`` remembers each stored dict's validated
-message: a turn of a long conversation validates only the new ones (speed only).
+message, and the scan of the last request: a request whose messages begin with the
+last one's (the same dicts) scans only the new ones, so a round of a long
+conversation neither validates nor visits its old messages (speed only).
 """
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -51,6 +55,9 @@ class ValidatedMessages:
     def __init__(self, kept: int = 8192) -> None:
         self._kept = kept
         self._messages: OrderedDict[int, tuple[JsonObject, Message]] = OrderedDict()
+        # The last request's messages and its scan before the final flush; holding
+        # the dicts keeps their ids from being reused.
+        self._last: tuple[list[JsonObject], _Scan] | None = None
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -71,6 +78,46 @@ class ValidatedMessages:
             self._messages.popitem(last=False)
         return converted
 
+    def resumed(self, messages: Sequence[JsonObject]) -> tuple[int, _Scan]:
+        """Where a scan of ``messages`` starts: past the last request's, when they begin it."""
+        last = self._last
+        if last is not None:
+            prefix, scan = last
+            if len(prefix) <= len(messages) and all(map(operator.is_, prefix, messages)):
+                return len(prefix), scan.copy()
+        return 0, _Scan()
+
+    def remember(self, messages: Sequence[JsonObject], scan: _Scan) -> None:
+        """Keep ``scan`` (of all of ``messages``, before its final flush) for the next request."""
+        self._last = (list(messages), scan.copy())
+
+
+@dataclass(slots=True)
+class _Scan:
+    """``build_request``'s state after some messages: what a later request resumes."""
+
+    initial: PromptState = field(default_factory=PromptState)
+    final: PromptState = field(default_factory=PromptState)
+    converted: list[Message] = field(default_factory=list)
+    update: list[JsonObject] = field(default_factory=list)
+    seen_system: bool = False
+    in_first_run: bool = False
+
+    def copy(self) -> _Scan:
+        return _Scan(
+            _prompt_copy(self.initial),
+            _prompt_copy(self.final),
+            list(self.converted),
+            list(self.update),
+            self.seen_system,
+            self.in_first_run,
+        )
+
+
+def _prompt_copy(state: PromptState) -> PromptState:
+    # Shallow: the sections' texts and the tool specs are stored values, never changed.
+    return PromptState(dict(state.sections), dict(state.tools), list(state.content))
+
 
 def build_request(
     messages: Sequence[JsonObject], cache: ValidatedMessages | None = None
@@ -90,29 +137,28 @@ def build_request(
         ValueError: When a message is not a valid model message or system message;
             the error names its index and role.
     """
-    initial = PromptState()
-    final = PromptState()
-    converted: list[Message] = []
-    update: list[JsonObject] = []
-    seen_system = False
-    in_first_run = False
-    for index, message in enumerate(messages):
+    start, scan = (0, _Scan()) if cache is None else cache.resumed(messages)
+    initial, final, converted, update = scan.initial, scan.final, scan.converted, scan.update
+    for index in range(start, len(messages)):
+        message = messages[index]
         if message.get("role") == "system":
             _check_system(index, message)
             final.apply(message)
-            if not seen_system:
-                seen_system = in_first_run = True
-            if in_first_run:
+            if not scan.seen_system:
+                scan.seen_system = scan.in_first_run = True
+            if scan.in_first_run:
                 initial.apply(message)
             else:
                 update.append(message)
             continue
-        in_first_run = False
+        scan.in_first_run = False
         if update:
             _flush_update(update, converted)
         converted.append(
             _validated(index, message) if cache is None else cache.validated(index, message)
         )
+    if cache is not None:
+        cache.remember(messages, scan)
     _flush_update(update, converted)
     # Every part is validated already: validating the context again would walk every
     # message of a long conversation once more on each request.

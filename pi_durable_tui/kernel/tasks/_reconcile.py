@@ -112,6 +112,13 @@ async def reconcile_once(host: TaskHost, cancelled: set[int]) -> bool:
             cascade reaches them. Updated once the commit has landed: new ones
             are added, ones no cascade reaches any more are dropped.
     """
+    idle = _reached_when_idle(host.live)
+    if idle is not None and not idle - cancelled:
+        # Nothing to commit: an idle check costs no run of the commit line. Read off
+        # the line, this is safe because any commit that makes something due wakes
+        # the scheduler for another pass, whose reconcile sees it.
+        cancelled.intersection_update(idle)
+        return False
     changed = [False]
     reached: set[int] = set()
 
@@ -144,6 +151,24 @@ async def reconcile_once(host: TaskHost, cancelled: set[int]) -> bool:
     cancelled.intersection_update(reached)
     cancelled.update(reached)
     return changed[0]
+
+
+def _reached_when_idle(live: LiveIndex) -> set[int] | None:
+    """The conversations cancellations reach, when no mark or hold is due; else ``None``.
+
+    Conservative: a ``fail_fast`` wait (whose members may need a storage read) counts
+    as due, so ``reconcile_once`` decides it on the line.
+    """
+    if cascade_targets(live) or _drained_holds(live):
+        return None
+    reached: set[int] = set()
+    for record in live.tasks():
+        state = record.state
+        if state["status"] == "waiting" and state.get("policy") == "fail_fast":
+            return None
+        if has_cancellation_intent(record):
+            reached.update(_conversations_below(live, record))
+    return reached
 
 
 def scheduler_holds(live: LiveIndex) -> list[int]:

@@ -219,6 +219,12 @@ class Scheduler:
         await self._reconcile()
         if self._host.closing:
             return
+        if all(self.decide(record) is None for record in self._host.live.tasks()):
+            # Nothing due: no reservation run of the line. Safe off the line, because
+            # whatever makes a task due (a commit, an ended invocation, a publication,
+            # a backoff timer) wakes the loop for another pass.
+            self._arm_retry()
+            return
         now = self._host.clock.now()
         reserved: list[tuple[int, TaskDefinition, InvocationMode]] = []
         orphans: list[int] = []

@@ -173,3 +173,44 @@ def test_a_cached_request_still_names_an_invalid_message() -> None:
     cache = ValidatedMessages()
     with pytest.raises(ValueError, match="Context message 0 \\(role 'assistant'\\)"):
         build_request([{"role": "assistant", "content": 3}], cache)
+
+
+def test_a_request_that_grows_the_last_one_equals_the_same_request_built_from_nothing() -> None:
+    cache = ValidatedMessages()
+    # The last request ends in a system patch: the next one resumes inside that run.
+    messages = view_of(*FIRST, system_entry(7, {"env": "<env>\n/y\n</env>"})).messages
+    first = build_request(messages, cache)
+    grown = [
+        *messages,
+        *view_of(
+            system_entry(8, {"role": None}, tools_added=[tool("grep")]),
+            user_entry(9, "again"),
+            system_entry(10, {"note": "late"}),
+        ).messages,
+    ]
+
+    second = build_request(grown, cache)
+
+    assert first == build_request(messages)
+    assert second == build_request(grown)
+    assert build_request(grown, cache) == second
+
+
+def test_a_request_not_beginning_with_the_last_ones_messages_is_built_from_its_start() -> None:
+    cache = ValidatedMessages()
+    messages = view_of(*FIRST).messages
+    build_request(messages, cache)
+    compacted = [*view_of(user_entry(9, "summary")).messages, *messages[3:]]
+
+    assert build_request(compacted, cache) == build_request(compacted)
+
+
+def test_a_malformed_message_after_a_remembered_prefix_is_refused_on_every_request() -> None:
+    cache = ValidatedMessages()
+    messages = view_of(*FIRST).messages
+    build_request(messages, cache)
+    grown = [*messages, {"role": "assistant", "content": 3}]
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match=f"Context message {len(messages)} \\(role"):
+            build_request(grown, cache)
