@@ -8,14 +8,10 @@ the order they were made; a failing call becomes an error notice (its traceback
 goes to the log file), never a crash. Keys live in ``_keys``, commands in
 ``_commands``.
 
-Project settings that widen powers and wait for the user (issue 13) show as the
-trust prompt (``_trust_prompt``) whenever the model's ``trust_question`` changes, and the
-approval prompt (``_approval_prompt``) whenever a call waits for a decision;
+The approval and trust prompts (issue 13) open one at a time (``_modal_prompts``);
 the screen asks the controller to re-read the settings files every second, so
-an edit made while the agent is idle is asked about too. One prompt at a time,
-opened only once no key arrived for ``SETTLE`` (never into a word being
-typed), and every key and paste goes to the prompt on top the moment it
-arrives (``_prompt_keys`` says why).
+an edit made while the agent is idle is asked about too. Every key and paste
+goes to the prompt on top the moment it arrives (``_prompt_keys`` says why).
 
 Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
 exception) closes the controller exactly once; an exception's traceback goes to
@@ -46,7 +42,6 @@ from pi_durable_tui.app import (
     SessionInfo,
     ViewChange,
 )
-from pi_durable_tui.tui._approval_prompt import ApprovalAnswer, ApprovalScreen
 from pi_durable_tui.tui._block_views import OpenConversation
 from pi_durable_tui.tui._commands import (
     SESSIONS_TITLE,
@@ -66,15 +61,15 @@ from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._jobs_prompt import JobsChoice, JobsExitScreen
 from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
 from pi_durable_tui.tui._main_screen import MainScreen
+from pi_durable_tui.tui._modal_prompts import ModalPrompts
 from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._picker import PickerItem, PickerScreen
-from pi_durable_tui.tui._prompt_keys import SETTLE, PromptScreen
+from pi_durable_tui.tui._prompt_keys import PromptScreen
 from pi_durable_tui.tui._queue_panel import QueuePanel, Withdraw
 from pi_durable_tui.tui._render_context import RenderContext
 from pi_durable_tui.tui._task_panel import TaskPanel
 from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
 from pi_durable_tui.tui._transcript import NeedOlder, Transcript
-from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 T = TypeVar("T")
 
@@ -103,13 +98,12 @@ class ModelChanged(Message):
 _KEPT_NOTICES = 20
 SETTINGS_POLL = 1.0
 """Seconds between two checks of the settings files while the screen runs."""
-PROMPT_RETRY = 0.1
 """Seconds between two tries to open a prompt held back while the user types."""
 HINTS = f"F1 help · {FOLLOW_UP_FALLBACK} follow-up · /model /agents /compact /tasks"
 """Key hints of the footer, the most needed first: a narrow footer cuts the end."""
 
 
-class PidurableApp(KeyActions, GuardedApp):
+class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
     """The pidurable screen.
 
     Args:
@@ -161,10 +155,7 @@ class PidurableApp(KeyActions, GuardedApp):
         self._startup_problems = [*self._catalog.problems(wanted), *([problem] if problem else [])]
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
-        self._trust_screen: TrustScreen | None = None
-        self._approval_screen: ApprovalScreen | None = None
-        self._last_key: float | None = None
-        self._prompt_retry = False
+        self.init_prompts()
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
         self.task_panel = TaskPanel(clock, id="tasks")
@@ -293,97 +284,6 @@ class PidurableApp(KeyActions, GuardedApp):
             self._ask_trust()
         if change.approval:
             self._ask_approval()
-
-    def _ask_approval(self) -> None:
-        """Show the oldest call waiting for a decision (once); take down a decided one."""
-        question = self.model.approval
-        shown = self._approval_screen
-        if shown is not None:
-            if question is not None and shown.question.call_id == question.call_id:
-                return
-            self._approval_screen = None  # decided (here or elsewhere), or aborted
-            if self.screen is shown:
-                shown.dismiss(None)
-        if question is None:
-            return
-        if self._trust_screen is not None:
-            # REMINDER: one prompt at a time. A prompt that appears over another
-            # takes the key meant for the one the user reads (an `n` for the trust
-            # question opened this prompt's message line; a `y` for this prompt
-            # trusted a hostile settings file). Nothing runs while the call waits.
-            return
-        if self._held_back():
-            return
-        screen = ApprovalScreen(question, self._send_line, self.clock, self._last_key)
-        self._approval_screen = screen
-
-        def decided(answer: ApprovalAnswer | None) -> None:
-            if self._approval_screen is screen:
-                self._approval_screen = None
-            if answer is not None:
-                self._decided(question.call_id, answer)
-            self.call_after_refresh(self._ask_trust)  # one that waited behind this prompt
-
-        self.push_screen(screen, decided)
-
-    def _decided(self, call_id: str, answer: ApprovalAnswer) -> None:
-        if answer.unsent:
-            # Typed in the prompt's line and not sent: the end of the editor keeps it.
-            current = self.editor.text
-            self.editor.text = current + ("\n" if current.strip() else "") + answer.unsent
-            self.editor.move_cursor(self.editor.document.end)
-        if answer.choice == "abort":
-            self.call("abort", self.controller.abort, self._restore_aborted)
-            return
-        choice, message = answer.choice, answer.message
-        self.call("decide", lambda: self.controller.decide(call_id, choice, message))
-
-    def _send_line(self, text: str, follow_up: bool) -> None:
-        """Send what the approval prompt's line holds: a steer, or a follow-up."""
-        self.call(
-            "follow-up" if follow_up else "steer",
-            lambda: self.controller.submit(as_message(text), follow_up=follow_up),
-        )
-
-    def _held_back(self) -> bool:
-        """Whether a prompt must wait: a key arrived less than ``SETTLE`` ago (try again)."""
-        if self._last_key is None or self.clock() - self._last_key >= SETTLE:
-            return False
-        if not self._prompt_retry:
-            self._prompt_retry = True
-            self.set_timer(PROMPT_RETRY, self._retry_prompts)
-        return True
-
-    def _retry_prompts(self) -> None:
-        self._prompt_retry = False
-        self._ask_approval()
-        self._ask_trust()
-
-    def _ask_trust(self) -> None:
-        """Show the waiting trust question (once), or take down one that was answered."""
-        question = self.model.trust_question
-        shown = self._trust_screen
-        if shown is not None:
-            if question is not None and shown.question.id == question.id:
-                return
-            self._trust_screen = None  # answered, or replaced by a newer content
-            if self.screen is shown:
-                shown.dismiss(None)
-        if question is None or self._approval_screen is not None:
-            return  # one prompt at a time (``_ask_approval``): asked once the call is decided
-        if self._held_back():
-            return
-        screen = TrustScreen(question, self.clock, self._last_key)
-        self._trust_screen = screen
-
-        def answered(trusted: bool | None) -> None:
-            if self._trust_screen is screen:
-                self._trust_screen = None
-            if trusted is not None:
-                self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
-            self.call_after_refresh(self._ask_approval)  # one that waited behind this prompt
-
-        self.push_screen(screen, answered)
 
     # -- notices and controller calls ---------------------------------------------------
 
