@@ -82,8 +82,18 @@ def sleepers(duration: str) -> list[int]:
 
 
 def leftover_files(temp: Path) -> list[Path]:
-    """Spill files and run directories left in the temp directory."""
-    return sorted([*temp.rglob("pi-output-*"), *temp.glob("pi-run-*")])
+    """Spill files and run directories left in the temp directory.
+
+    ``os.walk`` rather than ``Path.rglob``: a run guard may be removing a run's
+    directory while it is walked, and ``rglob`` raises for a vanished directory.
+    """
+    spills = [
+        Path(root, name)
+        for root, _dirs, names in os.walk(temp)
+        for name in names
+        if name.startswith("pi-output-")
+    ]
+    return sorted([*spills, *temp.glob("pi-run-*")])
 
 
 def product_environment(home: Path, temp: Path) -> dict[str, str]:

@@ -154,8 +154,7 @@ class Trial:
         found: list[str] = []
         places = [self.home, self.tmp, *self.directory.glob("run*.std*")]
         for place in places:
-            files = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]
-            for path in files:
+            for path in _files_under(place):
                 try:
                     data = path.read_bytes()
                 except OSError:
@@ -163,6 +162,18 @@ class Trial:
                 if needle in data:
                     found.append(str(path.relative_to(self.directory)))
         return found
+
+
+def _files_under(place: Path) -> list[Path]:
+    """The files at or under ``place``, skipping directories removed while walking.
+
+    The reaper of a killed process removes its spill directory on its own
+    schedule, so a directory listed a moment ago may be gone when it is opened
+    (``os.walk`` drops such errors, where ``Path.rglob`` raises).
+    """
+    if place.is_file():
+        return [place]
+    return [Path(root, name) for root, _dirs, names in os.walk(place) for name in names]
 
 
 @dataclass(frozen=True, slots=True)
