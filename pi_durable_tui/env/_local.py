@@ -30,11 +30,12 @@ from pi_durable_tui.env import _files
 from pi_durable_tui.env._beneath import write_beneath
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._groups import ProcessGroup
-from pi_durable_tui.env._jobs import RunningJob, spawn_job
+from pi_durable_tui.env._jobs import spawn_job
 from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._readers import LocalBinaryReader, LocalDirReader
+from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
 from pi_durable_tui.env._strays import MARK_NAME, call_mark, carrying, end_processes
 from pi_durable_tui.env._types import (
@@ -373,7 +374,7 @@ class LocalEnv:
             end_background: When the command ends, also end every process it left
                 running (background jobs, ``nohup``, ``setsid``; issue 13).
             move: When set while the command runs, return at once with it as a
-                background job (``ExecResult.moved``, a ``MovedJob``; Ctrl+B).
+                background job (``ExecResult.moved``, a ``RunningJob``; Ctrl+B).
 
         Returns:
             The exit code and the spill file, if any (deleted by ``cleanup()``).
@@ -434,7 +435,7 @@ class LocalEnv:
         env: Mapping[str, str] | None = None,
         inherit_env: bool = True,
     ) -> RunningJob:
-        """Start ``command`` as a background job, its output going to a log (``_jobs``).
+        """Start ``command`` as a background job, its output redacted into a log (``_jobs``).
 
         The job is this environment's until it is kept: ``cleanup()`` ends it.
 
@@ -457,13 +458,13 @@ class LocalEnv:
             kill_grace=self._kill_grace,
             groups=self._groups,
             marks=self._marks,
+            secrets=self._secret_values(),
         )
         self._spills.add(job.log_path)  # deleted at cleanup unless the job was kept (moved)
-        job.secrets = self._secret_values()
         return job
 
     def _secret_values(self) -> tuple[bytes, ...]:
-        """Values of this process's secret-looking variables (spill files hide them)."""
+        """Values of this process's secret-looking variables (hidden in spills and job logs)."""
         base = os.environ if self._environ is None else self._environ
         return tuple(
             value.encode("utf-8", "surrogateescape")
