@@ -114,6 +114,10 @@ class LocalEnv:
             process group is killed.
         environ: The environment children inherit, before scrubbing (default:
             this process's environment, read at each ``exec``).
+        secret_names: Variables that hold secrets whatever their names (the key
+            variables of configured providers): children never inherit them
+            (unless ``allow_env`` names them), and their values are hidden in
+            spill files and job logs as the secret-looking ones are.
     """
 
     def __init__(
@@ -125,6 +129,7 @@ class LocalEnv:
         home: str | None = None,
         kill_grace: float = 0.5,
         environ: Mapping[str, str] | None = None,
+        secret_names: Iterable[str] = (),
     ) -> None:
         self._home = os.path.abspath(os.path.expanduser("~") if home is None else home)
         self._cwd = resolve_path(cwd, cwd=os.getcwd(), home=self._home)
@@ -132,6 +137,7 @@ class LocalEnv:
         self._allow_env = tuple(allow_env)
         self._kill_grace = kill_grace
         self._environ = environ
+        self._secret_names = frozenset(secret_names)
         self._groups: set[ProcessGroup] = set()
         self._spills: set[str] = set()
         self._marks: set[str] = set()
@@ -338,7 +344,7 @@ class LocalEnv:
         environ: dict[str, str] = {}
         if inherit_env:
             base = os.environ if self._environ is None else self._environ
-            environ = scrub_environment(base, self._allow_env)
+            environ = scrub_environment(base, self._allow_env, self._secret_names)
         if env is not None:
             environ.update(env)
         return environ
@@ -469,7 +475,7 @@ class LocalEnv:
         return tuple(
             value.encode("utf-8", "surrogateescape")
             for name, value in base.items()
-            if len(value) >= 8 and is_secret_name(name)
+            if len(value) >= 8 and (is_secret_name(name) or name in self._secret_names)
         )
 
     async def cleanup(self) -> None:

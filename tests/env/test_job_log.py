@@ -128,6 +128,21 @@ async def test_a_job_s_last_line_is_in_its_log_at_once_while_it_still_runs(
     await asyncio.wait_for(job.wait(), WAIT)
 
 
+async def test_a_declared_secret_variable_is_hidden_from_a_job_and_from_its_log(
+    tmp_path: Path,
+) -> None:
+    environ = {"LLAMA_KEY": SECRET, "PATH": "/usr/bin:/bin"}  # a plain name: declared a key
+    env = LocalEnv(str(tmp_path), environ=environ, secret_names=["LLAMA_KEY"])
+    (tmp_path / "key.txt").write_text(f"key={SECRET}\n")  # a file the job prints
+    try:
+        job = await env.start_job('echo "seen=[$LLAMA_KEY]"; cat key.txt')
+        await asyncio.wait_for(job.wait(), WAIT)
+
+        assert Path(job.log_path).read_text() == "seen=[]\nkey=[redacted]\n"
+    finally:
+        await env.cleanup()
+
+
 async def test_stopping_a_kept_job_ends_its_relay_with_it(env: LocalEnv, tmp_path: Path) -> None:
     job = await env.start_job(f"echo started; {WAIT_FOR.format('go')}")
     log = SampledLog(job.log_path)
