@@ -20,7 +20,14 @@ def test_a_small_run_reports_every_workload_with_exact_totals(
 ) -> None:
     assert exec_output.main(["--mib", "2", "--repeat", "1", "--json", "--dir", str(tmp_path)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert list(report) == ["baseline.cat_devnull", "exec.plain", "exec.tail", "exec.tail_spill"]
+    assert list(report) == [
+        "baseline.cat_devnull",
+        "baseline.cat_file",
+        "exec.plain",
+        "exec.tail",
+        "exec.tail_spill",
+        "exec.job",
+    ]
     for key, entry in report.items():
         assert "wrong" not in entry, (key, entry)
         assert entry["wall_ms"] > 0

@@ -12,6 +12,7 @@ store with its WAL, the home directory, logs), the ``-p`` output, the
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,29 @@ def test_a_canary_secret_written_by_the_model_and_a_command_is_stored_and_printe
         assert "[redacted]" in out
     assert occurrences(tmp_path, CANARY) == {}
     assert occurrences(tmp_path, START) == {}  # not even the start of it, from a partial
+
+
+def test_a_custom_provider_s_key_variable_is_kept_from_commands_whatever_its_name(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = Path(os.environ["PIDURABLE_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    model = {"id": "m", "context_window": 32768, "max_tokens": 4096}
+    provider = {"name": "llama", "base_url": "http://127.0.0.1:9/v1", "api": "openai-completions"}
+    settings = {"providers": [{**provider, "api_key_env": "LLAMA_KEY", "models": [model]}]}
+    (home / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("LLAMA_KEY", CANARY)  # a plain name: only the settings make it a key
+    command = {"command": 'echo "seen=[$LLAMA_KEY]"'}
+    call = {"type": "tool_call", "name": "bash", "arguments": command}
+    responses = [
+        {"content": [call], "stop_reason": "toolUse"},
+        {"content": [{"type": "text", "text": "done"}]},
+    ]
+    script = tmp_path / "printenv.json"
+    script.write_text(json.dumps({"responses": responses}))
+
+    faux = ("--model", "faux/faux-1", "--faux-script", str(script))
+    status, out, err = pidurable(project, "-p", "go", "--mode", "json", *faux)
+
+    assert status == 0, err
+    assert "seen=[]" in out  # the command never saw it (not even as [redacted])

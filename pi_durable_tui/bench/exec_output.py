@@ -13,7 +13,12 @@ It writes a text file of ``--mib`` MiB (default 256; 80-byte lines) under
 - ``exec.tail``: the same with a tail ``OutputWindow`` of 50 KiB / 2,000 lines,
   as the ``bash`` tool gets (R105): most output is skipped, not delivered;
 - ``exec.tail_spill``: the tail window plus the ``bash`` tool's spill policy
-  (51,200 bytes / 2,000 lines), so the complete output is also written to a file.
+  (51,200 bytes / 2,000 lines), so the complete output is also written to a file;
+- ``exec.job``: ``cat FILE`` as a background job (``LocalEnv.start_job``, with
+  one secret-looking variable set): its output read from the pipe, redacted as it
+  is written and appended to the job's log (issue 13), until the job ended;
+  ``baseline.cat_file`` is ``bash -c 'cat FILE > LOG'``, what a job writing its
+  log itself (unredacted) costs.
 
 With ``--env ssh://...`` the same three workloads also run through ``SshEnv``
 (``ssh.plain``, ``ssh.tail``, ``ssh.tail_spill``) on a copy of the file written
@@ -58,6 +63,10 @@ from pi_durable_tui.env import (
 
 LINE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-output-line-#####\n"
 WORKLOADS = ("plain", "tail", "tail_spill")
+LOCAL_WORKLOADS = (*WORKLOADS, "job")
+"""The workloads of ``LocalEnv`` only (no job runs over SSH)."""
+JOB_SECRET = "bench-0123456789-job-secret"
+"""The value of the secret-looking variable the ``job`` workload's log is redacted of."""
 TAIL = OutputWindow(max_bytes=51200, max_lines=2000)
 SPILL = SpillPolicy(after_bytes=51200, after_lines=2000)
 
@@ -81,7 +90,38 @@ async def _open_env(path: str, url: str | None) -> ExecutionEnv:
     return await SshEnv.connect(url)
 
 
+def _count_lines(path: str) -> int:
+    lines = 0
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 20):
+            lines += block.count(b"\n")
+    return lines
+
+
+async def _run_job(path: str) -> dict[str, Any]:
+    environ = {**os.environ, "BENCH_SERVICE_TOKEN": JOB_SECRET}
+    env = LocalEnv(os.path.dirname(path), environ=environ)
+    try:
+        started = time.perf_counter()
+        job = await env.start_job(f"cat {shlex.quote(path)}")
+        exit_code = await job.wait()
+        wall = time.perf_counter() - started
+        totals = {"bytes": os.path.getsize(job.log_path), "lines": _count_lines(job.log_path)}
+    finally:
+        await env.cleanup()
+    return {
+        "wall_s": wall,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "exit_code": exit_code,
+        "spilled": False,
+        "callbacks": 0,
+        **totals,
+    }
+
+
 async def _run_child(workload: str, path: str, url: str | None = None) -> dict[str, Any]:
+    if workload == "job":
+        return await _run_job(path)
     totals = {"bytes": 0, "lines": 0, "callbacks": 0}
 
     def consume(chunk: bytes, stream: OutputStream, skipped: SkippedOutput | None) -> None:
@@ -132,11 +172,14 @@ def run_child(workload: str, path: str, url: str | None = None) -> dict[str, Any
     return result
 
 
-def baseline(path: str) -> float:
-    """Seconds of ``bash -c 'cat FILE > /dev/null'``."""
+def baseline(path: str, target: str = "/dev/null") -> float:
+    """Seconds of ``bash -c 'cat FILE > TARGET'`` (a file written is deleted after)."""
     started = time.perf_counter()
-    subprocess.run(["bash", "-c", f"cat {shlex.quote(path)} > /dev/null"], check=True)
-    return time.perf_counter() - started
+    subprocess.run(["bash", "-c", f"cat {shlex.quote(path)} > {shlex.quote(target)}"], check=True)
+    seconds = time.perf_counter() - started
+    if target != "/dev/null":
+        os.unlink(target)
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -192,7 +235,8 @@ def measure(
     baseline(path)  # warm the page cache
     floors: list[float] = []
     openssh: list[float] = []
-    runs: dict[str, list[dict[str, Any]]] = {f"exec.{name}": [] for name in WORKLOADS}
+    to_file: list[float] = []
+    runs: dict[str, list[dict[str, Any]]] = {f"exec.{name}": [] for name in LOCAL_WORKLOADS}
     if remote is not None:
         runs.update({f"ssh.{name}": [] for name in WORKLOADS})
     for _ in range(repeat):
@@ -206,6 +250,8 @@ def measure(
                     openssh.append(seconds)
                 runs[key].append(run_child(name, remote.path, remote.url))
             else:
+                if name == "job":
+                    to_file.append(baseline(path, f"{path}.log"))
                 runs[key].append(run_child(name, path))
             print(f"  {key}: {runs[key][-1]['wall_s'] * 1000:.0f} ms", file=sys.stderr)
     floor = min(floors)
@@ -213,13 +259,14 @@ def measure(
     report: dict[str, dict[str, Any]] = {
         "baseline.cat_devnull": {"wall_ms": floor * 1000, "mib_per_s": mib / floor, "mib": mib}
     }
-    if openssh:
-        best = min(openssh)
-        report["baseline.openssh_cat"] = {
-            "wall_ms": best * 1000,
-            "mib_per_s": mib / best,
-            "ratio": best / floor,
-        }
+    for name, times in (("cat_file", to_file), ("openssh_cat", openssh)):
+        if times:
+            best = min(times)
+            report[f"baseline.{name}"] = {
+                "wall_ms": best * 1000,
+                "mib_per_s": mib / best,
+                "ratio": best / floor,
+            }
     for key, results in runs.items():
         report[key] = _entry(key.split(".")[1], results, size, lines, floor)
     return report

@@ -13,9 +13,9 @@ committed, written or printed.
 Every command carries a mark (``MARK_NAME``) naming this process's run
 (``run_token``), so what it leaves behind can be found and ended
 (``processes_of_run``, ``end_processes``; issue 13).
-``LocalEnv.start_job`` starts a background job (``RunningJob``: its output in
-a log file, stopped or kept past this process; ``KeptJob`` for one an earlier
-run kept).
+``LocalEnv.start_job`` starts a background job (``RunningJob``: its output
+redacted into a log file as it is written, stopped or kept past this process;
+``KeptJob`` for one an earlier run kept).
 ``FileMutationQueue`` serializes ``edit``/``write`` of one file (R121); the
 conformance suite for any environment is ``pi_durable_tui.env.conformance``
 (R122).
@@ -26,13 +26,14 @@ This package imports nothing from the rest of ``pi_durable_tui``.
 from __future__ import annotations
 
 from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCode
-from pi_durable_tui.env._jobs import JobProcess, KeptJob, RunningJob
+from pi_durable_tui.env._jobs import JobProcess, KeptJob
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
 from pi_durable_tui.env._readers import scan_bytes
 from pi_durable_tui.env._redaction import REDACTED, SecretRedactor
 from pi_durable_tui.env._run_guard import KEPT_LOG_PREFIX, RUN_DIRECTORY_PREFIX
+from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._secrets import (
     SECRET_NAME_PATTERNS,
     SECRET_NAMES,

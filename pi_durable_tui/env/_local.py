@@ -30,11 +30,12 @@ from pi_durable_tui.env import _files
 from pi_durable_tui.env._beneath import write_beneath
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._groups import ProcessGroup
-from pi_durable_tui.env._jobs import RunningJob, spawn_job
+from pi_durable_tui.env._jobs import spawn_job
 from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._readers import LocalBinaryReader, LocalDirReader
+from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
 from pi_durable_tui.env._strays import MARK_NAME, call_mark, carrying, end_processes
 from pi_durable_tui.env._types import (
@@ -113,6 +114,10 @@ class LocalEnv:
             process group is killed.
         environ: The environment children inherit, before scrubbing (default:
             this process's environment, read at each ``exec``).
+        secret_names: Variables that hold secrets whatever their names (the key
+            variables of configured providers): children never inherit them
+            (unless ``allow_env`` names them), and their values are hidden in
+            spill files and job logs as the secret-looking ones are.
     """
 
     def __init__(
@@ -124,6 +129,7 @@ class LocalEnv:
         home: str | None = None,
         kill_grace: float = 0.5,
         environ: Mapping[str, str] | None = None,
+        secret_names: Iterable[str] = (),
     ) -> None:
         self._home = os.path.abspath(os.path.expanduser("~") if home is None else home)
         self._cwd = resolve_path(cwd, cwd=os.getcwd(), home=self._home)
@@ -131,6 +137,7 @@ class LocalEnv:
         self._allow_env = tuple(allow_env)
         self._kill_grace = kill_grace
         self._environ = environ
+        self._secret_names = frozenset(secret_names)
         self._groups: set[ProcessGroup] = set()
         self._spills: set[str] = set()
         self._marks: set[str] = set()
@@ -337,7 +344,7 @@ class LocalEnv:
         environ: dict[str, str] = {}
         if inherit_env:
             base = os.environ if self._environ is None else self._environ
-            environ = scrub_environment(base, self._allow_env)
+            environ = scrub_environment(base, self._allow_env, self._secret_names)
         if env is not None:
             environ.update(env)
         return environ
@@ -373,7 +380,7 @@ class LocalEnv:
             end_background: When the command ends, also end every process it left
                 running (background jobs, ``nohup``, ``setsid``; issue 13).
             move: When set while the command runs, return at once with it as a
-                background job (``ExecResult.moved``, a ``MovedJob``; Ctrl+B).
+                background job (``ExecResult.moved``, a ``RunningJob``; Ctrl+B).
 
         Returns:
             The exit code and the spill file, if any (deleted by ``cleanup()``).
@@ -434,7 +441,7 @@ class LocalEnv:
         env: Mapping[str, str] | None = None,
         inherit_env: bool = True,
     ) -> RunningJob:
-        """Start ``command`` as a background job, its output going to a log (``_jobs``).
+        """Start ``command`` as a background job, its output redacted into a log (``_jobs``).
 
         The job is this environment's until it is kept: ``cleanup()`` ends it.
 
@@ -457,18 +464,18 @@ class LocalEnv:
             kill_grace=self._kill_grace,
             groups=self._groups,
             marks=self._marks,
+            secrets=self._secret_values(),
         )
         self._spills.add(job.log_path)  # deleted at cleanup unless the job was kept (moved)
-        job.secrets = self._secret_values()
         return job
 
     def _secret_values(self) -> tuple[bytes, ...]:
-        """Values of this process's secret-looking variables (spill files hide them)."""
+        """Values of this process's secret-looking variables (hidden in spills and job logs)."""
         base = os.environ if self._environ is None else self._environ
         return tuple(
             value.encode("utf-8", "surrogateescape")
             for name, value in base.items()
-            if len(value) >= 8 and is_secret_name(name)
+            if len(value) >= 8 and (is_secret_name(name) or name in self._secret_names)
         )
 
     async def cleanup(self) -> None:

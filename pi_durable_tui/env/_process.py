@@ -23,6 +23,12 @@ processes it left (its group, and those that left the group: ``setsid``,
 daemons, reparented orphans; found by ``_strays``) are ended before the call
 returns, also after a timeout, an abort or a cancellation.
 
+A background job (``_running_job``) is a ``RunningCommand`` too: from its
+start (``_jobs.spawn_job``, stdout and stderr on one pipe) or from a Ctrl+B
+(``exec(..., move=event)``) its output goes to the job's log writer instead of
+the call (``move_output``), through this same reader; a kept job hands its
+pipes over to a relay (``open_pipes``, ``drop_pipes``).
+
 A timeout, an abort, a failing callback and the cancellation of the awaiting
 coroutine all stop the command the same way: the whole process group is killed
 (``ProcessGroup.kill``), the output it wrote before dying is still read and
@@ -47,9 +53,9 @@ from pi_durable_tui.env._groups import (
     live_groups,
     reap_finished_groups,
 )
-from pi_durable_tui.env._moved_job import MovedJob
 from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._run_guard import RUN_GUARD
+from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._spill import SpillFile
 from pi_durable_tui.env._strays import (
     MARK_NAME,
@@ -62,7 +68,6 @@ from pi_durable_tui.env._types import (
     OutputCallback,
     OutputStream,
     OutputWindow,
-    SkippedOutput,
     SpillPolicy,
 )
 from pi_durable_tui.env._window import TailWindow
@@ -98,7 +103,7 @@ class _Pipe:
         self.fd: int | None = fd
 
 
-class _Command:
+class RunningCommand:
     """The state of one command between spawn and its last delivered byte."""
 
     def __init__(
@@ -135,25 +140,35 @@ class _Command:
 
     # -- start -------------------------------------------------------------------
 
-    def start(self, argv: Sequence[str], cwd: str, environ: Mapping[str, str]) -> ProcessGroup:
-        """Spawn the command; return its process group (to track for ``cleanup``)."""
+    def start(
+        self, argv: Sequence[str], cwd: str, environ: Mapping[str, str], *, one_pipe: bool = False
+    ) -> ProcessGroup:
+        """Spawn the command; return its process group (to track for ``cleanup``).
+
+        ``one_pipe`` gives stderr the stdout pipe (a job's log keeps their exact order).
+        """
         become_subreaper()
         reap_finished_groups()
         out_read, out_write = _open_pipe()
-        err_read, err_write = _open_pipe()
+        err_read, err_write = (None, out_write) if one_pipe else _open_pipe()
         try:
             pid, self._guard = spawn_guarded(argv, cwd, environ, out_write, err_write)
         except FileError:
             for fd in (out_read, err_read):
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
             raise
         finally:
             os.close(out_write)
-            os.close(err_write)
+            if not one_pipe:
+                os.close(err_write)
         self._group = ProcessGroup(pid)
-        self._pipes = [_Pipe("stdout", out_read), _Pipe("stderr", err_read)]
-        for pipe, fd in zip(self._pipes, (out_read, err_read), strict=True):
-            self._loop.add_reader(fd, self._on_readable, pipe)
+        self._pipes = [_Pipe("stdout", out_read)]
+        if err_read is not None:
+            self._pipes.append(_Pipe("stderr", err_read))
+        for pipe in self._pipes:
+            assert pipe.fd is not None
+            self._loop.add_reader(pipe.fd, self._on_readable, pipe)
         self._watch_exit(pid)
         return self._group
 
@@ -258,8 +273,8 @@ class _Command:
 
     # -- moving to the background (issue 13) --------------------------------------
 
-    def move_output(self, log: int) -> None:
-        """From now on, write the output to the descriptor ``log`` instead of the callback.
+    def move_output(self, write: OutputCallback) -> None:
+        """From now on, send the output to ``write`` (a job's log) instead of the call.
 
         What the window still holds goes to the callback first (the call's result
         shows the output up to the move).
@@ -273,17 +288,11 @@ class _Command:
         if self._spill is not None:
             self._spill.close()  # its file holds the output up to the move; the log, the rest
         self._spill = None
-
-        def write(data: bytes, stream: OutputStream, skipped: SkippedOutput | None) -> None:
-            del stream, skipped
-            with contextlib.suppress(OSError):
-                os.write(log, data)
-
         self._on_output = write
 
-    def open_pipes(self) -> list[int]:
-        """The read ends still open (a kept job hands them to a drainer)."""
-        return [pipe.fd for pipe in self._pipes if pipe.fd is not None]
+    def open_pipes(self) -> list[tuple[OutputStream, int]]:
+        """The read ends still open, by stream (a kept job hands them to its relay)."""
+        return [(pipe.stream, pipe.fd) for pipe in self._pipes if pipe.fd is not None]
 
     def drop_pipes(self) -> None:
         """Stop reading the pipes and close this process's read ends."""
@@ -350,7 +359,7 @@ class _Command:
                 self._spill.close()
 
 
-async def _moved_first(command: _Command, move: asyncio.Event) -> bool:
+async def _moved_first(command: RunningCommand, move: asyncio.Event) -> bool:
     """Wait until the command ends or ``move`` is set; whether it is to move."""
     if move.is_set():
         return not command.finished
@@ -470,7 +479,7 @@ async def run_command(
         asyncio.CancelledError: After the group was killed, when the caller was cancelled.
     """
     RUN_GUARD.start()
-    command = _Command(
+    command = RunningCommand(
         on_output=on_output,
         spill=spill,
         window=window,
@@ -492,17 +501,18 @@ async def run_command(
         watcher.add_done_callback(
             lambda waited: None if waited.cancelled() else command.stop("aborted")
         )
-    moved: MovedJob | None = None
+    moved: RunningJob | None = None
     try:
         try:
             if move is not None and await _moved_first(command, move):
-                moved = MovedJob(
+                moved = RunningJob(
                     command,
                     mark or "",
                     kill_grace,
                     groups,
                     marks if marks is not None else set(),
                     lambda: end_strays(mark or "", group, children_before, kill_grace),
+                    secrets,
                 )
                 return ExecResult(-1, command.spill_path, moved=moved)
             await command.wait()

@@ -12,7 +12,8 @@ place that redacts, so the rules cannot drift apart:
 - streamed partials (the model's text and thinking) and the live output of a
   tool go through ``streaming`` first, so a secret cut by a chunk boundary is
   withheld until it is whole;
-- byte streams (the spill file of ``exec``) go through ``chunk``;
+- byte streams (the spill file of ``exec``, a background job's log) go
+  through ``chunk``, which holds back only an end that could start a secret;
 - printed output (``-p``, ``--mode json``, exports, logs) goes through ``text``.
 
 The secrets are the values of this process's environment variables whose names
@@ -72,6 +73,12 @@ class SecretRedactor:
         encoded = [value.encode("utf-8", "surrogateescape") for value in values]
         self._bytes_pattern = re.compile(b"|".join(map(re.escape, encoded))) if encoded else None
         self._carry_bytes = len(encoded[0]) - 1 if encoded else 0
+        # The secrets' bytes by their first byte: the end of a chunk is held back only
+        # when it could start one of them (``chunk``); the index keeps that check to
+        # the few positions holding a first byte.
+        self._starting: dict[int, tuple[bytes, ...]] = {}
+        for value in encoded:
+            self._starting[value[0]] = (*self._starting.get(value[0], ()), value)
         # The MIN_FRAGMENT_CHARS-long ends of every proper prefix (starts of every
         # proper suffix): a text whose own end (start) is not among them has no
         # edge fragment worth redacting.
@@ -173,15 +180,30 @@ class SecretRedactor:
             final: Whether the stream ends here (nothing is held back).
 
         Returns:
-            The bytes to write now, and the bytes to hold back: the last
-            ``len(longest secret) - 1`` bytes, which the next piece may complete.
+            The bytes to write now, and the bytes to hold back: the longest end
+            of the piece that is the start of a secret (at most
+            ``len(longest secret) - 1`` bytes), which the next piece may complete.
+            Output that does not end like a secret starts is written whole, so
+            a live log shows a job's last line at once (issue 13).
         """
         if self._bytes_pattern is None:
             return data, b""
         data = self._bytes_pattern.sub(_REDACTED_BYTES, data)
         # REMINDER: hold back what could be the start of a secret the next chunk ends.
-        keep = 0 if final else min(self._carry_bytes, len(data))
+        keep = 0 if final else self._held_start(data)
         return data[: len(data) - keep], data[len(data) - keep :]
+
+    def _held_start(self, data: bytes) -> int:
+        """The length of the longest end of ``data`` that is a proper prefix of a secret."""
+        end = len(data)
+        for size in range(min(self._carry_bytes, end), 0, -1):
+            candidates = self._starting.get(data[end - size])
+            if candidates is None:
+                continue
+            tail = data[end - size :]
+            if any(len(value) > size and value.startswith(tail) for value in candidates):
+                return size
+        return 0
 
     def _fragment(self, text: str, *, at_end: bool, least: int) -> int:
         """The longest end (start) of ``text`` that begins (ends) a secret.

@@ -26,6 +26,10 @@ A name is a secret when its upper-cased form matches one of
 
 An allow-list entry is an exact name or a glob (``GITHUB_*``), matched
 case-sensitively against the variable's real name.
+
+A variable a configured provider reads its key from is a secret whatever its
+name (``LLAMA_KEY``): the app names those (``LocalEnv(secret_names=...)``), and
+they are dropped and redacted like the others.
 """
 
 from __future__ import annotations
@@ -91,20 +95,25 @@ def is_secret_name(name: str) -> bool:
     return upper in SECRET_NAMES or _SECRET_PATTERN.match(upper) is not None
 
 
-def scrub_environment(environ: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+def scrub_environment(
+    environ: Mapping[str, str], allow: Iterable[str] = (), secret_names: Iterable[str] = ()
+) -> dict[str, str]:
     """Copy ``environ`` without the variables that look like secrets.
 
     Args:
         environ: The environment a child would inherit.
         allow: Names or globs kept even when they look like secrets.
+        secret_names: Exact names that are secrets whatever they look like (the
+            variables configured providers read their keys from).
 
     Returns:
         A new dict holding every variable that is not a secret or is allowed.
     """
     allowed = tuple(allow)
+    declared = frozenset(secret_names)
 
     def kept(name: str) -> bool:
-        if not is_secret_name(name):
+        if not is_secret_name(name) and name not in declared:
             return True
         return any(name == entry or fnmatchcase(name, entry) for entry in allowed)
 

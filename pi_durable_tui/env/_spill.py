@@ -11,8 +11,9 @@ gigabyte of output costs a thousand ``write`` calls.
 The file never holds a secret of this process: every value of a secret-looking
 environment variable (``secrets``) is written as ``[redacted]`` by the one
 ``SecretRedactor`` (``ByteStreamRedaction`` keeps a stream's held-back bytes). A
-value cut by a chunk boundary is found because the last ``len(longest) - 1``
-bytes of each write are held back until the next one (or the close).
+value cut by a chunk boundary is found because the end of each write that could
+start a secret (at most ``len(longest) - 1`` bytes) is held back until the next
+one (or the close).
 """
 
 from __future__ import annotations
@@ -65,17 +66,28 @@ class ByteStreamRedaction:
     """The state of one byte stream passing through a ``SecretRedactor``: what is held back.
 
     A value cut by a chunk boundary is still found: the redactor holds back the
-    last ``len(longest) - 1`` bytes of each chunk until the next one (or the end).
+    end of each chunk that could start a secret until the next chunk (or the
+    end) shows whether it does. The spill file, a job's log (``_job_log``) and a
+    kept job's relay (``_log_relay``, which takes over ``held``) share it.
+
+    Args:
+        secrets: The values to hide.
+        held: Bytes another holder held back for this stream (a kept job's relay).
     """
 
-    def __init__(self, secrets: Sequence[bytes] = ()) -> None:
+    def __init__(self, secrets: Sequence[bytes] = (), held: bytes = b"") -> None:
         self._redactor = SecretRedactor(s.decode("utf-8", "surrogateescape") for s in secrets)
-        self._held = b""
+        self._held = held
 
     @property
     def holding(self) -> bool:
         """Whether bytes are held back for the next chunk."""
         return bool(self._held)
+
+    @property
+    def held(self) -> bytes:
+        """The bytes held back for the next chunk (what a new holder starts from)."""
+        return self._held
 
     def redact(self, data: bytes, *, final: bool = False) -> bytes:
         """The next bytes to write; ``final`` releases what was held back."""

@@ -194,6 +194,8 @@ def started_by_a_command(pid: int) -> bool:
 
 def carrying(marks: set[str]) -> list[int]:
     """The live processes whose mark is one of ``marks``."""
+    if not marks:
+        return []  # no /proc walk for an environment whose commands left no mark
     found = []
     for pid in _pids():
         if pid != os.getpid() and mark_of(pid) in marks:

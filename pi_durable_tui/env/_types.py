@@ -144,5 +144,5 @@ class ExecResult:
     exit_code: int
     spill_path: str | None = None
     moved: Any = None
-    """The command as a background job when the call asked it to move (a ``MovedJob``,
+    """The command as a background job when the call asked it to move (a ``RunningJob``,
     issue 13); ``exit_code`` is then -1: the command still runs."""

@@ -40,6 +40,7 @@ from pi_durable_tui.harness.conversations import (
     withdraw,
 )
 from pi_durable_tui.harness.extensions import BUILTIN_TASKS, HarnessTask, Registry
+from pi_durable_tui.harness.generation import plan_admitted_request
 from pi_durable_tui.harness.permissions import PermissionMode, PermissionPolicy
 from pi_durable_tui.harness.state import USAGE_DOC, AgentChange, total_usage
 from pi_durable_tui.harness.tool import (
@@ -139,6 +140,7 @@ class Harness:
             tasks=tasks,
             on_report=on_report,
             redactor=redactor,
+            request_planner=plan_admitted_request,
         )
         harness = cls(services, creation, tasks)
         holder.append(harness)

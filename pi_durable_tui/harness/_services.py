@@ -16,7 +16,10 @@ services <- tasks and handles <- harness).
   ``Submission.wait()`` from commit publications;
 - ``entry(entry_id)`` reads an entry by ID, recently read or committed ones from
   memory (entries never change once stored; a tool round reads its assistant
-  entry from each of its tasks, R127).
+  entry from each of its tasks, R127);
+- ``request_planner`` plans a first request before the commit that admits the
+  input (the generation part installs it; conversations sit below it), so the
+  admission creates the generation at ``request`` (issue 14, R83).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import asyncio
 import contextlib
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,7 +39,7 @@ from pi_durable_tui.harness._settings import Settings, SettingsSource, read_sett
 from pi_durable_tui.harness.context import RangeCache, ValidatedMessages
 from pi_durable_tui.harness.extensions import Registry
 from pi_durable_tui.harness.state import AGENT_DOC, ResolvedAgent, resolve_agent
-from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition
+from pi_durable_tui.kernel import CommitInfo, Report, Session, TaskDefinition, Tx
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import StoredEntry, SubmissionRecord
 
@@ -61,6 +64,36 @@ class TaskDefinitions(Protocol):
 
     def definition(self, name: str) -> TaskDefinition:
         """Return the kernel definition of a task (raises ``KeyError`` when unknown)."""
+        ...
+
+
+class RequestPlan(Protocol):
+    """A request planned outside the line: ``apply`` stages it in a commit (R83)."""
+
+    async def apply(self, tx: Tx, tail: int | None = None) -> JsonObject:
+        """Stage the planned system entries and status; return the ``request`` checkpoint.
+
+        Args:
+            tx: The commit.
+            tail: The newest entry when the commit appended entries after the planned
+                view (an admitted user message, a tool result).
+        """
+        ...
+
+
+class RequestPlanner(Protocol):
+    """Plans a conversation's next request before the commit that starts its generation."""
+
+    async def __call__(
+        self, services: HarnessServices, conversation_id: int, coming: Sequence[JsonObject]
+    ) -> RequestPlan | None:
+        """The plan, or ``None`` when the generation must prepare itself (R83, R108).
+
+        Args:
+            services: The harness services.
+            conversation_id: The conversation.
+            coming: Messages the commit appends before the planned entries.
+        """
         ...
 
 
@@ -151,10 +184,13 @@ class HarnessServices:
     """Hides secret values: every commit (the session's filter), and the streams
     (partials, live tool output) that must withhold a secret's possible start."""
     submissions: SubmissionWaiters = field(default_factory=SubmissionWaiters)
-    contexts: RangeCache = field(default_factory=RangeCache)
-    """The newest active range read per conversation (R127): later reads scan only newer entries."""
+    contexts: RangeCache = field(default_factory=lambda: RangeCache(observed=True))
+    """The newest active range read per conversation (R127): later reads scan only newer
+    entries, none while the commits since the read grew it (``remember_entries``)."""
     validated: ValidatedMessages = field(default_factory=ValidatedMessages)
     """Stored messages already validated for a request (R127): later requests reuse them."""
+    request_planner: RequestPlanner | None = None
+    """Plans a first request before the admission commit (the generation part's)."""
     approvals: dict[int, asyncio.Event] = field(default_factory=dict)
     """Per tool task waiting for a permission decision: set when one is committed."""
     closing: bool = False
@@ -163,17 +199,19 @@ class HarnessServices:
     _built_envs: dict[int, ExecutionEnv] = field(default_factory=dict)
 
     def remember_entries(self, info: CommitInfo) -> None:
-        """Keep the entries a commit of this session stored, as ``entry`` will read them.
+        """Keep the entries a commit of this session stored, as ``entry`` and contexts read them.
 
         # REMINDER: the published entry is the stored one (filtered before the
         # write, never changed after) only because this process is the store's one
         # writer (the single-writer lock); tests/harness/test_committed_reads.py
-        # compares what memory served with a reopened store.
+        # compares what memory served with a reopened store. Subscribed when the
+        # harness opens, before any read: ``contexts`` must see every stored commit.
         """
         if not info.stored:
             return
         for record in info.entries:
             self._keep(StoredEntry(record, info.seq))
+        self.contexts.observe(info.entries)
 
     def _keep(self, found: StoredEntry) -> None:
         self._entries[found.entry.id] = found

@@ -1,7 +1,8 @@
 """Background jobs as durable tasks: the ``pi.job`` task and the ``pi.jobs`` document (issue 13).
 
 ``bash`` with ``background: true`` starts its command as a job
-(``ExecutionEnv.start_job``, output to a log file) and, in one commit, creates a
+(``ExecutionEnv.start_job``, output to a log file, redacted as it is written)
+and, in one commit, creates a
 **background conversation-owned** ``pi.job`` task (so Esc, which aborts the
 turn's ordinary work, leaves it running, R57) and its entry in the
 conversation's ``pi.jobs`` document: ``{"jobs": {"<task id>": {"command",
@@ -230,7 +231,6 @@ async def _watch(task: TaskRecord, runtime: HarnessRuntime) -> None:
     RUNNING.pop(job.mark, None)
     fields = {**_output_fields(tail), "status": "exited", "exit_code": exit_code}
     await _update(runtime, fields, Completed({"exit_code": exit_code}))
-    job.seal_log()  # the log the model may read holds no secret, as the committed output
 
 
 async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
@@ -245,8 +245,6 @@ async def _abort(task: TaskRecord, runtime: HarnessRuntime) -> None:
         tail.buffer.finish()
         fields.update(_output_fields(tail))
     await _update(runtime, fields, Aborted())
-    if job is not None:
-        job.seal_log()
 
 
 def _now_ms() -> float:

@@ -51,3 +51,17 @@ def test_scrub_keeps_allowed_names_and_globs_only() -> None:
         "A_TOKEN": "a",
         "CI_JOB_TOKEN": "c",
     }
+
+
+def test_scrub_drops_declared_secret_names_whatever_they_look_like_unless_allowed() -> None:
+    environ = {"PATH": "/bin", "LLAMA_KEY": "k", "OTHER_KEY": "o", "LLAMA_HOST": "h"}
+
+    assert scrub_environment(environ, secret_names=["LLAMA_KEY", "OTHER_KEY"]) == {
+        "PATH": "/bin",
+        "LLAMA_HOST": "h",
+    }
+    assert scrub_environment(environ, ["OTHER_KEY"], ["LLAMA_KEY", "OTHER_KEY"]) == {
+        "PATH": "/bin",
+        "OTHER_KEY": "o",
+        "LLAMA_HOST": "h",
+    }

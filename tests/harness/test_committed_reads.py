@@ -15,6 +15,7 @@ from typing import Any
 
 from pi_durable_tui.ai import faux_response, faux_tool_call
 from pi_durable_tui.harness import define_extension
+from pi_durable_tui.harness.context import load_context
 from pi_durable_tui.storage import SqliteStorage
 from pi_durable_tui.storage.records import StoredEntry
 from tests.harness.run_support import RigFactory, make_tool, returns, within
@@ -58,5 +59,42 @@ async def test_a_tool_round_reads_no_entry_or_task_it_committed_from_storage(
             assert await reopened.entry(entry_id) == stored
         for task_id, task in tasks.items():
             assert await reopened.task(task_id) == task
+    finally:
+        await reopened.close()
+
+
+async def test_tool_rounds_derive_their_contexts_from_memory_and_a_reopened_store_agrees(
+    open_rig: RigFactory, tmp_path: Path
+) -> None:
+    path = tmp_path / "session.sqlite"
+    storage = await SqliteStorage.open(path)
+    scans: list[Any] = []
+    scan = storage.scan_entries
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        scans.append(kwargs)
+        return await scan(*args, **kwargs)
+
+    storage.scan_entries = counted  # type: ignore[method-assign]
+    probe = make_tool("probe", lambda _args, _api: returns("the probe's answer"))
+    rig = await open_rig(
+        *(faux_response(faux_tool_call("probe", {"text": str(i)})) for i in range(4)),
+        faux_response("done"),
+        extensions=[define_extension("probe", tools=[probe])],
+        storage=storage,
+    )
+    scans.clear()  # opening reads what it reads; the run itself is counted
+    assert (await rig.ask("go")).status == "done"
+    assert len(scans) <= 1  # the first read of the range; every later one from memory
+
+    cached = rig.harness._services.contexts.latest(1)
+    assert cached is not None
+    assert cached.current
+    served = cached.derived.view.messages
+    await within(rig.harness.close())
+
+    reopened = await SqliteStorage.open(path)
+    try:
+        assert (await load_context(reopened, 1)).messages == served
     finally:
         await reopened.close()

@@ -505,14 +505,18 @@ def _remote_factory(remote: SshEnv) -> Callable[[EnvTarget], ExecutionEnv]:
 
 
 def _env_factory(settings: SettingsFiles) -> Callable[[EnvTarget], ExecutionEnv]:
-    cache: dict[tuple[str, tuple[str, ...]], LocalEnv] = {}
+    cache: dict[tuple[str, tuple[str, ...], tuple[str, ...]], LocalEnv] = {}
 
     def build(target: EnvTarget) -> ExecutionEnv:
         cwd = target.cwd or os.getcwd()
-        allow = tuple(settings.current().env_allow)
-        env = cache.get((cwd, allow))
+        current = settings.current()
+        allow = tuple(current.env_allow)
+        # The providers' key variables are secrets whatever their names (LLAMA_KEY):
+        # commands never see them, spill files and job logs never hold their values.
+        keys = tuple(sorted({p.api_key_env for p in current.providers if p.api_key_env}))
+        env = cache.get((cwd, allow, keys))
         if env is None:
-            env = cache[(cwd, allow)] = LocalEnv(cwd, allow_env=allow)
+            env = cache[(cwd, allow, keys)] = LocalEnv(cwd, allow_env=allow, secret_names=keys)
         return env
 
     return build

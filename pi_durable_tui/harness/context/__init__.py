@@ -7,8 +7,9 @@ planning, and ``build_request``.
 
 Its private modules, lowest first (each imports only the ones before it):
 
+- ``_prompt_state``: the prompt system messages replay to (R79);
 - ``_context``: the active range, context edits and tool-result order, derived
-  whole or grown by newer entries (R71-R76, R127);
+  whole or grown by newer entries, each view with its replayed prompt (R71-R76, R127);
 - ``_prompt``: system prompt sections and dynamic tools as transcript patches
   (R77-R82);
 - ``_request``: one model request from a context's messages (R75, R79, R81, R89).
@@ -24,13 +25,12 @@ from pi_durable_tui.harness.context._context import (
     tool_calls,
 )
 from pi_durable_tui.harness.context._prompt import (
-    PromptState,
     SystemEntryDraft,
     plan_system_entries,
     render_section,
-    replay_prompt,
 )
-from pi_durable_tui.harness.context._request import ValidatedMessages, build_request, offered_tools
+from pi_durable_tui.harness.context._prompt_state import PromptState, replay_prompt
+from pi_durable_tui.harness.context._request import ValidatedMessages, build_request
 
 __all__ = [
     "ContextView",
@@ -40,7 +40,6 @@ __all__ = [
     "ValidatedMessages",
     "build_request",
     "load_context",
-    "offered_tools",
     "order_tool_results",
     "plan_system_entries",
     "render_section",

@@ -24,6 +24,7 @@ messages (``role: "system"``); nothing here validates them into pydantic types.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pi_durable_tui.ai import TextContent, ToolResultMessage
+from pi_durable_tui.harness.context._prompt_state import PromptState, replay_prompt
 from pi_durable_tui.storage import EntryRecord, Json, JsonObject, Page, StoredEntry
 from pi_durable_tui.storage.protocol import DEFAULT_PAGE, EntryOrder
 
@@ -66,15 +68,20 @@ class ContextView:
             reordering of R74 and R75 (an empty list for an entry that contributes
             nothing).
         messages: The final model context; it may hold system messages.
+        prompt: What its system messages replay to (grown with the view, issue 14).
     """
 
     head: EntryRecord | None
     entries: list[EntryRecord]
     contributions: dict[int, list[JsonObject]]
     messages: list[JsonObject]
+    prompt: PromptState
+    """What the system messages among ``messages`` replay to (R79), shared: read-only."""
 
 
-EMPTY_CONTEXT = ContextView(head=None, entries=[], contributions={}, messages=[])
+EMPTY_CONTEXT = ContextView(
+    head=None, entries=[], contributions={}, messages=[], prompt=PromptState()
+)
 
 
 class ContextReader(Protocol):
@@ -184,7 +191,11 @@ def derive_range(active: Sequence[EntryRecord]) -> DerivedRange:
         prefix = hoist_leading_system(order_tool_results(flat[:settled]))
         messages = [*prefix, *order_tool_results(flat[settled:])]
     view = ContextView(
-        head=head, entries=list(active), contributions=contributions, messages=messages
+        head=head,
+        entries=list(active),
+        contributions=contributions,
+        messages=messages,
+        prompt=replay_prompt(flat),
     )
     return DerivedRange(view, edits, flat, settled, prefix)
 
@@ -235,6 +246,9 @@ def extend_range(derived: DerivedRange, added: Sequence[EntryRecord]) -> Derived
         entries=[*old.entries, *added],
         contributions=old.contributions | contributions,
         messages=[*prefix, *order_tool_results(flat[settled:])],
+        # R74 and R75 move tool results and hoist system messages past users only:
+        # the system messages keep their order, so the replay grows with ``flat``.
+        prompt=old.prompt.extended(flat[len(derived.flat) :]),
     )
     return DerivedRange(view, edits, flat, settled, prefix)
 
@@ -254,15 +268,56 @@ class RangeCache:
     marker) needs only the entries after the cached tail, and its context is the
     cached derivation extended by them (``extend_range``): a turn of a long
     conversation reads and orders a few new messages instead of the whole range.
-    Observable only as speed.
+
+    An ``observed`` cache is also told every entry the process's commits store
+    (``observe``), and grows its ranges with them: a range read while nothing was
+    committed, and grown by every commit since, is ``current`` (no newer visible
+    entry exists), so reading it again reads nothing (issue 14). Observable only
+    as speed.
 
     Args:
         kept: How many conversations to remember (the least recently read go first).
+        observed: Whether every stored commit's entries reach ``observe``.
     """
 
-    def __init__(self, kept: int = 64) -> None:
+    def __init__(self, kept: int = 64, *, observed: bool = False) -> None:
         self._kept = kept
+        self._observed = observed
+        self._commits = 0
+        """Commits observed so far: a read during which it moved is not current."""
         self._ranges: OrderedDict[int, CachedRange] = OrderedDict()
+
+    def mark(self) -> int | None:
+        """A token to pass to ``put`` when a read begins; ``None`` when not observed."""
+        return self._commits if self._observed else None
+
+    def observe(self, entries: Sequence[EntryRecord]) -> None:
+        """Grow the current ranges by the entries one stored commit appended.
+
+        # REMINDER: a range is current only because this process is the store's one
+        # writer (the single-writer lock): every entry of the conversation since the
+        # range was read passes through here, in commit order. A fork's parent
+        # entries are older than the fork, so a conversation's new visible entries
+        # are its own. tests/harness/test_committed_reads.py compares what memory
+        # served with a reopened store.
+        """
+        self._commits += 1
+        added: dict[int, list[EntryRecord]] = {}
+        for entry in entries:
+            if entry.conversation_id in self._ranges:
+                added.setdefault(entry.conversation_id, []).append(entry)
+        for conversation_id, newer in added.items():
+            cached = self._ranges[conversation_id]
+            if any(entry.head is not None for entry in newer):
+                del self._ranges[conversation_id]  # a new range: read it whole next time
+                continue
+            if not cached.current:
+                continue  # entries may be missing before these: the next read grows it
+            visible = [*cached.visible, *newer]
+            derived = extend_range(cached.derived, newer) or derive_range(active_range(visible))
+            self._ranges[conversation_id] = CachedRange(
+                cached.start, newer[-1].id, visible, derived, current=True
+            )
 
     def latest(self, conversation_id: int) -> CachedRange | None:
         """The cached range of this conversation, whatever its start."""
@@ -271,8 +326,17 @@ class RangeCache:
             self._ranges.move_to_end(conversation_id)
         return found
 
-    def put(self, conversation_id: int, cached: CachedRange) -> None:
-        """Remember a range read and derived through its tail."""
+    def put(self, conversation_id: int, cached: CachedRange, mark: int | None = None) -> None:
+        """Remember a range read and derived through its tail.
+
+        Args:
+            conversation_id: The conversation.
+            cached: The range.
+            mark: ``mark()`` from before the read: when no commit was observed
+                since, the range read is the newest and becomes ``current``.
+        """
+        if mark is not None and mark == self._commits and not cached.current:
+            cached = dataclasses.replace(cached, current=True)
         self._ranges[conversation_id] = cached
         self._ranges.move_to_end(conversation_id)
         while len(self._ranges) > self._kept:
@@ -287,6 +351,8 @@ class CachedRange:
     tail: int
     visible: list[EntryRecord]
     derived: DerivedRange
+    current: bool = False
+    """No newer visible entry exists: grown by every commit since it was read."""
 
 
 async def load_context(
@@ -317,19 +383,22 @@ async def load_context(
         EntryNotVisible: When ``cutoff`` is not visible from the conversation.
     """
     latest = cache.latest(conversation_id) if cache is not None else None
-    if latest is not None and cutoff == latest.tail:
+    if latest is not None and (cutoff == latest.tail or (cutoff is None and latest.current)):
         return latest.derived.view  # entries are immutable and later ones have larger IDs
+    mark = cache.mark() if cache is not None else None
     if latest is not None and (cutoff is None or cutoff > latest.tail):
         grown = await _grow(reader, latest, conversation_id, cutoff)
         if grown is not None:
             assert cache is not None
-            if grown is not latest:
-                cache.put(conversation_id, grown)
+            if grown is not latest or cutoff is None:
+                cache.put(conversation_id, grown, mark if cutoff is None else None)
             return grown.derived.view
     tail = cutoff
     if tail is None:
         newest = await reader.scan_entries(conversation_id, order="desc", limit=1)
         if not newest.items:
+            if cache is not None and mark is not None:  # observed from now on
+                cache.put(conversation_id, CachedRange(None, 0, [], derive_range([])), mark)
             return EMPTY_CONTEXT
         # REMINDER: the tail is fixed before the marker is looked up, so an entry or
         # marker committed meanwhile cannot slip into a range computed without it.
@@ -345,7 +414,9 @@ async def load_context(
     _check_cutoff(visible, cutoff, conversation_id)
     derived = derive_range(active_range(visible))
     if cache is not None and (latest is None or tail > latest.tail):
-        cache.put(conversation_id, CachedRange(start, tail, visible, derived))
+        # Read through the newest entry (no cutoff): current unless a commit landed.
+        current_mark = mark if cutoff is None else None
+        cache.put(conversation_id, CachedRange(start, tail, visible, derived), current_mark)
     return derived.view
 
 

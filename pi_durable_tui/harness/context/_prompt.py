@@ -1,7 +1,8 @@
 """System prompt sections and dynamic tools as transcript patches (R77-R82).
 
 There is no durable prompt state: the prompt a request sees is what the
-``pi.system`` messages of its context replay to (``replay_prompt``, R79), and
+``pi.system`` messages of its context replay to (``replay_prompt``, R79; kept by
+each view as ``ContextView.prompt``), and
 before each request the generation compares that with what the agent wants now
 and appends only the difference (``plan_system_entries``, R77, R80, R81).
 
@@ -23,57 +24,14 @@ parameters}`` only, without application metadata, and a removed tool as
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pi_durable_tui.harness.context._context import ContextView
 from pi_durable_tui.storage import JsonObject
 
 SYSTEM_ENTRY_KIND = "pi.system"
-
-
-@dataclass(slots=True)
-class PromptState:
-    """The prompt replayed from system messages (R79).
-
-    Attributes:
-        sections: Rendered section texts by key, in prompt order.
-        tools: Tool declarations by name, in offered order.
-        content: Non-empty ``content`` texts of the replayed messages, in order.
-    """
-
-    sections: dict[str, str] = field(default_factory=dict)
-    tools: dict[str, JsonObject] = field(default_factory=dict)
-    content: list[str] = field(default_factory=list)
-
-    @property
-    def tool_specs(self) -> list[JsonObject]:
-        """The offered tool declarations, in order."""
-        return list(self.tools.values())
-
-    def text(self) -> str:
-        """Return the prompt text: the content texts, then the sections, blank-line separated."""
-        return "\n\n".join(part for part in (*self.content, *self.sections.values()) if part)
-
-    def apply(self, message: JsonObject) -> None:
-        """Apply one system message in place (R79).
-
-        Args:
-            message: A system message.
-        """
-        content = message.get("content")
-        if isinstance(content, str) and content:
-            self.content.append(content)
-        for key, value in (message.get("sections") or {}).items():
-            if value is None:
-                self.sections.pop(key, None)
-            else:
-                self.sections[key] = value
-        for removed in message.get("tools_removed") or ():
-            self.tools.pop(removed_tool_name(removed), None)
-        for spec in message.get("tools_added") or ():
-            self.tools[spec["name"]] = spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,22 +45,6 @@ class SystemEntryDraft:
 
     model: list[JsonObject]
     edits: list[JsonObject] | None = None
-
-
-def replay_prompt(messages: Iterable[JsonObject]) -> PromptState:
-    """Replay the system messages among ``messages`` in order (R79).
-
-    Args:
-        messages: Context messages; only those with ``role: "system"`` count.
-
-    Returns:
-        The resulting sections, tools and content.
-    """
-    state = PromptState()
-    for message in messages:
-        if message.get("role") == "system":
-            state.apply(message)
-    return state
 
 
 def render_section(key: str, text: str, tag: bool = True) -> str:
@@ -139,18 +81,6 @@ def tool_declaration(spec: JsonObject) -> JsonObject:
         "description": spec.get("description", ""),
         "parameters": spec.get("parameters", {"type": "object", "properties": {}}),
     }
-
-
-def removed_tool_name(removed: Any) -> str:
-    """The name a ``tools_removed`` item names: ``{"name": ...}`` (R80), or a bare name.
-
-    Args:
-        removed: One item of a stored ``tools_removed`` list.
-
-    Returns:
-        The tool's name.
-    """
-    return str(removed["name"]) if isinstance(removed, dict) else str(removed)
 
 
 def system_message(
@@ -219,7 +149,7 @@ def plan_system_entries(
         entry.kind == SYSTEM_ENTRY_KIND and entry.id > head.id for entry in view.entries
     ):
         return _rebaseline(view, sections, tools)
-    shown = replay_prompt(view.messages)
+    shown = view.prompt
     patches = _plan_sections(shown.sections, sections)
     added, removed = _plan_tools(shown.tool_specs, tools)
     if not added and not removed:

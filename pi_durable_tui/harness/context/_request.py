@@ -1,4 +1,4 @@
-"""One model request from a context's messages: ``build_request`` and ``offered_tools``.
+"""One model request from a context's messages: ``build_request``.
 
 A context (``ContextView.messages``) may hold system messages anywhere: the
 first preparation writes one, later preparations append patches (R77-R80), and
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pydantic import TypeAdapter, ValidationError
 
 from pi_durable_tui.ai import Context, Message, TextContent, ToolSpec, UserMessage
-from pi_durable_tui.harness.context._prompt import PromptState, replay_prompt
+from pi_durable_tui.harness.context._prompt_state import PromptState
 from pi_durable_tui.storage import JsonObject
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
@@ -105,18 +105,13 @@ class _Scan:
 
     def copy(self) -> _Scan:
         return _Scan(
-            _prompt_copy(self.initial),
-            _prompt_copy(self.final),
+            self.initial.copy(),
+            self.final.copy(),
             list(self.converted),
             list(self.update),
             self.seen_system,
             self.in_first_run,
         )
-
-
-def _prompt_copy(state: PromptState) -> PromptState:
-    # Shallow: the sections' texts and the tool specs are stored values, never changed.
-    return PromptState(dict(state.sections), dict(state.tools), list(state.content))
 
 
 def build_request(
@@ -167,18 +162,6 @@ def build_request(
         messages=converted,
         tools=[ToolSpec.model_validate(spec) for spec in final.tool_specs],
     )
-
-
-def offered_tools(messages: Sequence[JsonObject]) -> list[JsonObject]:
-    """Return the tool declarations a context offers: its system messages replayed (R79, R89).
-
-    Args:
-        messages: Context messages.
-
-    Returns:
-        The tool specs in offered order.
-    """
-    return replay_prompt(messages).tool_specs
 
 
 def system_update_text(run: Sequence[JsonObject]) -> str | None:

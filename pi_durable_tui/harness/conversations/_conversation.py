@@ -11,20 +11,48 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pi_durable_tui.harness._errors import ConversationBusy, SubmissionRejected
 from pi_durable_tui.harness._services import HarnessServices
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, Write
 from pi_durable_tui.harness.context import ContextView, load_context
 from pi_durable_tui.harness.conversations._creation import CreationHook
-from pi_durable_tui.harness.conversations._inbox import admit
+from pi_durable_tui.harness.conversations._inbox import PlannedRequest, admit
 from pi_durable_tui.harness.conversations._submissions import Submission
-from pi_durable_tui.harness.state import RESET, AgentChange, configure
+from pi_durable_tui.harness.state import (
+    INBOX_DOC,
+    LIVE_DOC,
+    RESET,
+    AgentChange,
+    configure,
+    is_busy,
+    user_message,
+)
 from pi_durable_tui.harness.views import ViewState, ViewWatch, view_state, watch_view
-from pi_durable_tui.kernel import ConversationOwned, DocDefinition, Ownerless, TaskOwned, Tx
+from pi_durable_tui.kernel import (
+    ConversationOwned,
+    DocDefinition,
+    Ownerless,
+    Report,
+    SessionClosed,
+    SessionFailed,
+    TaskOwned,
+    Tx,
+)
+from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
 
 Init = Callable[[Tx, int], "Awaitable[None] | None"]
 """``init(tx, conversation_id)``: runs last in a creating commit (R24-R26)."""
+
+_ADMISSION_ERRORS = (
+    ConversationBusy,
+    SubmissionRejected,
+    SessionFailed,
+    SessionClosed,
+    StorageRejected,
+)
+"""Errors of an admission itself: raised as they are, never retried without the plan."""
 
 
 class Conversation:
@@ -68,12 +96,50 @@ class Conversation:
             submission = Input(submission)
         services = self._services
 
-        async def admission(tx: Tx) -> Any:
-            return await admit(tx, services, self.id, submission)
+        planned = await self._first_request(submission)
 
-        record = await services.session.commit(admission)
+        def admission(plan: PlannedRequest | None) -> Callable[[Tx], Awaitable[Any]]:
+            return lambda tx: admit(tx, services, self.id, submission, plan)
+
+        try:
+            record = await services.session.commit(admission(planned))
+        except _ADMISSION_ERRORS:
+            raise
+        except Exception as error:
+            if planned is None:
+                raise
+            # Nothing of that commit landed: admit the input alone; its generation
+            # prepares itself. REMINDER: a plan never costs the input.
+            text = f"Applying the planned first request failed: {error}"
+            services.report(Report("admission_plan_failed", text, error))
+            record = await services.session.commit(admission(None))
         services.session.resume()
         return Submission(services, record)
+
+    async def _first_request(self, submission: Input | Write) -> PlannedRequest | None:
+        """Plan the request of the run an input to an idle conversation starts (issue 14).
+
+        The admission then creates the generation at ``request``: one commit
+        fewer per turn. Only a plan nothing was committed after is used (``admit``).
+        """
+        services = self._services
+        planner = services.request_planner
+        if planner is None or not isinstance(submission, Input):
+            return None
+        live = await services.session.snapshot(LIVE_DOC, self.id) or {}
+        inbox = await services.session.snapshot(INBOX_DOC, self.id) or {}
+        if is_busy(live) or inbox.get("items"):
+            return None  # queued, not placed: the boundary that places it plans anew
+        seq = services.session.storage.last_seq
+        coming = user_message(submission.content_json(), services.session.clock.now())
+        try:
+            plan = await planner(services, self.id, [coming])
+        except Exception:
+            # REMINDER: the generation's own preparation meets the same error and
+            # reports or fails it as R78 and R83 say; planning early must not
+            # refuse the input instead.
+            return None
+        return PlannedRequest(plan, seq) if plan is not None else None
 
     async def reset(self, handoff: str | None = None) -> Submission:
         """Start a fresh context, optionally holding a handoff text (R69)."""

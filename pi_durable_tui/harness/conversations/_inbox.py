@@ -3,7 +3,9 @@
 All functions run inside one commit (they take the ``Tx``):
 
 - ``admit`` (R59): the request-ID check, the busy check, queueing, immediate
-  placement of a write, or placement of an input that starts a run.
+  placement of a write, or placement of an input that starts a run; with a
+  ``PlannedRequest`` still current, that run's generation starts at ``request``
+  (issue 14: the turn's first request planned before the commit).
 - ``run_boundary`` (R61-R63): at ``post_tools`` (writes and steers) or ``final``
   (writes, steers and follow-ups), selected writes are placed first in ID order,
   then selected user items in ID order; a stale head write settles
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pi_durable_tui.harness._errors import ConversationBusy, SubmissionRejected
-from pi_durable_tui.harness._services import HarnessServices
+from pi_durable_tui.harness._services import HarnessServices, RequestPlan
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, Write
 from pi_durable_tui.harness.state import (
     INBOX_DOC,
@@ -52,10 +54,36 @@ class Boundary:
     """Every submission the boundary placed or found stale, as it left them."""
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """A first request planned before the admission commit, and the store it judged."""
+
+    plan: RequestPlan
+    seq: int
+    """The store's sequence number when planning began."""
+
+    def current(self, services: HarnessServices) -> bool:
+        """Whether nothing was committed since the planning began.
+
+        # REMINDER: read on the commit line, where ``last_seq`` counts every stored
+        # commit before this one (the line holds its lock until a commit is stored).
+        # Commits that store nothing change no document or entry a plan reads.
+        """
+        return services.session.storage.last_seq == self.seq
+
+
 async def admit(
-    tx: Tx, services: HarnessServices, conversation_id: int, submission: Input | Write
+    tx: Tx,
+    services: HarnessServices,
+    conversation_id: int,
+    submission: Input | Write,
+    planned: PlannedRequest | None = None,
 ) -> SubmissionRecord:
     """Admit a submission in one commit (R59).
+
+    ``planned``: the first request of the run this input starts, planned outside
+    the line; applied only when the input is placed at once and the plan is
+    current, else the generation prepares itself (R83).
 
     Raises:
         ConversationBusy: A ``when_busy="reject"`` input to a busy conversation.
@@ -100,7 +128,10 @@ async def admit(
         request_id=submission.request_id,
         entry=entry.id,
     )
-    start_run(tx, services, conversation_id, live, [record.id])
+    request = None
+    if planned is not None and planned.current(services):
+        request = await planned.plan.apply(tx, entry.id)
+    start_run(tx, services, conversation_id, live, [record.id], request=request)
     return record
 
 
@@ -185,8 +216,8 @@ def start_run(
 ) -> TaskRecord:
     """Create the generation that settles ``inputs`` and mark the conversation busy (R59).
 
-    ``request``: the ``request`` checkpoint a round's settlement prepared for it
-    (the generation then starts there instead of at ``prepare``, R83).
+    ``request``: the ``request`` checkpoint the admission or a round's settlement
+    prepared for it (the generation then starts there instead of at ``prepare``, R83).
     """
     task = tx.create_task(
         services.task_definition("pi.generation"),

@@ -110,7 +110,7 @@ def _carry(checkpoint: JsonObject, **values: Any) -> JsonObject:
 async def _prepare(task: TaskRecord, runtime: HarnessRuntime, services: HarnessServices) -> None:
     plan = await plan_request(runtime, services, _checkpoint(task))
     if isinstance(plan, Decided):
-        await plan.commit()
+        await plan.commit(runtime)
         return
 
     async def to_request(tx: Tx) -> Running:

@@ -1,21 +1,33 @@
 """A generation's preparation: the planned request and the commit that moves to it (R83, R108).
 
-``plan_request(runtime, services, checkpoint)`` resolves the agent and the model, derives the
-context once, renders the sections (R77-R81) and checks the compaction thresholds
-(R108). It returns a ``Preparation`` when the generation can go to ``request``, or
-a ``Decided`` whose ``commit`` fails the run (``no_model``, an overflow whose
-compaction did not complete) or starts a blocking compaction.
+``plan_request(scope, services, checkpoint)`` resolves the agent and the model, derives
+the context once, renders the sections (R77-R81) and checks the compaction
+thresholds (R108). It returns a ``Preparation`` when the generation can go to
+``request``, or a ``Decided`` whose ``commit(runtime)`` fails the run (``no_model``,
+an overflow whose compaction did not complete) or starts a blocking compaction.
+It reads only what ``PlanningScope`` offers, so it plans for a running task (its
+``HarnessRuntime``) as well as for a conversation about to admit an input.
 
 ``Preparation.apply(tx)`` stages what R83's one commit writes: the planned
 ``pi.system`` entries, the attempt's status in ``pi.live``, a background compaction
 when one is due; it returns the ``request`` checkpoint (``cutoff`` = the new tail).
 
-Two commits use it: the ``prepare`` phase's own, and the settlement of a tool round
-(``_tool_round``, in the generation's own commit or riding on the round's last
-result), which prepares its successor and creates it at ``request`` in the same
-commit, so the successor needs no ``prepare`` commit (issue 14). The successor's
-input carries that checkpoint (``{"request": ...}``); ``initial_checkpoint`` turns
-it into the task's first checkpoint.
+Three commits use it (issue 14), so a turn's generations need no ``prepare``
+commit of their own:
+
+- the admission of an input to an idle conversation (``plan_admitted_request``,
+  installed as ``HarnessServices.request_planner``): planned before the commit,
+  applied in it after the user message, and only if nothing was committed since
+  the planning (the conversations part checks the store's sequence number);
+- the settlement of a tool round (``_tool_round``, in the generation's own commit
+  or riding on the round's last result), which prepares its successor;
+- the ``prepare`` phase's own, whenever neither planned (a busy conversation, a
+  stale plan, a decision to fail or to compact first).
+
+The successor's input carries that checkpoint (``{"request": ...}``);
+``initial_checkpoint`` turns it into the task's first checkpoint. Sections render
+before the commit that appends the user message or the tool result, as they
+would for a request prepared just before it (R77).
 """
 
 from __future__ import annotations
@@ -23,7 +35,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pi_durable_tui.harness._runtime import HarnessRuntime
 from pi_durable_tui.harness._services import HarnessServices
@@ -34,7 +46,6 @@ from pi_durable_tui.harness.context import (
     load_context,
     plan_system_entries,
     render_section,
-    replay_prompt,
 )
 from pi_durable_tui.harness.conversations import fail_run
 from pi_durable_tui.harness.extensions import SectionInput, invoke
@@ -42,6 +53,7 @@ from pi_durable_tui.harness.state import (
     LIVE_DOC,
     LOADED_TOOLS_DOC,
     SYSTEM,
+    ResolvedAgent,
     add_model_usage,
     append_assistant,
     exposed_tools,
@@ -77,11 +89,33 @@ async def fail_generation(
     await runtime.commit(fail)
 
 
+class PlanningScope(Protocol):
+    """What planning a request reads of the task (or conversation) it plans for."""
+
+    @property
+    def conversation_id(self) -> int:
+        """The conversation."""
+        ...
+
+    @property
+    def aborted(self) -> asyncio.Event:
+        """Set when the planning task is aborted: a section's error then propagates (R78)."""
+        ...
+
+    async def agent(self) -> ResolvedAgent:
+        """The conversation's agent, resolved (R33)."""
+        ...
+
+    async def outcomes(self, task_ids: Sequence[int]) -> list[JsonObject]:
+        """The outcomes of terminal tasks (an awaited compaction, R83)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Decided:
-    """A preparation that ends otherwise than in ``request``: ``commit`` does it."""
+    """A preparation that ends otherwise than in ``request``: ``commit(runtime)`` does it."""
 
-    commit: Callable[[], Awaitable[None]]
+    commit: Callable[[HarnessRuntime], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +159,11 @@ class Preparation:
 
 
 async def _render_sections(
-    runtime: HarnessRuntime, services: HarnessServices, view: ContextView
+    runtime: PlanningScope, services: HarnessServices, view: ContextView
 ) -> list[tuple[str, str]]:
     """Render the agent's sections in order, ``instructions`` last (R77, R78)."""
     agent = await runtime.agent()
-    shown = replay_prompt(view.messages).sections
+    shown = view.prompt.sections
     env: Any = None
     try:
         env = services.build_env(runtime.conversation_id, agent.cwd)
@@ -161,7 +195,7 @@ async def _render_sections(
 
 
 async def plan_request(
-    runtime: HarnessRuntime,
+    runtime: PlanningScope,
     services: HarnessServices,
     checkpoint: JsonObject,
     coming: Sequence[JsonObject] = (),
@@ -169,37 +203,39 @@ async def plan_request(
     """Plan a ``prepare`` checkpoint's move to ``request`` (R83, R108).
 
     Args:
-        runtime: The runtime of the generation preparing, or of the task settling a
-            round for its successor (the same conversation).
+        runtime: The runtime of the generation preparing, of the task settling a
+            round for its successor (the same conversation), or the admission's scope.
         services: The harness services.
         checkpoint: The ``prepare`` checkpoint.
         coming: Messages the commit applying the plan appends before the planned
-            entries (a tool result not committed yet): counted by the thresholds.
+            entries (a tool result, a user message not committed yet): counted by
+            the thresholds.
 
     Returns:
         The preparation, or the decision to fail or to compact first.
 
     Raises:
-        RuntimeError: When the conversation has no entries to send (R83).
+        RuntimeError: When the conversation has no entries to send and none are
+            coming (R83).
     """
     attempt = int(checkpoint.get("attempt", 1))
     agent = await runtime.agent()
     if agent.model is None:
-        return Decided(lambda: fail_generation(runtime, "no_model", "No model is configured"))
+        return Decided(lambda task: fail_generation(task, "no_model", "No model is configured"))
     model = services.models.get(agent.model)
     if model is None:
         text = f"Model {agent.model} is not available"
-        return Decided(lambda: fail_generation(runtime, "no_model", text))
+        return Decided(lambda task: fail_generation(task, "no_model", text))
     if checkpoint.get("overflow") is not None:
         outcome = (await runtime.outcomes([int(checkpoint["compacted"])]))[0]
         result = outcome.get("result") if outcome.get("status") == "completed" else None
         if not (isinstance(result, dict) and result.get("entry_id")):
             text = str(checkpoint["overflow"])
-            return Decided(lambda: fail_generation(runtime, "model_error", text))
+            return Decided(lambda task: fail_generation(task, "model_error", text))
     view = await load_context(
         services.session.storage, runtime.conversation_id, cache=services.contexts
     )
-    if not view.entries:
+    if not view.entries and not coming:
         raise RuntimeError(f"Conversation {runtime.conversation_id} has no entries to send")
     sections = await _render_sections(runtime, services, view)
     settings = services.settings()
@@ -227,7 +263,7 @@ async def plan_request(
         cut = select_cut(view, compaction.keep_recent_tokens, model=model)
         if cut is not None and estimate > blocking:
             return Decided(
-                lambda: start_blocking_compaction(runtime, services, "threshold", attempt, None)
+                lambda task: start_blocking_compaction(task, services, "threshold", attempt, None)
             )
         if (
             cut is not None
@@ -246,7 +282,7 @@ async def plan_request(
         pinned["compacted"] = checkpoint["compacted"]
     # REMINDER: the head marker comes first in ``view.entries``, and it may be the
     # newest entry (a compaction placed after the kept ones): the rest ascend.
-    tail = max(view.entries[0].id, view.entries[-1].id)
+    tail = max(view.entries[0].id, view.entries[-1].id) if view.entries else 0
     return Preparation(
         conversation_id=runtime.conversation_id,
         drafts=drafts,
@@ -300,3 +336,41 @@ async def start_blocking_compaction(
         return Waiting(on=[compaction.id], checkpoint=checkpoint)
 
     await runtime.commit(start)
+
+
+class _AdmissionScope:
+    """The planning scope of a conversation admitting an input: no task runs yet."""
+
+    def __init__(self, services: HarnessServices, conversation_id: int) -> None:
+        self._services = services
+        self.conversation_id = conversation_id
+        self.aborted = asyncio.Event()  # never set: no invocation to abort yet
+
+    async def agent(self) -> ResolvedAgent:
+        return await self._services.agent(self.conversation_id)
+
+    async def outcomes(self, task_ids: Sequence[int]) -> list[JsonObject]:
+        raise RuntimeError("A first request awaits no task")  # FIRST_CHECKPOINT has none
+
+
+async def plan_admitted_request(
+    services: HarnessServices, conversation_id: int, coming: Sequence[JsonObject]
+) -> Preparation | None:
+    """Plan the first request of a run before the commit that admits its input (issue 14).
+
+    The admission applies it after appending the user message, so the run's
+    generation starts at ``request``; a failing or compacting decision, or a
+    section that raised, leaves the generation to prepare itself (R83, R108).
+
+    Args:
+        services: The harness services.
+        conversation_id: The idle conversation receiving the input.
+        coming: The user message the admission appends.
+
+    Returns:
+        The preparation, or ``None``.
+    """
+    planned = await plan_request(
+        _AdmissionScope(services, conversation_id), services, dict(FIRST_CHECKPOINT), coming
+    )
+    return planned if isinstance(planned, Preparation) else None

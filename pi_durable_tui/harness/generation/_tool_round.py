@@ -37,7 +37,7 @@ from typing import Any
 
 from pi_durable_tui.harness._runtime import HarnessRuntime
 from pi_durable_tui.harness._services import HarnessServices
-from pi_durable_tui.harness.context import ContextView, offered_tools
+from pi_durable_tui.harness.context import ContextView
 from pi_durable_tui.harness.conversations import answer, run_boundary, settle, start_run
 from pi_durable_tui.harness.extensions import Diagnostic, EntryMessage, call_hook
 from pi_durable_tui.harness.generation._preparation import (
@@ -94,7 +94,7 @@ async def start_round(
 ) -> None:
     """Append the tool-calling answer and start the round's tool tasks (R89)."""
     agent = await runtime.agent()
-    offered = {spec.get("name") for spec in offered_tools(view.messages)}
+    offered = {spec.get("name") for spec in view.prompt.tool_specs}
     offered |= deferred_names(agent.tools)  # called by full name without a schema (issue 16)
     calls = _calls(stored)
     sequential = services.settings().tool_execution == "sequential" or any(

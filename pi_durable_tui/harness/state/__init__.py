@@ -55,6 +55,7 @@ from pi_durable_tui.harness.state._entries import (
     message_of,
     text_of,
     tool_result_message,
+    user_message,
 )
 from pi_durable_tui.harness.state._exposure import (
     TOOL_SEARCH,
@@ -114,4 +115,5 @@ __all__ = [
     "text_of",
     "tool_result_message",
     "total_usage",
+    "user_message",
 ]

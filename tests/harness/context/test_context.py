@@ -385,6 +385,70 @@ async def test_a_new_head_marker_makes_the_range_cache_read_the_new_range_whole_
     assert [e.id for e in view.entries] == [20, *range(15, 20), 21]
 
 
+async def observed_put(storage: Storage, cache: RangeCache, *records: EntryRecord) -> None:
+    """Commit entries as the harness does: the observed cache sees each stored commit."""
+    await put(storage, *records)
+    cache.observe(list(records))
+
+
+async def test_an_observed_cache_grows_with_committed_entries_and_reads_nothing_again(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 10)))
+    cache = RangeCache(observed=True)
+    await load_context(storage, 1, cache=cache)
+    await observed_put(storage, cache, assistant_entry(10, "a"), user_entry(11, "b"))
+    reader = RecordingReader(storage)
+
+    view = await load_context(reader, 1, cache=cache)
+
+    assert reader.scans == []
+    assert view.messages == (await load_context(storage, 1)).messages
+    assert [e.id for e in view.entries] == list(range(2, 12))
+
+
+async def test_a_commit_during_the_read_leaves_the_observed_range_to_be_read_again(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 10)))
+    cache = RangeCache(observed=True)
+
+    async def commit_meanwhile() -> None:
+        await observed_put(storage, cache, user_entry(10, "late"))
+
+    await load_context(RecordingReader(storage, commit_meanwhile), 1, cache=cache)
+    reader = RecordingReader(storage)
+
+    view = await load_context(reader, 1, cache=cache)
+
+    assert [scan["items"] for scan in reader.scans] == [[10]]  # grown by a read, not trusted
+    assert [e.id for e in view.entries] == list(range(2, 11))
+
+
+async def test_an_observed_head_marker_makes_the_next_read_read_the_new_range(
+    storage: Storage,
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 20)))
+    cache = RangeCache(observed=True)
+    await load_context(storage, 1, cache=cache)
+    await observed_put(storage, cache, entry(20, "pi.compaction", user("summary"), head=15))
+
+    view = await load_context(storage, 1, cache=cache)
+
+    assert [e.id for e in view.entries] == [20, *range(15, 20)]
+
+
+async def test_an_unobserved_cache_never_trusts_a_range_without_reading(storage: Storage) -> None:
+    await put(storage, ConversationRecord(1), user_entry(2, "a"))
+    cache = RangeCache()
+    await load_context(storage, 1, cache=cache)
+    await put(storage, user_entry(3, "b"))
+
+    view = await load_context(storage, 1, cache=cache)
+
+    assert [e.id for e in view.entries] == [2, 3]
+
+
 async def test_load_context_of_an_empty_conversation_is_empty(storage: Storage) -> None:
     await put(storage, ConversationRecord(1))
 

@@ -22,6 +22,7 @@ from pi_durable_tui.harness.context._context import (
     load_context,
 )
 from pi_durable_tui.harness.context._context import RangeCache as RangeCache
+from pi_durable_tui.harness.context._prompt_state import replay_prompt
 from pi_durable_tui.storage import (
     ConversationRecord,
     EntryRecord,
@@ -46,6 +47,7 @@ def same_view(left: ContextView, right: ContextView) -> bool:
         and [e.id for e in left.entries] == [e.id for e in right.entries]
         and left.contributions == right.contributions
         and left.messages == right.messages
+        and left.prompt == right.prompt
     )
 
 
@@ -172,8 +174,9 @@ def transcript(plan: list[Step]) -> list[EntryRecord]:
                 made.append(result_entry(number, calls[step.choice % len(calls)]))
             case "orphan" | "result":
                 made.append(result_entry(number, f"orphan{number}"))
-            case "system":
-                made.append(system_entry(number, {f"s{number}": "x"}))
+            case "system":  # a few keys, set, replaced and removed (R79)
+                value = None if step.choice == 5 else f"x{number}"
+                made.append(system_entry(number, {f"s{step.choice % 3}": value}))
             case "edit":
                 # Targets anything from the first entry to a few entries ahead.
                 target = 2 + (number * 7 + step.choice) % (number + 2)
@@ -198,4 +201,5 @@ def test_any_transcript_grown_at_any_point_derives_what_a_whole_derivation_does(
         extended = grown(visible, split)
         if extended is not None:
             assert same_view(extended.view, whole.view), (split, texts(whole.view.messages))
+            assert extended.view.prompt == replay_prompt(whole.view.messages)
             assert extended.settled >= 0

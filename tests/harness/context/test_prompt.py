@@ -11,8 +11,8 @@ from pi_durable_tui.harness.context._prompt import (
     SystemEntryDraft,
     plan_system_entries,
     render_section,
-    replay_prompt,
 )
+from pi_durable_tui.harness.context._prompt_state import replay_prompt
 from pi_durable_tui.storage import EntryRecord, Json, JsonObject
 from tests.harness.transcript import (
     assistant_entry,

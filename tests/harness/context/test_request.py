@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pi_durable_tui.ai import AssistantMessage, ToolResultMessage, ToolSpec, UserMessage
-from pi_durable_tui.harness.context._request import ValidatedMessages, build_request, offered_tools
+from pi_durable_tui.harness.context._request import ValidatedMessages, build_request
 from pi_durable_tui.storage import JsonObject
 from tests.harness.transcript import (
     assistant_entry,
@@ -81,7 +81,7 @@ def test_a_patch_that_changes_only_tools_changes_the_tool_list_and_adds_no_messa
 
     assert len(context.messages) == 4
     assert [t.name for t in context.tools] == ["read", "edit"]
-    assert [t["name"] for t in offered_tools(messages)] == ["read", "edit"]
+    assert [t["name"] for t in view_of(*FIRST, patch).prompt.tool_specs] == ["read", "edit"]
 
 
 def test_a_rebaseline_after_kept_entries_still_becomes_the_system_prompt() -> None:

@@ -17,66 +17,35 @@ is answered.
 from __future__ import annotations
 
 import functools
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from pi_durable_tui.ai import faux_response, faux_tool_call
 from pi_durable_tui.harness import (
     TOOL_RESULT,
-    Extension,
     Input,
-    ToolApi,
-    ToolResult,
     define_extension,
-    define_tool,
     hook,
 )
 from pi_durable_tui.harness.generation._preparation import Preparation
 from pi_durable_tui.kernel import CommitInfo
 from pi_durable_tui.storage import SqliteStorage
-from tests.harness.run_support import Rig, RigFactory, message, start_gate, within
-
-
-class NoArgs(BaseModel):
-    pass
-
-
-def ledger_tool(ledger: Path) -> Extension:
-    """An unsafe tool ``effect`` that appends a line to ``ledger`` each time it runs."""
-
-    async def execute(_args: Any, _api: ToolApi) -> ToolResult:
-        with ledger.open("a") as file:
-            file.write("ran\n")
-        return ToolResult(content="effect done")
-
-    tool = define_tool(
-        "effect", description="An effect.", parameters=NoArgs, replay="unsafe", execute=execute
-    )
-    return define_extension("ledger", tools=[tool])
-
-
-def stored(rig: Rig) -> list[CommitInfo]:
-    return [published.info for published in rig.commits if published.info.stored]
+from tests.harness.generation.commit_support import (
+    answered,
+    generation_starts,
+    ledger_tool,
+    snapshot,
+    stored,
+)
+from tests.harness.run_support import RigFactory, message, start_gate, within
 
 
 def round_commits(commits: list[CommitInfo]) -> list[CommitInfo]:
     """The stored commits from the first tool-calling answer up to the next one."""
     starts = [i for i, c in enumerate(commits) if any(e.kind == "pi.assistant" for e in c.entries)]
     return commits[starts[0] : starts[1]]
-
-
-def generation_starts(commits: list[CommitInfo]) -> list[str]:
-    """The first checkpoint phase of every generation created in ``commits``."""
-    return [
-        task.state["checkpoint"]["phase"]
-        for commit in commits
-        for task in commit.tasks
-        if task.kind == "pi.generation" and commit.previous_tasks.get(task.id) is None
-    ]
 
 
 async def test_a_tool_round_stores_three_commits_the_result_settling_the_round(
@@ -161,15 +130,6 @@ async def test_a_steer_placed_by_the_round_makes_the_successor_prepare_itself_r6
     assert kinds[-3:] == [TOOL_RESULT, "pi.user", "pi.assistant"]
 
 
-def snapshot(source: Path, target: Path) -> None:
-    """Copy a SQLite store as a kill at this instant leaves it (database and WAL)."""
-    target.mkdir()
-    for suffix in ("", "-wal"):
-        path = Path(f"{source}{suffix}")
-        if path.exists():
-            shutil.copy2(path, target / f"session.sqlite{suffix}")
-
-
 async def test_a_crash_after_each_commit_of_a_round_never_repeats_the_effect_nor_loses_its_result(
     open_rig: RigFactory, tmp_path: Path
 ) -> None:
@@ -220,15 +180,6 @@ async def test_a_crash_after_each_commit_of_a_round_never_repeats_the_effect_nor
     ]
 
 
-def answered(rig: Rig) -> bool:
-    """Whether the rig committed a final answer."""
-    return any(
-        e.kind == "pi.assistant" and message(e).get("stop_reason") == "stop"
-        for published in rig.commits
-        for e in published.info.entries
-    )
-
-
 def _codes(entry: Any) -> list[str]:
     data = entry.data if isinstance(entry.data, dict) else {}
     return [d.get("code") for d in data.get("diagnostics") or [] if d.get("severity") == "error"]
@@ -240,7 +191,9 @@ async def test_a_settlement_that_fails_in_the_result_commit_never_costs_the_resu
     apply = Preparation.apply
 
     async def broken(self: Preparation, tx: Any, tail: int | None = None) -> Any:
-        if tail is not None:  # only the settlement riding on a result passes a tail
+        # Only the settlement riding on a result: its planned view holds the
+        # round's response (the admission's, of a first input, is empty).
+        if tail is not None and self.view.entries:
             raise RuntimeError("settlement broke")
         return await apply(self, tx, tail)
 

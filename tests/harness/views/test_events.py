@@ -100,8 +100,9 @@ async def test_a_run_with_a_tool_round_yields_its_events_in_R125_order(
     await log.until("run_end")
     assert log.types() == [
         "snapshot",
-        *("message_start", "message_end", "submission", "run_start", "turn_start"),  # input
-        *("message_start", "message_end"),  # the system prompt entry
+        # the admission: the input and the planned system prompt entry (issue 14)
+        *("message_start", "message_end", "message_start", "message_end"),
+        *("submission", "run_start", "turn_start"),
         *("message_start", "message_end", "usage_changed"),  # the tool-calling answer
         "tool_execution_start",
         *("tool_execution_end", "message_start", "message_end"),  # its result
@@ -110,7 +111,8 @@ async def test_a_run_with_a_tool_round_yields_its_events_in_R125_order(
     ]
     assert log.batches[0] == [log.stream.snapshot]
     assert log.batch_with("run_start") == [
-        *("message_start", "message_end", "submission", "run_start", "turn_start")
+        *("message_start", "message_end", "message_start", "message_end"),
+        *("submission", "run_start", "turn_start"),
     ]
     assert log.batch_with("tool_execution_end") == [  # the result settles the round (issue 14)
         *("tool_execution_end", "message_start", "message_end", "turn_end", "turn_start")
