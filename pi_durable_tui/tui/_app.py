@@ -310,7 +310,11 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         self._show_notices()
 
     def _show_notices(self) -> None:
-        self.notice_bar.show([*self.model.notices, *self._local_notices])
+        notices = [*self.model.notices, *self._local_notices]
+        self.notice_bar.show(notices)
+        for screen in self.screen_stack:
+            if isinstance(screen, PromptScreen):  # the main bar is hidden behind it
+                screen.notice_bar.show(notices)
 
     def call(
         self,
@@ -391,6 +395,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             taken = isinstance(screen, PromptScreen) and screen.arrived(event, now)
             self._last_key = now
             if taken:
+                self.drop_exit_hint()  # a key of the prompt's: something else happened
                 return
         if isinstance(event, events.Key) and event.key != "ctrl+c":
             self.drop_exit_hint()

@@ -17,6 +17,9 @@ command, the path), why it needs a decision, and the keys:
   Tab goes back to the choices;
 - Esc aborts the turn, which ends the wait (nothing of the call runs), from
   the choices or the line, as Esc does in the editor.
+- Ctrl+C empties the message line when it holds text; otherwise it is the
+  app's first press towards exiting (``_keys``). It never clears the editor's
+  draft behind the prompt.
 
 Why a modal with its own line, not a panel beside the editor: the choice keys
 must reach the prompt whatever had the focus, and a user's words must never
@@ -266,10 +269,7 @@ class ApprovalScreen(PromptScreen[ApprovalAnswer | None]):
                     self._send(text.strip(), follow_up)
                     self._say_sent(follow_up)
             return True
-        if key == "ctrl+c":
-            keys.take_text()
-            return True
-        return keys.edit(event)
+        return keys.edit(event)  # Ctrl+C is the app's: it calls ``clear_line``
 
     # -- what the keys do --------------------------------------------------------------
 
@@ -301,6 +301,16 @@ class ApprovalScreen(PromptScreen[ApprovalAnswer | None]):
             else "Sent as a steer: the agent reads it after this call."
         )
         sent.add_class("-shown")
+
+    def clear_line(self) -> bool:
+        """Ctrl+C: empty the message line (open or shut with text); whether it held any."""
+        line = self.line
+        if self._answered or not line.value:
+            return False
+        LineKeys(line).take_text()
+        if self._mode is None:
+            line.remove_class("-open")  # shut and now empty: nothing left to show
+        return True
 
     def _scroll(self, rows: int) -> None:
         for box in self.query("#approval-argument").results(VerticalScroll):

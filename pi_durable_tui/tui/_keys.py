@@ -4,7 +4,13 @@
   and puts the withdrawn queued texts back into the editor; background tasks
   keep running. A second Esc within a second on an empty editor, with nothing
   left to abort, offers to fork from an earlier message.
-- Ctrl+C clears the editor; a second Ctrl+C within a second exits.
+- Ctrl+C clears the line in front of the user; with nothing to clear it says
+  "Press Ctrl+C again to exit.", and a second Ctrl+C within a second exits
+  (``action_clear_or_exit``); any other key in between makes the next Ctrl+C a
+  first press again. The line in front is the screen on top's: the
+  editor on the main screen, a prompt's own message line over it
+  (``PromptScreen.clear_line``), none over the help or a picker. So Ctrl+C over
+  a prompt never touches the draft the prompt hides (issue 13).
 - Ctrl+O expands tool output and compaction summaries; Alt+T folds thinking;
   Shift+Tab cycles the thinking level; Ctrl+T hides or shows the task tree;
   Alt+Up takes the newest queued message back; PageUp/PageDown scroll the
@@ -32,6 +38,7 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingType
 
 from pi_durable_tui.tui._commands import refused
+from pi_durable_tui.tui._prompt_keys import PromptScreen
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY
 
 if TYPE_CHECKING:
@@ -53,7 +60,10 @@ KEY_BINDINGS: list[BindingType] = [
         "Esc again on an empty editor forks from an earlier message",
     ),
     Binding(
-        "ctrl+c", "clear_or_exit", "Clear the editor; twice within a second exits", priority=True
+        "ctrl+c",
+        "clear_or_exit",
+        "Clear the line in front, never a hidden draft; twice exits",
+        priority=True,
     ),
     Binding(
         EXPAND_KEY, "toggle_expanded", "Expand or collapse tool output and summaries", priority=True
@@ -111,6 +121,10 @@ class DoublePress:
         self._clock = clock
         self._window = window_s
         self._last: float | None = None
+
+    def reset(self) -> None:
+        """Forget the last press: the next one is a first press."""
+        self._last = None
 
     def press(self) -> bool:
         """Record a press; return whether it completes a double press (which then resets)."""
@@ -175,18 +189,37 @@ class KeyActions:
             self.editor.put_text("\n\n".join(texts))
 
     def action_clear_or_exit(self) -> None:
-        """Clear the editor; exit on the second press within a second."""
+        """Clear the line in front; with none to clear, the exit hint; a second press exits."""
         if self._ctrl_c.press():
             self.request_exit()
             return
-        if self.editor.text:
-            self.editor.clear_input()
-        else:
-            self.drop_exit_hint()
+        if not self._clear_front_line():
+            if self._exit_hint is not None:
+                self.drop_notice(self._exit_hint)  # shown anew: its lifetime restarts
             self._exit_hint = self.notice("info", "Press Ctrl+C again to exit.")
 
+    def _clear_front_line(self) -> bool:
+        """Empty the text field the user sees; whether it held text.
+
+        REMINDER: only the screen on top's own line. The editor behind a prompt,
+        the help or a picker holds the user's draft, which they cannot see there.
+        """
+        screen = self.screen_stack[-1]
+        if isinstance(screen, PromptScreen):
+            return screen.clear_line()
+        if len(self.screen_stack) > 1 or not self.editor.text:
+            return False
+        self.editor.clear_input()
+        return True
+
     def drop_exit_hint(self) -> None:
-        """Take the "Press Ctrl+C again" notice away: something else happened (issue 12)."""
+        """Something else happened (another key, a submit): the next Ctrl+C is a first press.
+
+        The "Press Ctrl+C again" notice goes (issue 12), and so does the pending
+        press: a Ctrl+C exits only right after one, never across other keys
+        (typed in the editor or a prompt's line) after the hint went away.
+        """
+        self._ctrl_c.reset()
         if self._exit_hint is not None:
             self.drop_notice(self._exit_hint)
             self._exit_hint = None

@@ -6,22 +6,26 @@ call waits for a decision and the trust prompt (``_trust_prompt``) whenever the
 model's ``trust_question`` changes; each waits behind the other, and neither
 opens until no key arrived for ``SETTLE`` (never into a word being typed; a
 timer tries again). A decision goes to the controller; text typed in the
-approval prompt's line and not sent ends up at the end of the editor.
+approval prompt's line and not sent ends up at the end of the editor. A prompt
+shows the app's notices at its bottom (the main screen's bar is behind it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pi_durable_tui.tui._approval_prompt import ApprovalAnswer, ApprovalScreen
 from pi_durable_tui.tui._commands import as_message
-from pi_durable_tui.tui._prompt_keys import SETTLE
+from pi_durable_tui.tui._prompt_keys import SETTLE, PromptScreen
 from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 if TYPE_CHECKING:
     from pi_durable_tui.app import Controller, ScreenModel
     from pi_durable_tui.tui._editor import PromptEditor
+    from pi_durable_tui.tui._notices import NoticeBar
+
+T = TypeVar("T")
 
 PROMPT_RETRY = 0.1
 """Seconds between tries to open a prompt held back by typing."""
@@ -42,7 +46,11 @@ class ModalPrompts:
         set_timer: Callable[..., Any]
         call_after_refresh: Callable[..., bool]
 
+        notice_bar: NoticeBar
+
         def _restore_aborted(self, texts: list[str]) -> None: ...
+
+        def _show_notices(self) -> None: ...
 
     def init_prompts(self) -> None:
         """Nothing asked yet (called by the app's constructor)."""
@@ -81,7 +89,7 @@ class ModalPrompts:
                 self._decided(question.call_id, answer)
             self.call_after_refresh(self._ask_trust)  # one that waited behind this prompt
 
-        self.push_screen(screen, decided)
+        self._push_prompt(screen, decided)
 
     def _decided(self, call_id: str, answer: ApprovalAnswer) -> None:
         if answer.unsent:
@@ -140,4 +148,10 @@ class ModalPrompts:
                 self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
             self.call_after_refresh(self._ask_approval)  # one that waited behind this prompt
 
-        self.push_screen(screen, answered)
+        self._push_prompt(screen, answered)
+
+    def _push_prompt(self, screen: PromptScreen[T], done: Callable[[T], None]) -> None:
+        """Show a prompt, with the app's notices at its bottom (the main bar is hidden)."""
+        screen.notice_bar.follow(self.notice_bar)
+        self.push_screen(screen, done)
+        self._show_notices()

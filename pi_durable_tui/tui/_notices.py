@@ -7,6 +7,11 @@ The model's notices (committed: compaction results, unanswered submissions) and
 the screen's own (a malformed theme, a failed command) share the bar; a notice
 is identified by its ``id`` and timed from when the bar first saw it.
 
+A prompt over the main screen (``_prompt_keys.PromptScreen``) hides this bar
+behind it, so it has a bar of its own at its bottom that shows the same
+notices, timed as this one (``follow``): "Press Ctrl+C again to exit." and a
+failed decision are seen while the prompt is up.
+
 The bar is at most ``SHOWN`` rows, and a long line (a store's path) wraps over
 several: the bar shows the last ``SHOWN`` rows of the wrapped notices, so the
 newest ones are whole and the oldest shown may lose its first rows (a line's
@@ -54,6 +59,14 @@ class NoticeBar(Static):
         self._clock = clock
         self._first_seen: dict[int, float] = {}
         self._notices: list[Notice] = []
+
+    def follow(self, other: NoticeBar) -> None:
+        """Time notices as ``other`` does (a prompt's bar over the main one's).
+
+        A notice then lives ``LIFETIME_S`` from when either bar first saw it,
+        not that long again on each.
+        """
+        self._first_seen = other._first_seen
 
     def on_mount(self) -> None:
         """Show nothing yet; expire notices as time passes."""

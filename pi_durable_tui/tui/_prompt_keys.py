@@ -1,7 +1,8 @@
 """Keys of a prompt that interrupts the session, taken when they arrive (issue 13).
 
-Owns ``PromptScreen`` (the base of the approval and trust prompts), its settle
-time ``SETTLE`` and ``LineKeys`` (editing a message line in place).
+Owns ``PromptScreen`` (the base of the approval and trust prompts: its keys,
+its settle time ``SETTLE``, its line for Ctrl+C, its bar of the app's notices)
+and ``LineKeys`` (editing a message line in place).
 
 Why at arrival. Textual hands a key to the widget focused when the key reaches
 the app by posting it to that widget's queue, and resolves bindings when the
@@ -17,7 +18,8 @@ order it arrived (``PidurableApp.on_event``, before any queue), to the prompt on
 top, and the prompt decides then, synchronously, what it is: a choice, a
 character of its message line (edited in place through the ``Input``'s own
 actions, so no key waits in a widget's queue), or a key that is not the
-prompt's (the app's own keys, F1, F4, Ctrl+O, go on as usual). A decision
+prompt's (the app's own keys, F1, F4, Ctrl+O, Ctrl+C, go on as usual; Ctrl+C
+asks the prompt to clear its line, ``clear_line``). A decision
 dismisses the prompt at once, so the next key already finds the editor.
 
 Why a settle time. A choice is one letter, and a user typing a word in the
@@ -48,6 +50,8 @@ from textual.actions import parse
 from textual.binding import BindingsMap
 from textual.screen import ModalScreen
 from textual.widgets import Input
+
+from pi_durable_tui.tui._notices import NoticeBar
 
 SETTLE = 0.5
 """Seconds without a key before a shown prompt takes a choice (module docstring)."""
@@ -87,6 +91,12 @@ class PromptScreen(ModalScreen[R]):
     """
 
     AUTO_FOCUS = None  # nothing needs the focus: keys come through ``arrived``
+    DEFAULT_CSS = """
+    PromptScreen > NoticeBar {
+        dock: bottom;
+        width: 100%;
+    }
+    """
 
     def __init__(self, clock: Callable[[], float], last_key: float | None) -> None:
         super().__init__()
@@ -94,9 +104,12 @@ class PromptScreen(ModalScreen[R]):
         self._last_key = last_key
         self._painted: float | None = None
         self._was_armed = False
+        self.notice_bar = NoticeBar(clock, id="prompt-notices")
+        """The app's notices, at the prompt's bottom: the main screen's bar is hidden."""
 
     def on_mount(self) -> None:
         """Count the settle time from the first paint, not from the push."""
+        self.mount(self.notice_bar)
         self.call_after_refresh(self._first_paint)
         self.set_interval(_TICK, self._tick)
 
@@ -142,6 +155,14 @@ class PromptScreen(ModalScreen[R]):
 
     def show_armed(self, armed: bool) -> None:
         """Say on the prompt whether its choice keys count now."""
+
+    def clear_line(self) -> bool:
+        """Ctrl+C over the prompt: empty its own line; whether it held text.
+
+        ``False`` (no line, or an empty one) lets the app show its exit hint
+        (``_keys``); the editor behind the prompt is never cleared.
+        """
+        return False
 
 
 class LineKeys:

@@ -13,6 +13,10 @@ faux script whose model calls ``bash`` with a command that appends a line to
   shows the result the model read, and the script's next answer arrives);
   nothing ran;
 - F4 moves the footer's mode along plan, auto-edit, ask, auto;
+- Ctrl+C over the prompt empties its message line and leaves the editor's
+  draft behind it alone (it is there once the prompt is answered); with the
+  line empty it shows the exit hint on the prompt, a second press exits
+  (status 0, nothing ran) and ``--continue`` asks again;
 - a steer typed in the prompt's message line while the call waits reaches the
   model (a script step that answers only a request holding it), and the call,
   still waiting after it, runs once on ``y``.
@@ -115,6 +119,81 @@ def test_f4_moves_the_footers_mode(terminal: Terminal) -> None:
     for mode in ("ask", "auto", "plan", "auto-edit"):
         terminal.press("F4")
         terminal.wait_for(contains(f"Permission mode: {mode}", f"mode:{mode} "), mode)
+
+
+TWICE_SCRIPT = {
+    "responses": [
+        SCRIPT["responses"][0],
+        {"content": [{"type": "text", "text": "TURN-DONE"}]},
+        SCRIPT["responses"][0],
+        {"content": [{"type": "text", "text": "SECOND-DONE"}]},
+    ]
+}
+"""Two turns that each run the command once it is allowed."""
+
+
+def test_ctrl_c_over_the_prompt_clears_its_line_and_never_the_editors_draft(
+    terminal: Terminal,
+) -> None:
+    terminal.script.write_text(json.dumps(TWICE_SCRIPT))
+    terminal.start(*START)
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("make it")
+    asked(terminal)
+    # A follow-up queued from the prompt brings the second call; text left in the
+    # line goes to the editor: the draft that waits there behind the second prompt.
+    terminal.press("m")
+    terminal.type("go on")
+    terminal.press("C-f")
+    terminal.wait_for(contains("Queued as a follow-up"), "the follow-up queued")
+    terminal.press("m")
+    terminal.type("DRAFT-WORDS")
+    terminal.press("Tab")
+    asked(terminal)
+    terminal.press("y")
+    terminal.wait_for(contains("TURN-DONE"), "the end of the first turn")
+    asked(terminal)  # the follow-up's call
+    assert count(terminal) == 1
+    terminal.press("n")
+    terminal.wait_for(contains("Enter denies with this message"), "the message line")
+    terminal.type("LINE-WORDS")
+    terminal.press("C-c")
+    terminal.wait_for(
+        lambda screen: "LINE-WORDS" not in screen and contains("Enter denies")(screen),
+        "the message line emptied, the prompt still up",
+    )
+    terminal.press("Tab")  # back to the choices: the line is empty, Ctrl+C would exit
+    asked(terminal)
+    terminal.press("C-c")
+    terminal.wait_for(
+        contains("Press Ctrl+C again to exit.", "Allow bash?"), "the exit hint on the prompt"
+    )
+    asked(terminal)  # the Ctrl+C was a key: the choices settle again
+    terminal.press("y")
+    terminal.wait_for(contains("SECOND-DONE", "DRAFT-WORDS"), "the second turn, the draft kept")
+    assert count(terminal) == 2
+
+
+def test_ctrl_c_twice_over_the_prompt_exits_and_continue_asks_again(terminal: Terminal) -> None:
+    terminal.start(*START)
+    terminal.wait_for(contains("/compact"), "the first frame")
+    terminal.submit("make it")
+    asked(terminal)
+    terminal.press("C-c")
+    terminal.wait_for(
+        contains("Press Ctrl+C again to exit.", "Allow bash?"), "the exit hint on the prompt"
+    )
+    # Two presses in one write: whatever the delay since the first, a pair falls
+    # within the double-press window.
+    terminal.press("C-c", "C-c")
+    assert terminal.wait_dead() == "status 0"
+    assert count(terminal) == 0  # exiting decided nothing
+
+    terminal.start("--continue", "--permission-mode", "auto-edit")
+    asked(terminal)  # the waiting call is asked again
+    terminal.press("y")
+    terminal.wait_for(contains("TURN-DONE"), "the end of the turn")
+    assert count(terminal) == 1
 
 
 STEER = "STEER-WORDS use make lint too"

@@ -160,6 +160,22 @@ async def test_ctrl_c_presses_far_apart_only_clear(app: PidurableApp, clock: Fak
         assert running(app)
 
 
+async def test_a_ctrl_c_after_another_key_is_a_first_press_again(
+    app: PidurableApp, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press("ctrl+c", "x", "backspace")
+        clock.advance(0.5)
+        await pilot.press("ctrl+c")  # within a second of the first, but not right after it
+        await pilot.pause()
+        assert running(app)
+        assert [n.text for n in app.notice_bar.shown_notices] == ["Press Ctrl+C again to exit."]
+        clock.advance(0.5)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not running(app)
+
+
 async def test_ctrl_d_exits_on_an_empty_editor_and_deletes_forward_otherwise(
     app: PidurableApp, controller: RecordingController
 ) -> None:

@@ -27,11 +27,11 @@ from pi_durable_tui.app import ApprovalQuestion, PermissionChoices
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
 from pi_durable_tui.tui._approval_prompt import SETTLING_HINT, ApprovalScreen
-from pi_durable_tui.tui._prompt_keys import SETTLE
+from pi_durable_tui.tui._prompt_keys import SETTLE, PromptScreen
 from tests.app.screen_support import ScreenFactory, ScreenRig, call, say
-from tests.tui.conftest import FakeClock, prompt_settled, screen_name, settle
+from tests.tui.conftest import FakeClock, prompt_settled, running, screen_name, settle
 from tests.tui.conftest import prompt_text as shown_text
-from tests.tui.test_real_harness import Run, pidurable, type_line, until
+from tests.tui.test_real_harness import Run, notices, pidurable, type_line, until
 
 __all__ = ["pidurable"]  # the real-session fixture, shared with test_real_harness
 
@@ -255,6 +255,81 @@ async def test_a_paste_goes_into_the_line_and_never_decides(
         assert controller.called("decide") == []
 
 
+EXIT_HINT = "Press Ctrl+C again to exit."
+
+
+def prompt_notices(app: PidurableApp) -> list[str]:
+    """The notices the prompt on top shows at its bottom (the main bar is behind it)."""
+    screen = app.screen
+    assert isinstance(screen, PromptScreen)
+    return [notice.text for notice in screen.notice_bar.shown_notices]
+
+
+async def ctrl_c_hints_exit(pilot: Pilot[None], draft: str) -> None:
+    """Ctrl+C over the prompt on top, its line empty: the exit hint, shown on the prompt.
+
+    The prompt stays up and the editor behind it keeps ``draft``.
+    """
+    app = pilot.app
+    assert isinstance(app, PidurableApp)
+    kind = type(app.screen)
+    await pilot.press("ctrl+c")
+    await settle(pilot)
+    assert EXIT_HINT in prompt_notices(app)  # the main bar is behind the prompt
+    assert type(app.screen) is kind  # still asked
+    assert app.editor.text == draft
+
+
+@pytest.mark.parametrize("shut", [False, True])
+async def test_ctrl_c_over_the_prompt_clears_its_message_line_and_never_the_editors_draft(
+    app: PidurableApp,
+    model: StaticScreenModel,
+    controller: RecordingController,
+    clock: FakeClock,
+    shut: bool,
+) -> None:
+    async with app.run_test() as pilot:
+        app.editor.text = "my draft"
+        await asked(pilot, model, QUESTION, clock)
+        await pilot.press("n")
+        burst(app, "not that")
+        if shut:
+            await pilot.press("tab")  # back to the choices: the line keeps its text
+        await settle(pilot)
+        assert line(app).value == "not that"
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert line(app).value == ""
+        assert EXIT_HINT not in prompt_notices(app)  # something was cleared: no hint
+        assert screen_name(app) == "ApprovalScreen"
+        assert app.editor.text == "my draft"
+        assert controller.called("decide") == []
+        clock.advance(2.0)  # past the double press
+        if not shut:
+            await pilot.press("tab")
+        clock.advance(SETTLE)
+        await pilot.press("y")
+        await settle(pilot)
+        assert controller.called("decide") == [("call_1", "once", None)]
+        assert app.editor.text == "my draft"  # nothing of the cleared line joined it
+        assert running(app)
+
+
+async def test_ctrl_c_over_the_prompt_with_an_empty_line_shows_the_exit_hint_and_twice_exits(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        app.editor.text = "my draft"
+        await asked(pilot, model, QUESTION, clock)
+        await ctrl_c_hints_exit(pilot, "my draft")
+        clock.advance(0.5)
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert not running(app)
+    assert controller.called("decide") == []  # exiting decides nothing: the call still waits
+    assert controller.called("close") == [()]
+
+
 async def armed(pilot: Pilot[None]) -> None:
     """Wait (on the real clock) until the approval prompt is up and takes choices."""
     await prompt_settled(pilot, ApprovalScreen, SETTLING_HINT)
@@ -342,3 +417,23 @@ async def test_a_steer_typed_while_a_call_waits_reaches_the_model_and_the_call_r
         assert made.read_text() == "ran\n"
         # The model's request after the call holds the steer, as a user message.
         assert "also run lint" in repr(rig.faux.requests[-1].context)
+
+
+async def test_ctrl_c_while_a_real_call_waits_keeps_the_draft_and_the_call_runs_once_on_y(
+    open_screen: ScreenFactory, pidurable: Run
+) -> None:
+    rig, made = await made_waits(open_screen)
+    async with pidurable(rig) as (app, pilot):
+        await type_line(pilot, "make it")
+        app.editor.text = "my next prompt"  # drafted while the agent works
+        await armed(pilot)
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: EXIT_HINT in notices(app), "the exit hint")
+        assert screen_name(app) == "ApprovalScreen"
+        assert app.editor.text == "my next prompt"
+        assert not made.exists()
+        await armed(pilot)  # the Ctrl+C was a key: the choices settle again
+        await pilot.press("y")
+        await until(pilot, lambda: "done" in rig.texts("assistant"), "the end of the turn")
+        assert made.read_text() == "ran\n"
+        assert app.editor.text == "my next prompt"

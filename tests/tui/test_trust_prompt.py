@@ -30,7 +30,7 @@ from pi_durable_tui.tui._trust_prompt import SETTLING_HINT, TrustScreen
 from tests.app.screen_support import ScreenFactory, call, say
 from tests.tui.conftest import FakeClock, prompt_settled, screen_name, settle
 from tests.tui.conftest import prompt_text as shown_text
-from tests.tui.test_approval_prompt import armed
+from tests.tui.test_approval_prompt import armed, ctrl_c_hints_exit
 from tests.tui.test_real_harness import Run, notices, pidurable, type_line, until
 
 __all__ = ["pidurable"]  # the real-session fixture, shared with test_real_harness
@@ -123,6 +123,22 @@ async def test_a_y_typed_the_instant_the_prompt_appears_trusts_nothing(
         await pilot.press("n")
         await settle(pilot)
         assert controller.called("answer_trust") == [(QUESTION.id, False)]
+
+
+async def test_ctrl_c_over_the_question_answers_nothing_and_leaves_the_editors_draft(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController, clock: FakeClock
+) -> None:
+    async with app.run_test() as pilot:
+        app.editor.text = "my draft"
+        await asked(pilot, model, QUESTION, clock)
+        await ctrl_c_hints_exit(pilot, "my draft")
+        assert controller.called("answer_trust") == []
+        clock.advance(2.0)  # past the double press
+        await pilot.press("y")
+        await settle(pilot)
+        assert controller.called("answer_trust") == [(QUESTION.id, True)]
+        assert app.editor.text == "my draft"
+        assert app.is_running
 
 
 async def test_the_screen_asks_the_controller_to_reread_the_settings_while_it_runs(
