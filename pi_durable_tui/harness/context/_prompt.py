@@ -23,7 +23,6 @@ parameters}`` only, without application metadata, and a removed tool as
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,9 +101,9 @@ def system_message(
         "role": "system",
         "content": "",
         "sections": dict(sections or {}),
-        # REMINDER: copied, since a declaration may be a tool's shared one
-        # (``Tool.declaration``) and a stored message must not alias it.
-        "tools_added": [copy.deepcopy(tool_declaration(spec)) for spec in tools_added],
+        # REMINDER: shares the parts of a tool's declaration (``Tool.declaration``):
+        # read-only here, and the commit that stores it copies it (``Tx.append``).
+        "tools_added": [tool_declaration(spec) for spec in tools_added],
         "tools_removed": [{"name": name} for name in tools_removed],
     }
 

@@ -343,11 +343,14 @@ class _AdmissionScope:
 
     def __init__(self, services: HarnessServices, conversation_id: int) -> None:
         self._services = services
+        self._agent: ResolvedAgent | None = None
         self.conversation_id = conversation_id
         self.aborted = asyncio.Event()  # never set: no invocation to abort yet
 
     async def agent(self) -> ResolvedAgent:
-        return await self._services.agent(self.conversation_id)
+        if self._agent is None:  # resolved once per planning, as a phase does (R33)
+            self._agent = await self._services.agent(self.conversation_id)
+        return self._agent
 
     async def outcomes(self, task_ids: Sequence[int]) -> list[JsonObject]:
         raise RuntimeError("A first request awaits no task")  # FIRST_CHECKPOINT has none

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pi_durable_tui.harness.context._context import ContextView
 from pi_durable_tui.harness.context._prompt import (
+    SYSTEM_ENTRY_KIND,
     SystemEntryDraft,
     plan_system_entries,
     render_section,
 )
 from pi_durable_tui.harness.context._prompt_state import replay_prompt
-from pi_durable_tui.storage import EntryRecord, Json, JsonObject
+from pi_durable_tui.kernel import Ownerless, Session
+from pi_durable_tui.storage import EntryRecord, Json, JsonObject, MemoryStorage
 from tests.harness.transcript import (
     assistant_entry,
     entry,
@@ -345,18 +350,34 @@ def test_r80_any_plan_replays_to_the_desired_sections_and_tools_in_order(
         assert drafts == []
 
 
-def test_a_planned_entry_never_aliases_the_declaration_it_was_planned_from() -> None:
+@pytest.fixture
+async def session() -> AsyncIterator[Session]:
+    opened = await Session.open(MemoryStorage())
+    yield opened
+    await opened.close()
+
+
+async def test_a_stored_system_entry_never_aliases_the_declaration_it_was_planned_from(
+    session: Session,
+) -> None:
     # Tools hand their shared declaration (``Tool.declaration``) to the planner; a
-    # stored message that aliased it would change every later request's tool.
+    # stored message that aliased it would change every later request's tool. The
+    # draft shares it read-only; the commit that stores it copies it.
     declaration = tool("edit")
     drafts = plan_system_entries(
         shown(), [("a", "A"), ("b", "B"), ("c", "C")], [tool("read"), tool("bash"), declaration]
     )
-
-    (added,) = messages(drafts)[0]["tools_added"]
-    assert isinstance(added, dict)
-    assert added == declaration
-    parameters = added["parameters"]
-    assert isinstance(parameters, dict)
+    conversation = await session.commit(lambda tx: tx.create_conversation(Ownerless()))
+    entry = await session.commit(
+        lambda tx: tx.append(conversation.id, SYSTEM_ENTRY_KIND, model=drafts[0].model)
+    )
+    parameters: Any = declaration["parameters"]
     parameters["changed"] = True
-    assert "changed" not in declaration["parameters"]
+    stored = await session.storage.entry(entry.id)
+
+    assert stored is not None
+    for model in (stored.entry.model, entry.model):  # in the store, and as published
+        message: Any = (model or [{}])[0]
+        (added,) = message["tools_added"]
+        assert added["name"] == "edit"
+        assert "changed" not in added["parameters"]
