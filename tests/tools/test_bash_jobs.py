@@ -185,6 +185,24 @@ async def test_a_kept_job_outlives_the_session_and_its_log_moves_out_of_the_run(
     assert processes_of_run(entry["mark"]) == []  # stopping it ended its relay too
 
 
+async def test_tasks_stop_of_a_kept_job_ends_it_and_its_log_s_relay(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    rig, job_id, entry = await start_job(open_rig, workdir, "echo kept; sleep 30")
+    log = keep_job(entry["mark"])
+    try:
+        await rig.wait_until(lambda: has_relay(entry["mark"]))  # see has_relay
+
+        await within(rig.harness.abort_task(int(job_id)))  # what /tasks stop and kill_job do
+        await within(rig.harness.wait_for_task(int(job_id)))
+
+        assert (await jobs(rig))[job_id]["status"] == "stopped"
+        assert processes_of_run(entry["mark"]) == []
+    finally:
+        if log:
+            os.unlink(log)
+
+
 async def test_a_running_command_moved_to_the_background_becomes_a_job_that_survives_esc(
     open_rig: RigFactory, workdir: Path
 ) -> None:
