@@ -34,7 +34,6 @@ from pi_durable_tui.env._strays import (
     end_processes,
 )
 
-_POLL_SECONDS = 0.05
 _KEPT_POLL_SECONDS = 1.0
 
 

@@ -8,7 +8,9 @@ process of pidurable's own, started at keep time:
 
 - ``python -I -S -c <boot> <package root> <fd>...``: isolated (no
   ``PYTHON*`` variable, no site) and importing this very module from the
-  package that started it, so it redacts with the same ``ByteStreamRedaction``;
+  package that started it, so it redacts with the same ``ByteStreamRedaction``
+  (not ``python -m``: that would find whatever ``pi_durable_tui`` the
+  environment's path holds, and ``-I`` ignores ``PYTHONPATH``);
 - its environment is nothing but the job's mark (``MARK_NAME``), so the run
   guard spares it with the job (``keep``), ``KeptJob.running`` counts it and
   ``stop`` ends it with the job;

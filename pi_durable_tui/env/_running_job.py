@@ -161,6 +161,7 @@ class RunningJob:
         """End the job: its group, every process carrying its mark (a kept job's relay too)."""
         self.kept = False
         self._command.stop("aborted")
+        await self._command.wait()  # its group first: the leader's exit status is reaped
         await end_processes(carrying({self._mark}), self._grace)
         await self.wait()
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.ai import faux_response, faux_tool_call
-from pi_durable_tui.env import KEPT_LOG_PREFIX, LocalEnv
+from pi_durable_tui.env import KEPT_LOG_PREFIX, LocalEnv, processes_of_run
 from pi_durable_tui.env.ssh import SshEnv
 from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.storage import JsonObject
 from pi_durable_tui.tools import JOB_TASK, JOBS_DOC, keep_job, move_to_background
 from pi_durable_tui.tools._jobs import RUNNING, prune_ended
+from tests.env.test_job_log import has_relay
 from tests.harness.run_support import Rig, RigFactory, message, texts, within
 from tests.tools.test_bash_tool import outputs
 from tests.tools.tool_run import start_tool
@@ -173,6 +174,7 @@ async def test_a_kept_job_outlives_the_session_and_its_log_moves_out_of_the_run(
         assert log is not None
         assert os.path.basename(log).startswith(KEPT_LOG_PREFIX)
         assert os.path.exists(log)
+        await rig.wait_until(lambda: has_relay(entry["mark"]))  # see has_relay
     finally:
         job = RUNNING.pop(entry["mark"], None)
         if job is not None:
@@ -180,6 +182,25 @@ async def test_a_kept_job_outlives_the_session_and_its_log_moves_out_of_the_run(
         if log:
             os.unlink(log)
     assert not alive(entry["pid"])
+    assert processes_of_run(entry["mark"]) == []  # stopping it ended its relay too
+
+
+async def test_tasks_stop_of_a_kept_job_ends_it_and_its_log_s_relay(
+    open_rig: RigFactory, workdir: Path
+) -> None:
+    rig, job_id, entry = await start_job(open_rig, workdir, "echo kept; sleep 30")
+    log = keep_job(entry["mark"])
+    try:
+        await rig.wait_until(lambda: has_relay(entry["mark"]))  # see has_relay
+
+        await within(rig.harness.abort_task(int(job_id)))  # what /tasks stop and kill_job do
+        await within(rig.harness.wait_for_task(int(job_id)))
+
+        assert (await jobs(rig))[job_id]["status"] == "stopped"
+        assert processes_of_run(entry["mark"]) == []
+    finally:
+        if log:
+            os.unlink(log)
 
 
 async def test_a_running_command_moved_to_the_background_becomes_a_job_that_survives_esc(
