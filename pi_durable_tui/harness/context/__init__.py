@@ -10,6 +10,7 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_prompt_state``: the prompt system messages replay to (R79);
 - ``_context``: the active range, context edits and tool-result order, derived
   whole or grown by newer entries, each view with its replayed prompt (R71-R76, R127);
+- ``_loading``: ``load_context`` and the ``RangeCache`` that spares its reads (R71, R127);
 - ``_prompt``: system prompt sections and dynamic tools as transcript patches
   (R77-R82);
 - ``_request``: one model request from a context's messages (R75, R79, R81, R89).
@@ -17,13 +18,8 @@ Its private modules, lowest first (each imports only the ones before it):
 Pure derivation over entries: this part imports nothing else of the harness.
 """
 
-from pi_durable_tui.harness.context._context import (
-    ContextView,
-    RangeCache,
-    load_context,
-    order_tool_results,
-    tool_calls,
-)
+from pi_durable_tui.harness.context._context import ContextView, order_tool_results, tool_calls
+from pi_durable_tui.harness.context._loading import RangeCache, load_context
 from pi_durable_tui.harness.context._prompt import (
     SystemEntryDraft,
     plan_system_entries,

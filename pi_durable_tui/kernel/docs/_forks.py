@@ -100,6 +100,12 @@ class ForkPlanner:
                 sources.append((record, self._storage.last_seq))
         return sources
 
+    def forks_scope(self, address: DocAddress) -> bool:
+        """Whether a fork of this commit could be the source of a document at ``address``."""
+        return address.scope.kind == "conversation" and any(
+            fork.id == address.scope.id for fork in self._forks
+        )
+
     async def source_for(self, address: DocAddress) -> ForkSource | None:
         """Return what a child document acquired in its forking commit starts from."""
         if address.scope.kind != "conversation":

@@ -60,15 +60,26 @@ class DocumentStore:
 
     # -- the cache --
 
+    def cached(self, address: DocAddress) -> tuple[bool, DocSlot | None]:
+        """What the cache knows of an address: ``(known, slot)``.
+
+        Returns:
+            ``(True, slot)`` for a cached incarnation, ``(True, None)`` for an address
+            known to be absent, ``(False, None)`` when ``load`` must read storage.
+        """
+        if address not in self._ids:
+            return False, None
+        document_id = self._ids[address]
+        if document_id is None:
+            return True, None
+        slot = self._slots.get(document_id)
+        return slot is not None, slot
+
     async def load(self, address: DocAddress) -> DocSlot | None:
         """Return the committed live incarnation at an address, or ``None``."""
-        if address in self._ids:
-            document_id = self._ids[address]
-            if document_id is None:
-                return None
-            slot = self._slots.get(document_id)
-            if slot is not None:
-                return slot
+        known, slot = self.cached(address)
+        if known:
+            return slot
         epoch = self._epoch
         record = await self._storage.find_document(address)
         read = None if record is None else await self._storage.document(record.id)
@@ -203,17 +214,7 @@ class DocumentStore:
         """
         slot = await self.current(definition, address) if live else None
         if slot is not None:
-            base = definition.upgrade(slot.value, slot.version)
-            return Draft(
-                definition,
-                address,
-                slot.record.id,
-                slot.record,
-                base,
-                slot.version,
-                slot.deltas_since_base,
-                _copy_object(base),
-            )
+            return _draft_of(definition, address, slot)
         value = None
         if fork_source is not None:
             # A child document acquired in its forking commit starts from what the copy
@@ -225,10 +226,48 @@ class DocumentStore:
             read = await self._storage.document(record.id, None if record.current_only else at)
             if read is not None:
                 value = _copy_object(definition.upgrade(read.value, read.version))
+        return self._created(definition, address, seed, value)
+
+    def cached_draft(
+        self, definition: DocDefinition, address: DocAddress, seed: Json
+    ) -> Draft | None:
+        """``draft`` without a read, when the cache knows the address; else ``None``.
+
+        For a live address of a commit that makes no fork of its scope (the caller
+        checks): what ``draft`` would return, with nothing to await (issue 14).
+
+        Raises:
+            DocumentAccessError: When the cached document does not fit (R15).
+        """
+        known, slot = self.cached(address)
+        if not known:
+            return None
+        if slot is None:
+            return self._created(definition, address, seed, None)
+        definition.check_record(slot.record)
+        return _draft_of(definition, address, slot)
+
+    def _created(
+        self, definition: DocDefinition, address: DocAddress, seed: Json, value: JsonObject | None
+    ) -> Draft:
         if value is None:
             value = definition.initial_value(seed)
         minted = self._storage.mint_id()
         return Draft(definition, address, minted, None, {}, definition.version, 0, value)
+
+
+def _draft_of(definition: DocDefinition, address: DocAddress, slot: DocSlot) -> Draft:
+    base = definition.upgrade(slot.value, slot.version)
+    return Draft(
+        definition,
+        address,
+        slot.record.id,
+        slot.record,
+        base,
+        slot.version,
+        slot.deltas_since_base,
+        _copy_object(base),
+    )
 
 
 def _copy_object(value: JsonObject) -> JsonObject:

@@ -67,6 +67,17 @@ class TxDocuments:
         if draft is not None:
             return draft
         load = self._loads.get(address)
+        if (
+            load is None
+            and address not in self._retired_addresses
+            and not self._forks.forks_scope(address)
+        ):
+            # REMINDER: a cached document is drafted at once, with no load task for
+            # concurrent callers to share: nothing is awaited, so none can interleave.
+            draft = self._store.cached_draft(definition, address, seed)
+            if draft is not None:
+                self.drafts[address] = draft
+                return draft
         if load is None:
             load = asyncio.ensure_future(self._load(definition, address, seed))
             load.add_done_callback(_retrieve)

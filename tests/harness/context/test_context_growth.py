@@ -19,9 +19,8 @@ from pi_durable_tui.harness.context._context import (
     active_range,
     derive_range,
     extend_range,
-    load_context,
 )
-from pi_durable_tui.harness.context._context import RangeCache as RangeCache
+from pi_durable_tui.harness.context._loading import RangeCache, load_context
 from pi_durable_tui.harness.context._prompt_state import replay_prompt
 from pi_durable_tui.storage import (
     ConversationRecord,

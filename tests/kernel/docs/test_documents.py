@@ -111,6 +111,32 @@ async def test_r9_concurrent_acquisitions_of_one_address_share_one_draft_and_one
     assert storage.calls.count("find_document") - reads_before == 1
 
 
+async def test_a_cached_document_is_drafted_without_a_read_or_a_task_issue_14() -> None:
+    storage, session, conversation = await _setup()
+    await session.commit(lambda tx: tx.doc(NOTES, conversation))  # now cached
+    loop = asyncio.get_running_loop()
+    created: list[Any] = []
+
+    def counting(loop_: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        created.append(getattr(coro, "__qualname__", coro))
+        return asyncio.Task(coro, loop=loop_, **kwargs)
+
+    async def fn(tx: Tx) -> None:
+        loop.set_task_factory(counting)
+        try:
+            (await tx.doc(NOTES, conversation))["text"] = "cached"
+        finally:
+            loop.set_task_factory(None)
+
+    calls_before = len(storage.calls)
+    await session.commit(fn)
+
+    assert created == []  # no load task to share: nothing was awaited
+    reads = [c for c in storage.calls[calls_before:] if not c.startswith("commit")]
+    assert reads == []
+    assert await session.snapshot(NOTES, conversation) == {"text": "cached", "items": []}
+
+
 async def test_r9_the_first_seed_wins_for_a_missing_family_member() -> None:
     storage, session, conversation = await _setup()
     seeds: list[Any] = []
