@@ -431,7 +431,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         except CommandError as error:
             self.notice("error", str(error))
             return
-        self.editor.clear_input()
+        self.editor.consume(event.raw)
         self.drop_exit_hint()
         if parsed is not None:
             command, arg = parsed

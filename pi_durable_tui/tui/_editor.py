@@ -111,12 +111,17 @@ class PromptEditor(TextArea):
     """
 
     class Submitted(Message):
-        """The user sent the editor's text."""
+        """The user sent the editor's text.
 
-        def __init__(self, text: str, follow_up: bool) -> None:
+        ``raw`` is the document as it was sent (placeholders unexpanded): what
+        ``consume`` takes out once the app has handled the message.
+        """
+
+        def __init__(self, text: str, follow_up: bool, raw: str = "") -> None:
             super().__init__()
             self.text = text
             self.follow_up = follow_up
+            self.raw = raw
 
     class ExitRequested(Message):
         """Ctrl+D on an empty editor."""
@@ -214,6 +219,23 @@ class PromptEditor(TextArea):
         self._pastes.clear()
         self._history_index = None
 
+    def consume(self, raw: str) -> None:
+        """Take out what was sent (``Submitted.raw``), keeping what was typed since.
+
+        The app handles ``Submitted`` after the editor may have taken more keys (a
+        fast typist, or a terminal burst of Enter and the next words): those stay,
+        with the cursor after them. Text changed otherwise is cleared as before.
+        """
+        current = self.text
+        if not raw or current == raw or not current.startswith(raw):
+            self.clear_input()
+            return
+        rest = current[len(raw) :].lstrip("\n")
+        self.text = rest
+        self._pastes.keep_only_in(rest)
+        self._history_index = None
+        self.move_cursor(self.document.end)
+
     def action_submit(self, follow_up: bool = False) -> None:
         """Send the text, or accept a completion that changes it."""
         chosen = self._menu.chosen
@@ -231,7 +253,7 @@ class PromptEditor(TextArea):
             return
         self._history_index = None
         self._menu.show_completion(None)
-        self.post_message(self.Submitted(text, follow_up))
+        self.post_message(self.Submitted(text, follow_up, self.text))
 
     def action_newline(self) -> None:
         """Insert a newline at the cursor."""

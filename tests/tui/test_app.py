@@ -22,6 +22,19 @@ async def test_enter_submits_the_text_and_clears_the_editor(
         assert app.editor.text == ""
 
 
+async def test_keys_typed_before_the_app_handles_enter_stay_in_the_editor(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        app.editor.text = "make it"
+        app.editor.move_cursor(app.editor.document.end)
+        app.editor.action_submit()  # Submitted is posted, not handled yet
+        app.editor.insert("DRAFT")  # a terminal burst: Enter, then the next words
+        await settle(pilot)
+        assert controller.called("submit") == [("make it", False)]
+        assert app.editor.text == "DRAFT"
+
+
 async def test_the_screen_shows_a_submission_only_once_it_is_committed(
     app: PidurableApp, model: StaticScreenModel
 ) -> None:
