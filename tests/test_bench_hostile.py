@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pi_durable_tui.bench.hostile_routes import EVIL, SECRET, hostile_sequences, leaks
+from pi_durable_tui.bench.hostile_escapes import EVIL, hostile_sequences
+from pi_durable_tui.bench.hostile_routes import SECRET, leaks
 
 
 def test_the_counters_see_a_raw_sequence_and_a_planted_key(tmp_path: Path) -> None:

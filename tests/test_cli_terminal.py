@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_durable_tui.bench.hostile_escapes import EVIL
 from tests import test_cli
 from tests.deadlines import WAIT
 from tests.test_cli import pidurable
@@ -23,7 +24,6 @@ from tests.test_cli import pidurable
 project = test_cli.project
 _no_process_left = test_cli._no_process_left
 
-EVIL = "\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J"
 CONTROLS = (b"\x1b", b"\x07", "\x9b".encode())
 
 

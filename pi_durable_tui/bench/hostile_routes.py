@@ -15,7 +15,8 @@ through the real product, and the run prints what got through:
 - the terminal app in a pseudo-terminal on a script that puts OSC 52 (clipboard),
   OSC 0 (title) and CSI 2J (clear) into each rendered channel: thinking, answer,
   a ``write`` path and preview, a ``bash`` command and its output, an ``edit``
-  diff, a tool error.
+  diff, a tool error (the sequences and the script: ``hostile_escapes``, shared
+  with the tests).
 
 Figures (targets: 0 each): files created or changed outside the workspace;
 occurrences of any form of the key in the session homes (store, logs) and the
@@ -40,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pi_durable_tui.bench.hostile_escapes import EVIL, escapes_script, hostile_sequences
 from pi_durable_tui.bench.leftover_processes import (
     product_environment,
     sleepers,
@@ -52,9 +54,6 @@ RACE_WRITES = 200
 """Writes through the swapped link."""
 RACE_SWAPS = 200
 """Swaps of the link, at least (the thread goes on until the run ends)."""
-CLIPBOARD = "aGFja2Vk"  # base64 of "hacked"
-EVIL = f"\x1b]52;c;{CLIPBOARD}\x07\x1b]0;pwned\x07\x1b[2J"
-PRINTS_EVIL = f"printf '\\033]52;c;{CLIPBOARD}\\007\\033]0;pwned\\007\\033[2J'"
 DONE = "HOSTILE-ROUTES-DONE"
 
 
@@ -98,27 +97,6 @@ def widening_script(outside: Path, duration: str) -> dict[str, Any]:
         }
     )
     return {"responses": responses}
-
-
-def escapes_script(evil: str) -> dict[str, Any]:
-    """Every rendered channel carries ``evil`` (empty for the clean baseline)."""
-    prints = PRINTS_EVIL if evil else "echo clean"
-    return {
-        "responses": [
-            _round(
-                {"type": "thinking", "text": f"THINK-MARK {evil} thought"},
-                {"type": "text", "text": f"Working {evil} on it."},
-                _call("write", path="a.txt", content=f"hello PREVIEW-MARK {evil}\n"),
-                _call("write", path=f"PATH-MARK{evil}.txt", content="x\n"),
-                _call("bash", command=f"{prints}; echo 'CMD-MARK {evil}'"),
-                _call("read", path=f"ERROR-MARK{evil}.txt"),
-            ),
-            _round(
-                _call("edit", path="a.txt", edits=[{"oldText": "hello", "newText": evil + "D"}])
-            ),
-            {"content": [{"type": "text", "text": f"ANSWER-MARK {evil} {DONE}"}]},
-        ]
-    }
 
 
 def secret_forms() -> list[bytes]:
@@ -218,7 +196,7 @@ def _pty_run(root: Path, name: str, evil: str) -> bytes:
     for path in (work, home, temp):
         path.mkdir()
     script = root / f"{name}.json"
-    script.write_text(json.dumps(escapes_script(evil)))
+    script.write_text(json.dumps(escapes_script(evil, DONE)))
     env = {**product_environment(home, temp), "TERM": "xterm-256color"}
     env.pop("COLUMNS", None)
     env.pop("LINES", None)
@@ -258,13 +236,6 @@ def run_terminal(root: Path) -> dict[str, int]:
     hostile = _pty_run(root, "hostile", EVIL)
     clean = _pty_run(root, "clean", "")
     return {"sequences": hostile_sequences(hostile, clean), "bytes": len(hostile)}
-
-
-def hostile_sequences(hostile: bytes, clean: bytes) -> int:
-    """The model's sequences in ``hostile``: its OSC payloads, and CSI 2J beyond ``clean``'s."""
-    clears = hostile.count(b"\x1b[2J") - clean.count(b"\x1b[2J")
-    osc = hostile.count(f"\x1b]52;c;{CLIPBOARD}".encode()) + hostile.count(b"\x1b]0;pwned")
-    return osc + max(clears, 0)
 
 
 def main(argv: list[str]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pi_durable_tui.app import Block, Footer, Notice, ThinkingPart, ToolCard, terminal_safe
+from pi_durable_tui.bench.hostile_escapes import EVIL
 
 
 @pytest.mark.parametrize(
@@ -49,9 +50,6 @@ def test_terminal_safe_removes_each_sequence_family_and_keeps_text(raw: str, saf
 def test_a_clean_text_is_returned_as_the_same_object() -> None:
     text = "nothing to remove\n" * 100
     assert terminal_safe(text) is text
-
-
-EVIL = "\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J"
 
 
 def test_every_string_of_a_view_value_is_made_safe_when_it_is_built() -> None:

@@ -13,7 +13,9 @@ same bytes straight into a pane of the same server shows the checks can fail.
 
 (A command's output loses its control characters already in the tool's output
 buffer (R102), which leaves a sequence's printable rest, ``]0;pwned``, as inert
-text on the card; every other channel loses whole sequences.)
+text on the card; every other channel loses whole sequences.) The sequences and
+the script are the bench's (``pi_durable_tui.bench.hostile_escapes``), so
+``python -m pi_durable_tui.bench hostile`` sends the same ones.
 """
 
 from __future__ import annotations
@@ -22,44 +24,21 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pi_durable_tui.bench.hostile_escapes import (
+    EVIL,
+    MARKS,
+    PRINTS_EVIL,
+    TITLE,
+    escapes_script,
+)
 from tests.deadlines import WAIT
 from tests.e2e.tui_terminal import Terminal, contains, require_tmux
 
-CLIPBOARD = "aGFja2Vk"  # base64 of "hacked"
-EVIL = f"\x1b]52;c;{CLIPBOARD}\x07\x1b]0;pwned\x07\x1b[2J"
-PRINTS_EVIL = f"printf '\\033]52;c;{CLIPBOARD}\\007\\033]0;pwned\\007\\033[2J'"
-"""A shell command whose output is the three sequences (the command text holds none)."""
-
-
-DIFF = f"DIFF-MARK {EVIL}"
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"type": "tool_call", "name": name, "arguments": arguments}
-
-
-SCRIPT = {
-    "responses": [
-        {
-            "content": [
-                {"type": "thinking", "text": f"THINK-MARK {EVIL} thought"},
-                {"type": "text", "text": f"Working {EVIL} on it."},
-                _call("write", path="a.txt", content=f"hello PREVIEW-MARK {EVIL}\n"),
-                _call("write", path=f"PATH-MARK{EVIL}.txt", content="x\n"),
-                _call("bash", command=f"{PRINTS_EVIL}; echo 'CMD-MARK {EVIL}'; echo BASH-DONE"),
-                _call("read", path=f"ERROR-MARK{EVIL}.txt"),
-            ]
-        },
-        {"content": [_call("edit", path="a.txt", edits=[{"oldText": "hello", "newText": DIFF}])]},
-        {"content": [{"type": "text", "text": f"ANSWER-MARK {EVIL} END-ESCAPES"}]},
-    ]
-}
-MARKS = ("THINK-MARK", "PREVIEW-MARK", "PATH-MARK", "CMD-MARK", "BASH-DONE", "ERROR-MARK")
-"""Text beside the sequences in each channel: each must have been painted."""
+SCRIPT = escapes_script(EVIL, "END-ESCAPES")
+"""Every rendered channel carries the sequences; the last answer ends with END-ESCAPES."""
 
 
 @pytest.fixture
@@ -111,4 +90,4 @@ def test_osc_52_osc_0_and_csi_2j_in_every_channel_reach_no_real_terminal(
     while "hacked" not in terminal.tmux("list-buffers") and time.monotonic() < end:
         time.sleep(0.05)
     assert "hacked" in terminal.tmux("show-buffer")
-    assert terminal.tmux("display-message", "-p", "-t", "probe", "#{pane_title}") == "pwned\n"
+    assert terminal.tmux("display-message", "-p", "-t", "probe", "#{pane_title}") == f"{TITLE}\n"

@@ -9,8 +9,10 @@ answered with its text seen streaming, and an approval of a command (mode
 ``ask``) is clicked and the command runs. On a session with a long history, the
 "Load older messages" button pages the rest in, and a subagent's entry in the
 task tree opens its conversation (the page sends ``follow``), then "Back to
-main". Skips, saying why, without Chromium or Playwright (``.ci/run`` installs
-the browser).
+main". When the host stops (the serve process ends: ``bye``; its store's disk
+fills: ``stopped``) the page says so and shuts its input: the typed text stays,
+read-only, and no key or button sends anything. Skips, saying why, without
+Chromium or Playwright (``.ci/run`` installs the browser).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from pi_durable_tui.app.client import HostLink
 from tests.app.host.conftest import Follower
 from tests.app.support import text, tool_call, write_script
 from tests.app.web.conftest import serve_process
+from tests.cli.support import mount_tmpfs, unmount
 from tests.deadlines import WAIT
 from tests.harness.run_support import within
 
@@ -253,4 +256,113 @@ async def test_the_page_loads_older_messages_and_opens_a_subagents_conversation_
     await page.locator(".block.user", has_text="go").last.wait_for(timeout=MS)
     await page.locator(".block.assistant", has_text="Started the review.").wait_for(timeout=MS)
     assert await page.locator(".block.assistant", has_text="Findings: fine.").count() == 0
+    assert errors == []
+
+
+@pytest.fixture
+async def served_waiting(tmp_path: Path, project: Path) -> AsyncIterator[Served]:
+    """A session whose first prompt's command waits for a decision (mode ``ask``)."""
+    script = write_script(
+        project, tool_call("bash", {"command": "touch approved.txt"}), text("Done after it.")
+    )
+    async with _serving(tmp_path, project, project / "stop.sqlite", script, "ask") as served:
+        yield served
+
+
+async def _shut(page: Any, status: str, draft: str) -> None:
+    """The page says ``status`` and shuts its input: ``draft`` stays, nothing sends.
+
+    Typing, Enter, Alt+Enter and Esc change nothing and raise nothing; every
+    button that acts on the session (send, follow-up, abort, the approval's
+    choices) is disabled.
+    """
+    await page.locator("#status", has_text=status).wait_for(timeout=MS)
+    box = page.locator("#input")
+    assert not await box.is_editable()
+    assert await box.input_value() == draft
+    for button in await page.locator("#composer button, #approval button").all():
+        assert await button.is_disabled()
+    await box.focus()
+    await page.keyboard.type("more words")
+    for key in ("Enter", "Alt+Enter", "Escape"):
+        await page.keyboard.press(key)
+    assert await box.input_value() == draft
+
+
+async def test_the_page_says_the_session_stopped_and_shuts_its_input_when_the_host_stops(
+    served_waiting: Served, browser: Any, project: Path
+) -> None:
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served_waiting.url)
+    await page.fill("#input", "run the command")
+    await page.press("#input", "Enter")
+    await page.locator("#approval").wait_for(state="visible", timeout=MS)
+    await page.fill("#input", "my unsent draft")
+
+    served_waiting.process.send_signal(signal.SIGTERM)  # the serve process ends
+    assert await within(asyncio.to_thread(served_waiting.process.wait)) == 0
+    await _shut(page, "The session stopped: its host stopped serving it", "my unsent draft")
+    assert "the host stopped serving (host closing)" in await page.inner_text("#connection")
+    assert await page.locator("#approval-buttons button[data-choice=once]").count() == 1  # shown
+    assert not (project / "approved.txt").exists()  # nothing was decided
+    assert errors == []
+
+
+async def test_a_prompt_sent_while_the_host_is_gone_comes_back_into_the_box(
+    served_waiting: Served, browser: Any
+) -> None:
+    page = await browser.new_page()
+    await page.goto(served_waiting.url)
+    await page.locator("#connection", has_text="connected").wait_for(timeout=MS)
+    served_waiting.process.kill()  # no bye: the page tries to reconnect
+    await within(asyncio.to_thread(served_waiting.process.wait))
+    await page.locator("#connection", has_text="reconnecting").wait_for(timeout=MS)
+    await page.fill("#input", "sent into the void")
+    await page.press("#input", "Enter")
+    await page.locator("#notices", has_text="not connected to the host").wait_for(timeout=MS)
+    assert await page.locator("#input").input_value() == "sent into the void"
+
+
+BIG = "word " * 200_000
+"""A 1 MB answer: its partials need more than the room the filled disk leaves."""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MiB tmpfs for the store (needs root; skipped without), unmounted after."""
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "16m")
+    yield disk
+    unmount(disk)
+
+
+@pytest.fixture
+async def served_on_small_disk(
+    tmp_path: Path, project: Path, small_disk: Path
+) -> AsyncIterator[Served]:
+    script = write_script(project, text("FIRST-ANSWER"), text(BIG), tokens_per_second=20_000)
+    async with _serving(tmp_path, project, small_disk / "s.sqlite", script, "auto") as served:
+        yield served
+
+
+async def test_the_page_says_the_store_failed_and_shuts_its_input_when_the_disk_fills(
+    served_on_small_disk: Served, browser: Any, small_disk: Path
+) -> None:
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(served_on_small_disk.url)
+    await page.fill("#input", "hello")
+    await page.press("#input", "Enter")
+    await page.locator(".block.assistant", has_text="FIRST-ANSWER").wait_for(timeout=MS)
+    (small_disk / "filler").write_bytes(b"\0" * (15 * 1024 * 1024))  # about 1 MiB left
+    await page.fill("#input", "a long one please")
+    await page.press("#input", "Enter")
+    await page.fill("#input", "typed after it")
+
+    await _shut(page, "Stopped: the session store cannot be written", "typed after it")
+    assert "is full" in await page.inner_text("#notices")  # the host's line: what failed
+    assert served_on_small_disk.process.poll() is None  # the host stays up (SIGTERM ends it)
     assert errors == []

@@ -20,11 +20,9 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from pi_durable_tui.app import Block, Notice, ThinkingPart, ToolCard
+from pi_durable_tui.bench.hostile_escapes import EVIL, TITLE
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
-
-EVIL = "\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J"
-"""Writes the clipboard, retitles the window, clears the screen."""
 
 
 def raw(value: Any, **fields: Any) -> Any:
@@ -71,7 +69,7 @@ def painted(app: PidurableApp) -> str:
 def assert_inert(text: str) -> None:
     for control in ("\x1b", "\x07", "\x9b", "\x9d", "\x9c"):
         assert control not in text, f"{control!r} painted"
-    assert "pwned" not in text
+    assert TITLE not in text
 
 
 @pytest.mark.parametrize("channel", sorted(CHANNELS))

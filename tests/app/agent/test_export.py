@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.app import export_main, export_transcript
+from pi_durable_tui.bench.hostile_escapes import CLIPBOARD, EVIL
 from pi_durable_tui.storage import SqliteStorage
 from tests.app.conftest import OpenApp
 from tests.app.support import FAUX, raw_store, run, stored_entries, write_script
@@ -101,7 +102,7 @@ def test_export_without_a_session_says_none_exists(
     )
 
 
-HOSTILE = "<script>alert(1)</script>\x1b]52;c;aGFja2Vk\x07\x1b]0;pwned\x07\x1b[2J\x9b2J"
+HOSTILE = f"<script>alert(1)</script>{EVIL}\x9b2J"  # and an 8-bit CSI
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ async def test_html_escapes_markup_and_shows_escape_sequences_as_visible_text(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     for control in ("\x1b", "\x07", "\x9b"):
         assert control not in page
-    assert "\\x1b]52;c;aGFja2Vk\\x07" in page  # shown, inert
+    assert f"\\x1b]52;c;{CLIPBOARD}\\x07" in page  # shown, inert
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "jsonl"])

@@ -12,6 +12,10 @@
 // with that conversation's snapshot; "Back to main" follows the root again.
 // Prompts, Esc and decisions act on the conversation shown. Untrusted text is put in with textContent only (and
 // PiMarkdown builds nodes, never HTML), after its control characters are gone.
+// When the host stops (`bye`: it closed; `stopped`: its store failed) nothing more
+// can run, so the page says so and shuts its input (`shut`): the box keeps what was
+// typed, read-only, and no button or key sends anything. A call made while the
+// socket is down fails at once, so a prompt's text comes back into the box.
 "use strict";
 
 (() => {
@@ -24,7 +28,7 @@
   let nextCall = 1;
   let root = 0; // the main conversation (welcome.root)
   let ended = false;
-  let stopped = "";  // the host's store failed (issue 12): nothing runs on
+  let stopped = "";  // why nothing runs on: the host closed, or its store failed (issue 12)
   let scheduled = false;
 
   function el(tag, className, text) {
@@ -244,6 +248,7 @@
     for (const [choice, label] of choices) {
       const button = el("button", choice === "deny" ? "danger" : "primary", label);
       button.type = "button";
+      button.disabled = Boolean(stopped);
       button.dataset.choice = choice;
       button.addEventListener("click", () => {
         const message = choice === "deny" ? $("approval-message").value.trim() || null : null;
@@ -263,6 +268,7 @@
       const li = el("li", "", `${item.mode === "steer" ? "steer" : "follow-up"}: ${text}`);
       const remove = el("button", "", "withdraw");
       remove.type = "button";
+      remove.disabled = Boolean(stopped);
       remove.addEventListener("click", () => call("withdraw", { submission_id: item.id }));
       li.appendChild(remove);
       list.appendChild(li);
@@ -335,9 +341,29 @@
   function call(method, args = {}) {
     const id = nextCall++;
     return new Promise((resolve, reject) => {
+      // REMINDER: a call sent nowhere would never be answered (a prompt's text lost).
+      if (stopped) { reject(new Error(stopped)); return; }
+      if (!socket || socket.readyState !== WebSocket.OPEN) {
+        reject(new Error("not connected to the host: try again once it is back")); return;
+      }
       pending.set(id, [resolve, reject]);
       send({ t: "call", id, method, args });
     }).catch((error) => { notice("warning", String(error.message || error)); return null; });
+  }
+
+  // The host stopped: say why where the status goes, and shut everything that acts.
+  function shut(why) {
+    if (stopped) return;
+    stopped = why;
+    document.body.dataset.stopped = "yes";
+    const input = $("input");
+    input.readOnly = true; // what was typed stays, to copy; nothing new goes in
+    input.placeholder = why;
+    for (const button of document.querySelectorAll("#composer button, #approval button, #queue button")) {
+      button.disabled = true;
+    }
+    $("approval-message").readOnly = true;
+    renderStatus();
   }
 
   function receive(message) {
@@ -358,11 +384,15 @@
         break;
       case "error": notice("warning", message.message || message.code); break;
       case "stopped":
-        stopped = "Stopped: the session store cannot be written (see the notice)";
         notice("error", clean(message.notice || ""));
-        renderStatus();
+        shut("Stopped: the session store cannot be written (see the notice)");
         break;
-      case "bye": ended = true; $("connection").textContent = `the host stopped serving (${clean(message.reason)})`; break;
+      case "bye":
+        ended = true;
+        $("connection").textContent = `the host stopped serving (${clean(message.reason)})`;
+        shut("The session stopped: its host stopped serving it. Nothing committed is lost: " +
+          "pidurable --continue in its directory (or pidurable serve -c) takes it up again.");
+        break;
       default: apply(message);
     }
   }
@@ -393,13 +423,14 @@
   async function submit(followUp) {
     const input = $("input");
     const text = input.value;
-    if (!text.trim()) return;
+    if (stopped || !text.trim()) return;
     input.value = "";
     const done = await call("submit", { text, follow_up: followUp });
     if (done === null) input.value = text; // refused: give it back
   }
 
   async function abort() {
+    if (stopped) return;
     const texts = await call("abort");
     if (Array.isArray(texts) && texts.length) {
       const input = $("input");
