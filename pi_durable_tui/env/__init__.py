@@ -44,6 +44,7 @@ from pi_durable_tui.env._spill import SPILL_PREFIX
 from pi_durable_tui.env._strays import (
     MARK_NAME,
     ProcessInfo,
+    call_mark,
     end_processes,
     processes_of_run,
     run_token,
@@ -95,6 +96,7 @@ __all__ = [
     "SkippedOutput",
     "SpillPolicy",
     "TextErrors",
+    "call_mark",
     "end_processes",
     "is_secret_name",
     "processes_of_run",

@@ -417,10 +417,15 @@ def _spawn_error(error: OSError, program: str) -> FileError:
 async def end_strays(
     mark: str,
     group: ProcessGroup,
-    children_before: set[int],
+    children_before: set[int] | None,
     grace: float,
 ) -> None:
-    """End what a finished command left running (its group and its strays), and reap them."""
+    """End what a finished command left running (its group and its strays), and reap them.
+
+    ``children_before``: this process's children when the command started; ``None``
+    when they were not taken, and then no child of ours counts as the command's
+    orphan (an empty set would make every one of them one).
+    """
     spared = {known.leader for known in live_groups() if known is not group}
     if RUN_GUARD.pid is not None:
         spared.add(RUN_GUARD.pid)
@@ -488,7 +493,9 @@ async def run_command(
         spill_directory=RUN_GUARD.spill_directory(),
     )
     mark = environ.get(MARK_NAME)
-    children_before = children_of_this_process() if end_background else set()
+    # REMINDER: without this baseline the orphan rule must not run: every child of
+    # ours (an MCP server, a test's server) would count as the command's orphan.
+    children_before = children_of_this_process() if end_background else None
     group = command.start(argv, cwd, environ)
     for finished in [known for known in groups if not known.alive()]:
         groups.discard(finished)

@@ -209,7 +209,7 @@ def strays(
     mark: str,
     group: int,
     *,
-    children_before: set[int],
+    children_before: set[int] | None,
     spared: Iterable[int] = (),
     subreaper: bool = False,
 ) -> set[int]:
@@ -218,7 +218,8 @@ def strays(
     Args:
         mark: The command's mark.
         group: Its process group.
-        children_before: This process's children when the command started.
+        children_before: This process's children when the command started; ``None``
+            when not taken: then no child of ours counts as an orphan of the command.
         spared: PIDs never counted (leaders of other commands, the run guard).
         subreaper: Whether this process is the child subreaper: then every process a
             command left is a descendant of ours, and only those are looked at (an
@@ -239,7 +240,12 @@ def strays(
         other_mark = mark_of(pid)
         if other_mark == mark or pgid == group:
             found.add(pid)
-        elif ppid == me and other_mark is None and pid not in children_before:
+        elif (
+            children_before is not None
+            and ppid == me
+            and other_mark is None
+            and pid not in children_before
+        ):
             found.add(pid)  # an orphan that cleared its environment, reparented to us
     grown = True
     while grown:  # descendants, whatever their group or mark

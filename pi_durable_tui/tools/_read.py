@@ -89,12 +89,22 @@ async def _described(api: ToolApi, display: str, absolute: str) -> tuple[str, Fi
 async def _execute(args: ReadArgs, api: ToolApi) -> ToolResult:
     env = api.env
     display, absolute = resolve_tool_path(env, args.path)
-    path, info = await _described(api, display, absolute)
-    if info.kind == "directory":
-        raise ReadError(f"{display} is a directory; use bash (ls) to list it")
-    head = await env.read_binary_file(path, max_bytes=SNIFF_BYTES, abort=api.aborted)
+    path, info = absolute, None
+    try:
+        # The common case in one environment call (one thread hop): a readable file.
+        head = await env.read_binary_file(path, max_bytes=SNIFF_BYTES, abort=api.aborted)
+    except FileError:
+        if api.aborted.is_set():
+            raise
+        # Missing, a directory, unreadable: ``file_info`` says which, or finds a
+        # name variant (3.1), and the messages are the ones a described path gets.
+        path, info = await _described(api, display, absolute)
+        if info.kind == "directory":
+            raise ReadError(f"{display} is a directory; use bash (ls) to list it") from None
+        head = await env.read_binary_file(path, max_bytes=SNIFF_BYTES, abort=api.aborted)
     mime = sniff_image(head)
     if mime is not None:
+        info = info or await env.file_info(path, abort=api.aborted)
         if info.size > MAX_IMAGE_BYTES:
             raise ReadError(
                 f"{display} is an image ({mime}) of {format_size(info.size)}, larger than "
@@ -109,6 +119,7 @@ async def _execute(args: ReadArgs, api: ToolApi) -> ToolResult:
             details={"path": display, "mime_type": mime, "size": info.size},
         )
     if looks_binary(head):
+        info = info or await env.file_info(path, abort=api.aborted)
         raise ReadError(
             f"{display} is a binary file ({format_size(info.size)}); read shows text only. "
             f"Use bash to inspect it, for example: xxd {display} | head"

@@ -131,7 +131,7 @@ async def test_read_of_a_path_through_a_file_says_it_cannot_be_read(
     assert outcome.errors[0].startswith("Cannot read f.txt/inner.txt:")
 
 
-async def test_a_read_of_a_small_file_hops_to_a_thread_twice(
+async def test_a_read_of_a_small_file_hops_to_a_thread_once(
     run_tool: RunTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (workdir / "f.txt").write_text(TEN)
@@ -147,8 +147,8 @@ async def test_a_read_of_a_small_file_hops_to_a_thread_twice(
     outcome = await run_tool("read", {"path": "f.txt"})
 
     assert not outcome.is_error
-    # file_info and the head, which holds the whole file (no exists, open or scan)
-    assert len(hops) == 2, hops
+    # the head, which holds the whole file (no file_info, exists, open or scan)
+    assert hops == ["read_bytes"]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import httpx2
 
+from pi_durable_tui.env import MARK_NAME, call_mark
 from pi_durable_tui.harness.mcp._config import McpServerConfig
 
 if TYPE_CHECKING:
@@ -99,11 +100,12 @@ class McpConnection:
                     if shutil.which(self.config.command) is None:
                         raise FileNotFoundError(f"no program {self.config.command!r}")
                     command, args = _guarded(self.config.command, self.config.args)
+                    # A mark of its own, as every process pidurable starts carries:
+                    # a command running meanwhile never takes the server for an
+                    # orphan it left, and the run guard ends it after a kill -9.
+                    env = {MARK_NAME: call_mark(), **self.config.env}
                     params = StdioServerParameters(
-                        command=command,
-                        args=args,
-                        env=dict(self.config.env) or None,
-                        cwd=self._cwd,
+                        command=command, args=args, env=env, cwd=self._cwd
                     )
                     read, write = await stack.enter_async_context(
                         stdio_client(params, errlog=errlog)

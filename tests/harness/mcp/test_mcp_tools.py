@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.env import MARK_NAME, run_token
 from pi_durable_tui.harness import TOOL_RESULT
 from pi_durable_tui.harness.mcp import (
     McpConnection,
@@ -157,6 +158,21 @@ async def test_closing_a_connection_leaves_no_server_process_behind(
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert connection.state == "stopped"
+
+
+async def test_a_stdio_server_carries_a_mark_so_no_command_takes_it_for_its_orphan(
+    connect: ConnectionFactory,
+    server_script: Path,
+    tmp_path: Path,
+) -> None:
+    connection = connect(stdio_config(server_script, tmp_path))
+    pid = int((await within(connection.call_tool("pid", {}), 30)).content[0].text)  # type: ignore[union-attr]
+
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    marks = [item for item in environ if item.startswith(MARK_NAME.encode() + b"=")]
+    assert len(marks) == 1
+    assert marks[0].split(b"=", 1)[1].startswith(run_token().encode() + b".")
+    assert f"NOTES={tmp_path / 'notes.txt'}".encode() in environ  # its own env kept
 
 
 async def test_a_server_that_cannot_start_is_one_notice_not_a_crash(
