@@ -42,7 +42,13 @@ from pi_durable_tui.kernel._owners import (
 )
 from pi_durable_tui.kernel._staging import StagedCommit
 from pi_durable_tui.kernel.docs import DocDefinition
-from pi_durable_tui.storage.json_ops import Json, JsonObject, check_json, copy_json
+from pi_durable_tui.storage.json_ops import (
+    Json,
+    JsonObject,
+    check_json,
+    checked_copy_json,
+    copy_json,
+)
 from pi_durable_tui.storage.protocol import ScanOrder
 from pi_durable_tui.storage.records import (
     ROOT_CONVERSATION_ID,
@@ -256,18 +262,19 @@ class Tx:
             TypeError: When ``model``, ``data`` or ``edits`` is not JSON (path named).
         """
         self._check_active()
-        for name, value in (("model", model), ("data", data), ("edits", edits)):
-            check_json(value, f"entry.{name}")
+        model_copy = checked_copy_json(model, "entry.model")
+        data_copy = checked_copy_json(data, "entry.data")
+        edits_copy = checked_copy_json(edits, "entry.edits")
         self._write_table()
         entry_id = self._storage.mint_id()
         record = EntryRecord(
             id=entry_id,
             conversation_id=conversation_id,
             kind=kind,
-            model=copy_json(model),  # type: ignore[arg-type]
-            data=copy_json(data),
+            model=model_copy,  # type: ignore[arg-type]
+            data=data_copy,
             head=entry_id if head == "self" else head,
-            edits=copy_json(edits),  # type: ignore[arg-type]
+            edits=edits_copy,  # type: ignore[arg-type]
             by_task_id=self._staged.origin_task,
         )
         self._staged.entries.append(record)
@@ -346,7 +353,7 @@ class Tx:
             raise OwnershipRejected(
                 "A task needs an ownership: ConversationOwned() or TaskOwned(id)"
             )
-        check_json(input, "task.input")
+        input_copy = checked_copy_json(input, "task.input")
         owner_id = ownership.task_id if isinstance(ownership, TaskOwned) else None
         if conversation_id is None and owner_id is not None:
             owner = self._staged.candidate_task(owner_id)
@@ -362,7 +369,7 @@ class Tx:
             conversation_id=conversation_id,
             kind=definition.name,
             version=definition.version,
-            input=copy_json(input),
+            input=input_copy,
             state={"status": "pending", "checkpoint": checkpoint},
             owner=owner_id,
             background=background,
@@ -388,7 +395,7 @@ class Tx:
     ) -> SubmissionRecord:
         """Write a submission record with no admission rules (R70)."""
         self._check_active()
-        check_json(detail, "submission.detail")
+        detail_copy = checked_copy_json(detail, "submission.detail")
         self._write_table()
         record = SubmissionRecord(
             id=self._storage.mint_id(),
@@ -399,7 +406,7 @@ class Tx:
             entry=entry,
             answer=answer,
             reason=reason,
-            detail=copy_json(detail),
+            detail=detail_copy,
         )
         self._staged.submissions[record.id] = record
         return record

@@ -26,6 +26,7 @@ from pi_durable_tui.storage.json_ops import (
     apply_ops,
     check_json,
     check_ops,
+    checked_copy_json,
     copy_json,
     dumps,
     loads,
@@ -202,35 +203,56 @@ def test_check_json_names_the_path_as_the_design_spells_it() -> None:
     assert str(caught.value) == 'docs["pi.live"].tools[0].output: bytes is not JSON'
 
 
-@pytest.mark.parametrize(
-    ("value", "error", "message"),
-    [
-        ({"a": math.nan}, ValueError, "value.a: nan is not JSON (numbers must be finite)"),
-        ([1, -math.inf], ValueError, "value[1]: -inf is not JSON (numbers must be finite)"),
-        ({"a": {1: "x"}}, TypeError, "value.a: key 1 is not JSON (keys must be strings)"),
-        ({"a": (1, 2)}, TypeError, "value.a: tuple is not JSON"),
-        ({"a": {1, 2}}, TypeError, "value.a: set is not JSON"),
-        ({"a b": [object()]}, TypeError, 'value["a b"][0]: object is not JSON'),
-        (
-            {"t": "ok\ud83d\ude00"},
-            ValueError,
-            "value.t: surrogate pair '\\ud83d\\ude00' at index 2 is not JSON (JSON would read "
-            "it back as one character; join it into that character)",
-        ),
-        (
-            {"k\ud800\udc00": 1},
-            ValueError,
-            "value: surrogate pair '\\ud800\\udc00' at index 1 is not JSON (JSON would read it "
-            "back as one character; join it into that character)",
-        ),
-    ],
-)
+NOT_JSON = [
+    ({"a": math.nan}, ValueError, "value.a: nan is not JSON (numbers must be finite)"),
+    ([1, -math.inf], ValueError, "value[1]: -inf is not JSON (numbers must be finite)"),
+    ({"a": {1: "x"}}, TypeError, "value.a: key 1 is not JSON (keys must be strings)"),
+    ({"a": (1, 2)}, TypeError, "value.a: tuple is not JSON"),
+    ({"a": {1, 2}}, TypeError, "value.a: set is not JSON"),
+    ({"a b": [object()]}, TypeError, 'value["a b"][0]: object is not JSON'),
+    (
+        {"t": "ok\ud83d\ude00"},
+        ValueError,
+        "value.t: surrogate pair '\\ud83d\\ude00' at index 2 is not JSON (JSON would read "
+        "it back as one character; join it into that character)",
+    ),
+    (
+        {"k\ud800\udc00": 1},
+        ValueError,
+        "value: surrogate pair '\\ud800\\udc00' at index 1 is not JSON (JSON would read it "
+        "back as one character; join it into that character)",
+    ),
+]
+"""Values that are not strict JSON, with what ``check_json`` says of each."""
+
+
+@pytest.mark.parametrize(("value", "error", "message"), NOT_JSON)
 def test_check_json_refuses_what_is_not_strict_json_with_its_path(
     value: Any, error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error) as caught:
         check_json(value)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("value", "error", "message"), NOT_JSON)
+def test_checked_copy_json_refuses_what_check_json_refuses_with_its_message(
+    value: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        checked_copy_json(value)
+    assert str(caught.value) == message
+
+
+def test_checked_copy_json_keeps_a_subclass_check_json_accepts() -> None:
+    class Name(str):
+        pass
+
+    copied = checked_copy_json({"who": Name("ada"), "n": [1, 2.5, None, True]})
+
+    assert copied == {"who": "ada", "n": [1, 2.5, None, True]}
+    assert isinstance(copied, dict)
+    assert type(copied["who"]) is Name
 
 
 def test_check_json_accepts_strict_json() -> None:
@@ -369,4 +391,12 @@ def test_copy_json_equals_deepcopy_and_shares_no_container(value: Json) -> None:
     copied = copy_json(value)
     assert copied == copy.deepcopy(value)
     assert dumps(copied) == dumps(value)
+    assert not set(containers(copied)) & set(containers(value))
+
+
+@PROPERTY
+@given(values)
+def test_checked_copy_json_copies_strict_json_as_copy_json_does(value: Json) -> None:
+    copied = checked_copy_json(value)
+    assert dumps(copied) == dumps(copy_json(value))
     assert not set(containers(copied)) & set(containers(value))

@@ -33,7 +33,7 @@ import json
 import math
 from typing import Any
 
-from pi_durable_tui.storage.json_ops import Json, Op, check_json, copy_json
+from pi_durable_tui.storage.json_ops import Json, Op, checked_copy_json
 
 
 def diff_json(old: Json, new: Any, where: str) -> list[Op]:
@@ -79,8 +79,7 @@ def checked_copy(value: Any, where: str) -> Json:
         ValueError: For a non-finite number, or a cycle (message names the path).
     """
     try:
-        check_json(value, where)
-        return copy_json(value)
+        return checked_copy_json(value, where)
     except RecursionError:
         raise ValueError(f"{where}: nests too deeply or holds a cycle") from None
 

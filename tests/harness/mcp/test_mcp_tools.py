@@ -58,6 +58,12 @@ def stdio_config(script: Path, tmp_path: Path) -> McpServerConfig:
     return servers
 
 
+async def server_pid(connection: McpConnection) -> int:
+    """The PID of the probe server behind a connection (its ``pid`` tool starts it)."""
+    result = await within(connection.call_tool("pid", {}), 30)
+    return int(result.content[0].text)  # type: ignore[union-attr]
+
+
 def result_blocks(entries: list) -> list[list[dict]]:
     return [message(e)["content"] for e in entries if e.kind == TOOL_RESULT]
 
@@ -153,7 +159,7 @@ async def test_closing_a_connection_leaves_no_server_process_behind(
     tmp_path: Path,
 ) -> None:
     connection = connect(stdio_config(server_script, tmp_path))
-    pid = int((await within(connection.call_tool("pid", {}), 30)).content[0].text)  # type: ignore[union-attr]
+    pid = await server_pid(connection)
     await within(connection.close(), 30)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -166,7 +172,7 @@ async def test_a_stdio_server_carries_a_mark_so_no_command_takes_it_for_its_orph
     tmp_path: Path,
 ) -> None:
     connection = connect(stdio_config(server_script, tmp_path))
-    pid = int((await within(connection.call_tool("pid", {}), 30)).content[0].text)  # type: ignore[union-attr]
+    pid = await server_pid(connection)
 
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     marks = [item for item in environ if item.startswith(MARK_NAME.encode() + b"=")]
