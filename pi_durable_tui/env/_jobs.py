@@ -30,7 +30,6 @@ from pi_durable_tui.env._run_guard import RUN_GUARD
 from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._strays import (
     carrying,
-    children_of_this_process,
     end_processes,
 )
 
@@ -132,9 +131,9 @@ def spawn_job(
 
     async def end_leftovers() -> None:
         # What the job left once its leader is gone: its group, its marked processes
-        # and their descendants (this process's children now: a job runs for hours,
-        # so orphans of other commands are not counted as its own).
-        await end_strays(mark, group, children_of_this_process(), kill_grace)
+        # and their descendants; no orphan rule (``None``): a job runs for hours, and
+        # the children this process started meanwhile are not the job's.
+        await end_strays(mark, group, None, kill_grace)
 
     # REMINDER: no await between start and the job: its first output must reach the log.
     try:
