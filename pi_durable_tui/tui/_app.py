@@ -12,6 +12,9 @@ The approval and trust prompts (issue 13) open one at a time (``_modal_prompts``
 the screen asks the controller to re-read the settings files every second, so
 an edit made while the agent is idle is asked about too. Every key and paste
 goes to the prompt on top the moment it arrives (``_prompt_keys`` says why).
+Every screen pushed over the main one is an ``OverlayScreen`` and shows the
+notices too (``_overlay``): the app shows them on the main bar and on the bar of
+the screen on top.
 
 Exit (``GuardedApp``): every path (Ctrl+C twice, Ctrl+D, ``/quit``, an
 exception) closes the controller exactly once; an exception's traceback goes to
@@ -63,6 +66,7 @@ from pi_durable_tui.tui._keys import KEY_BINDINGS, KeyActions
 from pi_durable_tui.tui._main_screen import MainScreen
 from pi_durable_tui.tui._modal_prompts import ModalPrompts
 from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._overlay import OverlayScreen
 from pi_durable_tui.tui._picker import PickerItem, PickerScreen
 from pi_durable_tui.tui._prompt_keys import PromptScreen
 from pi_durable_tui.tui._queue_panel import QueuePanel, Withdraw
@@ -310,11 +314,11 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         self._show_notices()
 
     def _show_notices(self) -> None:
-        notices = [*self.model.notices, *self._local_notices]
-        self.notice_bar.show(notices)
-        for screen in self.screen_stack:
-            if isinstance(screen, PromptScreen):  # the main bar is hidden behind it
-                screen.notice_bar.show(notices)
+        self.notice_bar.show([*self.model.notices, *self._local_notices])
+        # The screen on top only: one under it catches up when it is on top again.
+        top = self.screen_stack[-1] if self.screen_stack else None
+        if isinstance(top, OverlayScreen):  # the main bar is hidden behind it
+            top.notice_bar.catch_up()
 
     def call(
         self,
@@ -370,7 +374,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         if not items:
             self.notice("info", f"{title}: nothing to choose from.")
             return None
-        return await self.push_screen_wait(PickerScreen(title, items))
+        return await self.push_screen_wait(PickerScreen(title, items, self.notice_bar))
 
     async def pick_session(self, sessions: Sequence[SessionInfo]) -> str | None:
         """Show the session picker (first message, last activity, size); the chosen path.
@@ -465,7 +469,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             if choice is not None:
                 self.exit()
 
-        self.push_screen(JobsExitScreen(count), chosen)
+        self.push_screen(JobsExitScreen(count, self.notice_bar), chosen)
 
     @on(PromptEditor.JumpRequested)
     def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:
@@ -523,7 +527,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         """Show the help screen (generated from the bindings and the command table)."""
         bindings = (type(self).BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS)
         commands = all_commands(self.controller.custom_commands())
-        self.push_screen(HelpScreen(key_rows(bindings), commands))
+        self.push_screen(HelpScreen(key_rows(bindings), commands, self.notice_bar))
 
     def exit_app(self) -> None:
         """Leave the app (asking first when background jobs run, issue 13)."""

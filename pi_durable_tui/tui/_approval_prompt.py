@@ -51,6 +51,7 @@ from textual.widgets import Input, Static
 
 from pi_durable_tui.app import ApprovalQuestion
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, FOLLOW_UP_KEY
+from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._prompt_keys import LineKeys, PromptScreen
 from pi_durable_tui.tui._terminal_text import Content
 
@@ -114,6 +115,7 @@ class ApprovalScreen(PromptScreen[ApprovalAnswer | None]):
     Args:
         question: The waiting call.
         send: Sends a steer or a follow-up typed in the message line.
+        notices: The main screen's notice bar (``OverlayScreen``).
         clock: The app's monotonic clock.
         last_key: When the app saw its last key.
     """
@@ -165,10 +167,11 @@ class ApprovalScreen(PromptScreen[ApprovalAnswer | None]):
         self,
         question: ApprovalQuestion,
         send: SendLine,
+        notices: NoticeBar,
         clock: Callable[[], float],
         last_key: float | None,
     ) -> None:
-        super().__init__(clock, last_key)
+        super().__init__(notices, clock, last_key)
         self.question = question
         self._send = send
         self._mode: LineMode | None = None

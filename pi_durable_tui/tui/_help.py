@@ -14,10 +14,11 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from pi_durable_tui.tui._commands import Command
+from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._overlay import OverlayScreen
 
 _KEY_NAMES = {"pageup": "PageUp", "pagedown": "PageDown", "escape": "Esc"}
 
@@ -45,19 +46,22 @@ def key_rows(binding_sets: Iterable[Sequence[BindingType]]) -> list[tuple[str, s
     return rows
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(OverlayScreen[None]):
     """Keys and commands.
 
     Args:
         keys: ``(keys, description)`` rows.
         commands: The command table.
+        notices: The main screen's notice bar (``OverlayScreen``).
     """
 
     CSS_PATH = Path(__file__).with_name("help.tcss")
     BINDINGS = [Binding("escape,f1,q", "close", "Close the help")]
 
-    def __init__(self, keys: Sequence[tuple[str, str]], commands: Sequence[Command]) -> None:
-        super().__init__()
+    def __init__(
+        self, keys: Sequence[tuple[str, str]], commands: Sequence[Command], notices: NoticeBar
+    ) -> None:
+        super().__init__(notices)
         self._keys = keys
         self._commands = commands
 

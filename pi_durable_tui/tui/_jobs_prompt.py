@@ -13,8 +13,10 @@ from typing import Literal
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._overlay import OverlayScreen
 
 JobsChoice = Literal["end", "keep"]
 """What to do with the running jobs at exit."""
@@ -32,11 +34,12 @@ def jobs_question(count: int) -> str:
     )
 
 
-class JobsExitScreen(ModalScreen[JobsChoice | None]):
+class JobsExitScreen(OverlayScreen[JobsChoice | None]):
     """Ask what becomes of the running jobs; dismissed with the choice (None: stay).
 
     Args:
         count: How many jobs run.
+        notices: The main screen's notice bar (``OverlayScreen``).
     """
 
     DEFAULT_CSS = """
@@ -62,8 +65,8 @@ class JobsExitScreen(ModalScreen[JobsChoice | None]):
         Binding("escape", "choose('')", "Stay in pidurable"),
     ]
 
-    def __init__(self, count: int) -> None:
-        super().__init__()
+    def __init__(self, count: int, notices: NoticeBar) -> None:
+        super().__init__(notices)
         self.count = count
 
     def compose(self) -> ComposeResult:

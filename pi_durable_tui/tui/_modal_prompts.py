@@ -7,25 +7,24 @@ model's ``trust_question`` changes; each waits behind the other, and neither
 opens until no key arrived for ``SETTLE`` (never into a word being typed; a
 timer tries again). A decision goes to the controller; text typed in the
 approval prompt's line and not sent ends up at the end of the editor. A prompt
-shows the app's notices at its bottom (the main screen's bar is behind it).
+shows the app's notices at its bottom, as every screen over the main one does
+(``_overlay``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.tui._approval_prompt import ApprovalAnswer, ApprovalScreen
 from pi_durable_tui.tui._commands import as_message
-from pi_durable_tui.tui._prompt_keys import SETTLE, PromptScreen
+from pi_durable_tui.tui._prompt_keys import SETTLE
 from pi_durable_tui.tui._trust_prompt import TrustScreen
 
 if TYPE_CHECKING:
     from pi_durable_tui.app import Controller, ScreenModel
     from pi_durable_tui.tui._editor import PromptEditor
     from pi_durable_tui.tui._notices import NoticeBar
-
-T = TypeVar("T")
 
 PROMPT_RETRY = 0.1
 """Seconds between tries to open a prompt held back by typing."""
@@ -49,8 +48,6 @@ class ModalPrompts:
         notice_bar: NoticeBar
 
         def _restore_aborted(self, texts: list[str]) -> None: ...
-
-        def _show_notices(self) -> None: ...
 
     def init_prompts(self) -> None:
         """Nothing asked yet (called by the app's constructor)."""
@@ -79,7 +76,9 @@ class ModalPrompts:
             return
         if self._held_back():
             return
-        screen = ApprovalScreen(question, self._send_line, self.clock, self._last_key)
+        screen = ApprovalScreen(
+            question, self._send_line, self.notice_bar, self.clock, self._last_key
+        )
         self._approval_screen = screen
 
         def decided(answer: ApprovalAnswer | None) -> None:
@@ -89,7 +88,7 @@ class ModalPrompts:
                 self._decided(question.call_id, answer)
             self.call_after_refresh(self._ask_trust)  # one that waited behind this prompt
 
-        self._push_prompt(screen, decided)
+        self.push_screen(screen, decided)
 
     def _decided(self, call_id: str, answer: ApprovalAnswer) -> None:
         if answer.unsent:
@@ -138,7 +137,7 @@ class ModalPrompts:
             return  # one prompt at a time (``_ask_approval``): asked once the call is decided
         if self._held_back():
             return
-        screen = TrustScreen(question, self.clock, self._last_key)
+        screen = TrustScreen(question, self.notice_bar, self.clock, self._last_key)
         self._trust_screen = screen
 
         def answered(trusted: bool | None) -> None:
@@ -148,10 +147,4 @@ class ModalPrompts:
                 self.call("trust", lambda: self.controller.answer_trust(question.id, trusted))
             self.call_after_refresh(self._ask_approval)  # one that waited behind this prompt
 
-        self._push_prompt(screen, answered)
-
-    def _push_prompt(self, screen: PromptScreen[T], done: Callable[[T], None]) -> None:
-        """Show a prompt, with the app's notices at its bottom (the main bar is hidden)."""
-        screen.notice_bar.follow(self.notice_bar)
-        self.push_screen(screen, done)
-        self._show_notices()
+        self.push_screen(screen, answered)

@@ -7,10 +7,12 @@ The model's notices (committed: compaction results, unanswered submissions) and
 the screen's own (a malformed theme, a failed command) share the bar; a notice
 is identified by its ``id`` and timed from when the bar first saw it.
 
-A prompt over the main screen (``_prompt_keys.PromptScreen``) hides this bar
-behind it, so it has a bar of its own at its bottom that shows the same
-notices, timed as this one (``follow``): "Press Ctrl+C again to exit." and a
-failed decision are seen while the prompt is up.
+A screen over the main one (``_overlay.OverlayScreen``: the prompts, the
+help, the pickers, the jobs question) hides this bar behind it, so it has a
+bar of its own at its bottom, a ``follower`` of this one: the same notices,
+timed as here, so a notice lives ``LIFETIME_S`` from when any bar first saw
+it. "Press Ctrl+C again to exit.", a failed command and the store's failure
+are seen whatever screen is up.
 
 The bar is at most ``SHOWN`` rows, and a long line (a store's path) wraps over
 several: the bar shows the last ``SHOWN`` rows of the wrapped notices, so the
@@ -59,14 +61,29 @@ class NoticeBar(Static):
         self._clock = clock
         self._first_seen: dict[int, float] = {}
         self._notices: list[Notice] = []
+        self._leader: NoticeBar | None = None
 
-    def follow(self, other: NoticeBar) -> None:
-        """Time notices as ``other`` does (a prompt's bar over the main one's).
+    def follower(self, *, id: str | None = None) -> NoticeBar:
+        """A bar for a screen over this one's: this bar's notices, timed as here.
 
-        A notice then lives ``LIFETIME_S`` from when either bar first saw it,
-        not that long again on each.
+        A notice then lives ``LIFETIME_S`` from when any of the bars first saw
+        it, not that long again on each; ``catch_up`` shows what this bar was
+        last given.
+
+        Args:
+            id: The new bar's widget id.
         """
-        self._first_seen = other._first_seen
+        bar = NoticeBar(self._clock, id=id)
+        # REMINDER: the same dict, not a copy: one clock for every bar of the app.
+        bar._first_seen = self._first_seen
+        bar._leader = self
+        bar._notices = list(self._notices)
+        return bar
+
+    def catch_up(self) -> None:
+        """Show the notices the bar this one follows was last given (nothing to do if none)."""
+        if self._leader is not None:
+            self.show(self._leader._notices)
 
     def on_mount(self) -> None:
         """Show nothing yet; expire notices as time passes."""

@@ -17,10 +17,11 @@ from typing import Generic, TypeVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._overlay import OverlayScreen
 from pi_durable_tui.tui._terminal_text import Content, plain
 
 T = TypeVar("T")
@@ -48,12 +49,13 @@ class PickerItem(Generic[T]):
         return all(word in haystack for word in words)
 
 
-class PickerScreen(ModalScreen[T | None]):
+class PickerScreen(OverlayScreen[T | None]):
     """A modal, filterable list of ``PickerItem``.
 
     Args:
         title: The heading (``Model``, ``Conversations``, ...).
         items: The choices, in the order shown.
+        notices: The main screen's notice bar (``OverlayScreen``).
     """
 
     CSS_PATH = Path(__file__).with_name("picker.tcss")
@@ -63,8 +65,8 @@ class PickerScreen(ModalScreen[T | None]):
         Binding("up", "move(-1)", "Previous item", show=False, priority=True),
     ]
 
-    def __init__(self, title: str, items: Sequence[PickerItem[T]]) -> None:
-        super().__init__()
+    def __init__(self, title: str, items: Sequence[PickerItem[T]], notices: NoticeBar) -> None:
+        super().__init__(notices)
         self._title = title
         self._items = list(items)
         self._shown: list[PickerItem[T]] = []

@@ -1,8 +1,8 @@
 """Keys of a prompt that interrupts the session, taken when they arrive (issue 13).
 
 Owns ``PromptScreen`` (the base of the approval and trust prompts: its keys,
-its settle time ``SETTLE``, its line for Ctrl+C, its bar of the app's notices)
-and ``LineKeys`` (editing a message line in place).
+its settle time ``SETTLE``, its line for Ctrl+C; its bar of the app's notices
+is ``OverlayScreen``'s) and ``LineKeys`` (editing a message line in place).
 
 Why at arrival. Textual hands a key to the widget focused when the key reaches
 the app by posting it to that widget's queue, and resolves bindings when the
@@ -48,10 +48,10 @@ from typing import TypeVar
 from textual import events
 from textual.actions import parse
 from textual.binding import BindingsMap
-from textual.screen import ModalScreen
 from textual.widgets import Input
 
 from pi_durable_tui.tui._notices import NoticeBar
+from pi_durable_tui.tui._overlay import OverlayScreen
 
 SETTLE = 0.5
 """Seconds without a key before a shown prompt takes a choice (module docstring)."""
@@ -80,36 +80,30 @@ _EDITING = frozenset(
 _LINE_KEYS = BindingsMap(Input.BINDINGS)
 
 
-class PromptScreen(ModalScreen[R]):
+class PromptScreen(OverlayScreen[R]):
     """A modal that takes its keys at arrival and its choices only once settled.
 
     Subclasses implement ``take_key`` (and ``take_paste``) and ``show_armed``.
 
     Args:
+        notices: The main screen's notice bar (``OverlayScreen``).
         clock: The app's monotonic clock.
         last_key: When the app saw its last key (``None``: none yet).
     """
 
     AUTO_FOCUS = None  # nothing needs the focus: keys come through ``arrived``
-    DEFAULT_CSS = """
-    PromptScreen > NoticeBar {
-        dock: bottom;
-        width: 100%;
-    }
-    """
 
-    def __init__(self, clock: Callable[[], float], last_key: float | None) -> None:
-        super().__init__()
+    def __init__(
+        self, notices: NoticeBar, clock: Callable[[], float], last_key: float | None
+    ) -> None:
+        super().__init__(notices)
         self._clock = clock
         self._last_key = last_key
         self._painted: float | None = None
         self._was_armed = False
-        self.notice_bar = NoticeBar(clock, id="prompt-notices")
-        """The app's notices, at the prompt's bottom: the main screen's bar is hidden."""
 
     def on_mount(self) -> None:
         """Count the settle time from the first paint, not from the push."""
-        self.mount(self.notice_bar)
         self.call_after_refresh(self._first_paint)
         self.set_interval(_TICK, self._tick)
 

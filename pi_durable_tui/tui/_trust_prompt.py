@@ -27,6 +27,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from pi_durable_tui.app import TrustQuestion
+from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._prompt_keys import PromptScreen
 from pi_durable_tui.tui._terminal_text import Content
 
@@ -43,6 +44,7 @@ class TrustScreen(PromptScreen[bool | None]):
 
     Args:
         question: What waits for the user.
+        notices: The main screen's notice bar (``OverlayScreen``).
         clock: The app's monotonic clock.
         last_key: When the app saw its last key.
     """
@@ -75,9 +77,13 @@ class TrustScreen(PromptScreen[bool | None]):
     """
 
     def __init__(
-        self, question: TrustQuestion, clock: Callable[[], float], last_key: float | None
+        self,
+        question: TrustQuestion,
+        notices: NoticeBar,
+        clock: Callable[[], float],
+        last_key: float | None,
     ) -> None:
-        super().__init__(clock, last_key)
+        super().__init__(notices, clock, last_key)
         self.question = question
         self._answered = False
 

@@ -10,7 +10,9 @@ answer streams slowly, so the agent works while the keys are pressed:
 - a 40-line bracketed paste shows as one placeholder and the model receives
   the whole text (its scripted answer matches the paste's last line);
 - F1 at 24 rows shows the help inside the screen and PageDown scrolls it to the
-  commands; the transcript and the footer stay on screen.
+  commands; the transcript and the footer stay on screen;
+- Ctrl+C over the help shows "Press Ctrl+C again to exit." on it (the main
+  screen's notices are behind it), and a second press exits.
 """
 
 from __future__ import annotations
@@ -55,10 +57,15 @@ def changed_from(before: str) -> ScreenTest:
     return lambda now: now != before
 
 
-def start_working(terminal: Terminal) -> None:
-    """Start the app and send a prompt whose answer streams for a while."""
+def start(terminal: Terminal) -> None:
+    """Start the app on the faux model and wait for its first frame."""
     terminal.start("--model", "faux/faux-1")
     terminal.wait_for(contains("F1 help"), "the first frame")
+
+
+def start_working(terminal: Terminal) -> None:
+    """Start the app and send a prompt whose answer streams for a while."""
+    start(terminal)
     terminal.submit("go")
     terminal.wait_for(contains("Streaming slowly"), "the answer streaming")
 
@@ -96,11 +103,25 @@ def test_the_help_fits_a_24_row_screen_and_page_down_scrolls_it(terminal: Termin
     assert "F1 help" in screen.splitlines()[-1]  # the footer is the last row
 
 
+def test_ctrl_c_over_the_help_shows_the_exit_hint_on_it_and_a_second_press_exits(
+    terminal: Terminal,
+) -> None:
+    start(terminal)
+    terminal.press("F1")
+    terminal.wait_for(contains("Keys"), "the help")
+    terminal.press("C-c")
+    screen = terminal.wait_for(contains("Press Ctrl+C again to exit."), "the exit hint")
+    assert "Keys" in screen  # still over the help
+    # Two presses in one write: a pair falls within the double-press window however
+    # long the wait above took.
+    terminal.press("C-c", "C-c")
+    assert terminal.wait_dead() == "status 0"
+
+
 def test_a_bracketed_paste_of_forty_lines_is_one_placeholder_and_the_model_gets_all_of_it(
     terminal: Terminal,
 ) -> None:
-    terminal.start("--model", "faux/faux-1")
-    terminal.wait_for(contains("F1 help"), "the first frame")
+    start(terminal)
     terminal.type("read this: ")
     terminal.paste(PASTED)
     screen = terminal.wait_for(contains("[Pasted text #1 +41 lines]"), "the placeholder")
