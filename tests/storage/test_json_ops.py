@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import math
+import re
 from typing import Any
 
 import pytest
@@ -285,6 +287,22 @@ def test_dumps_is_compact_keeps_unicode_and_refuses_nan() -> None:
     with pytest.raises(ValueError):
         dumps(math.nan)
     assert loads(dumps({"x": [1.5, None]})) == {"x": [1.5, None]}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":[1,2.5,null,true]}', ' {"a":1}', '{"a":1}\n', "1 2", "", "NaN", '"x"', "[1,2", "{}x"],
+)
+def test_loads_reads_what_json_loads_reads_and_refuses_what_it_refuses_alike(text: str) -> None:
+    # The scanner-only path (issue 14) must not change a verdict or a message.
+    try:
+        expected: Any = json.loads(text)
+    except json.JSONDecodeError as error:
+        with pytest.raises(json.JSONDecodeError, match=re.escape(str(error))):
+            loads(text)
+        return
+    got = loads(text)
+    assert got == expected or (got != got and expected != expected)  # NaN is not NaN
 
 
 # -- properties ----------------------------------------------------------------------

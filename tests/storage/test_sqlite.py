@@ -24,12 +24,23 @@ import aiosqlite
 import pytest
 
 from pi_durable_tui.storage.errors import StorageClosed, StorageCorrupted, StorageRejected
-from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
+from pi_durable_tui.storage.records import (
+    ConversationRecord,
+    ConversationScope,
+    EntryRecord,
+    TaskRecord,
+)
 from pi_durable_tui.storage.sqlite import SqliteStorage
 from pi_durable_tui.storage.sqlite import _schema as sqlite_schema
 from pi_durable_tui.storage.sqlite._schema import Migration, UnsupportedSchema
 from pi_durable_tui.storage.sqlite._storage import run_on_worker
-from pi_durable_tui.storage.writes import PutConversation, PutEntry
+from pi_durable_tui.storage.writes import (
+    ChangeDocument,
+    CreateDocument,
+    PutConversation,
+    PutEntry,
+    PutTask,
+)
 from tests.deadlines import WAIT
 from tests.storage.sqlite_support import ROOT, checked_stores, entry, pragma, query
 
@@ -134,6 +145,41 @@ async def test_a_commit_costs_one_hop_to_the_worker_thread(
     assert hops == 1
     await storage.scan_entries(1)
     assert hops == 2
+
+
+def _task(status: str) -> PutTask:
+    return PutTask(TaskRecord(3, 1, "job", 1, None, {"status": status, "checkpoint": {}}))
+
+
+def _step(version: int) -> ChangeDocument:
+    return ChangeDocument(4, 1, ops=[{"op": "set", "path": ["n"], "value": version}])
+
+
+async def test_a_step_on_what_this_store_committed_asks_the_database_nothing(
+    stores: Callable[..., Any], traced: list[str]
+) -> None:
+    storage = await stores()
+    document = CreateDocument(4, "pi.live", ConversationScope(1), 1, {"n": 0})
+    await storage.commit([ROOT, _task("pending"), document])
+    traced.clear()
+    await storage.commit([_task("running"), _step(1)])
+    # The task's conversation, the document's record and its version were learned
+    # from the commits that wrote them (issue 14).
+    assert [s for s in traced if s.startswith("SELECT")] == []
+    await storage.close()
+
+    reopened = await stores()
+    traced.clear()
+    await reopened.commit([_task("pending"), _step(2)])
+    asked = " ".join(s for s in traced if s.startswith("SELECT"))
+    for lookup in ("conversation_id FROM tasks", "record FROM documents", "document_revisions"):
+        assert lookup in asked  # unknown to a new connection, so read from the file
+    read = await reopened.document(4)
+    assert read is not None
+    assert read.value == {"n": 2}
+    moved = TaskRecord(3, 2, "job", 1, None, {"status": "pending", "checkpoint": {}})
+    with pytest.raises(StorageRejected, match="cannot move to another conversation"):
+        await reopened.commit([PutConversation(ConversationRecord(2)), PutTask(moved)])
 
 
 async def test_a_rejected_batch_rolls_back_and_consumes_no_seq(

@@ -75,6 +75,13 @@ def _scope_columns(scope: ScopeRef) -> tuple[str, int | None]:
     return scope.kind, scope.id
 
 
+def _bounded(cache: dict[int, Any]) -> dict[int, Any]:
+    """``cache``, emptied first when full: a bound, not an LRU (a refill costs a query)."""
+    if len(cache) >= _KIND_CACHE:
+        cache.clear()
+    return cache
+
+
 def stored_entry(row: tuple[int, int, str]) -> StoredEntry:
     """Build a stored entry from an ``(id, seq, record)`` row."""
     return StoredEntry(EntryRecord.from_json(loads(row[2])), row[1])
@@ -164,6 +171,15 @@ class Tables:
         """The highest committed entry ID; its row carries the seq of its commit."""
         self._kinds: dict[int, RecordKind] = {}
         """Kinds of committed IDs already looked up or written (IDs never change kind)."""
+        # REMINDER: these caches hold what this connection committed or read, which
+        # stays true because this process holds the store's writer lock and every write
+        # goes through ``write``, learned in ``committed`` only once COMMIT succeeded.
+        self._task_conversations: dict[int, int] = {}
+        """Conversation of each committed task (a task never moves, R-1.3)."""
+        self._documents: dict[int, DocumentRecord] = {}
+        """Committed incarnations (frozen records; one changes only when retired)."""
+        self._versions: dict[int, int] = {}
+        """Version of each live document's newest revision."""
 
     def _never_committed(self, record_id: int) -> bool:
         # Minted IDs lie above every committed ID, so a fresh ID needs no query: this
@@ -197,18 +213,34 @@ class Tables:
             # Conversations are named by every append, tasks replaced at every step.
             if kind in ("conversation", "task"):
                 self._remember(record_id, kind)
+        # A tool round changes two documents and rewrites two tasks per commit: each
+        # asked the database for its record, its version or its conversation before
+        # (issue 14).
+        for task, _text in batch.tasks:
+            _bounded(self._task_conversations)[task.id] = task.conversation_id
+        for document, _text in (*batch.new_documents, *batch.retired):
+            _bounded(self._documents)[document.id] = document
+        for revision in batch.revisions:
+            _bounded(self._versions)[revision.document_id] = revision.version
+        for document_id, everything in batch.reclaim.items():
+            if everything:  # retired: no revision is left
+                self._versions.pop(document_id, None)
 
     def _remember(self, record_id: int, kind: RecordKind) -> None:
-        if len(self._kinds) >= _KIND_CACHE:
-            self._kinds.clear()  # a bound, not an LRU: refilling costs one query per ID
-        self._kinds[record_id] = kind
+        _bounded(self._kinds)[record_id] = kind
 
     def task_conversation(self, task_id: int) -> int | None:
         """Return the conversation of a committed task."""
         if self._never_committed(task_id):
             return None
+        known = self._task_conversations.get(task_id)
+        if known is not None:
+            return known
         row = self._one("SELECT conversation_id FROM tasks WHERE id = ?", (task_id,))
-        return None if row is None else row[0]
+        if row is None:
+            return None
+        _bounded(self._task_conversations)[task_id] = row[0]
+        return int(row[0])
 
     def submission_identity(self, submission_id: int) -> tuple[int, str, str | None] | None:
         """Return the conversation, type and request ID of a committed submission."""
@@ -234,8 +266,15 @@ class Tables:
         """Return a document incarnation."""
         if not fits(document_id):
             return None
+        known = self._documents.get(document_id)
+        if known is not None:
+            return known
         row = self._one("SELECT record FROM documents WHERE id = ?", (document_id,))
-        return None if row is None else DocumentRecord.from_json(loads(row[0]))
+        if row is None:
+            return None
+        record = DocumentRecord.from_json(loads(row[0]))
+        _bounded(self._documents)[document_id] = record
+        return record
 
     def live_document(self, address: DocAddress) -> DocumentRecord | None:
         """Return the live incarnation at an address."""
@@ -251,6 +290,9 @@ class Tables:
 
     def document_version(self, document_id: int) -> int:
         """Return the version of a document's newest revision."""
+        known = self._versions.get(document_id)
+        if known is not None:
+            return known
         row = self._one(
             "SELECT version FROM document_revisions WHERE document_id = ?"
             " ORDER BY seq DESC LIMIT 1",
@@ -258,7 +300,9 @@ class Tables:
         )
         if row is None:
             raise StorageCorrupted(f"Document {document_id} is missing a required base")
-        return int(row[0])
+        version = int(row[0])
+        _bounded(self._versions)[document_id] = version
+        return version
 
     def document_content(self, document_id: int, at: int) -> tuple[int, JsonObject]:
         """Return a document's version and value at ``at``."""
@@ -323,8 +367,9 @@ class Tables:
                     text,
                 ),
             )
-            execute(_CHANGED["tasks", "status"], (status, task.id))
-            execute(_CHANGED["tasks", "kind"], (kind, task.id))
+            if batch.new_ids.get(task.id) != "task":  # a new row holds them already
+                execute(_CHANGED["tasks", "status"], (status, task.id))
+                execute(_CHANGED["tasks", "kind"], (kind, task.id))
         for submission, text in batch.submissions:
             request_id = sql_text(submission.request_id)
             execute(
@@ -340,8 +385,9 @@ class Tables:
                     text,
                 ),
             )
-            execute(_CHANGED["submissions", "status"], (submission.status, submission.id))
-            execute(_CHANGED["submissions", "request_id"], (request_id, submission.id))
+            if batch.new_ids.get(submission.id) != "submission":
+                execute(_CHANGED["submissions", "status"], (submission.status, submission.id))
+                execute(_CHANGED["submissions", "request_id"], (request_id, submission.id))
         for document, text in batch.new_documents:
             scope_kind, scope_id = _scope_columns(ScopeRef.of(document.scope))
             execute(
