@@ -91,7 +91,9 @@ class ToolCard(TerminalSafe):
       by ``language``).
     - ``edit``: ``path`` and ``diff`` (a unified diff, coloured by the screen).
     - ``bash``: ``command``; ``output`` (a bounded tail while running, the retained
-      output when done); ``exit_code`` and ``duration_ms`` when finished.
+      output when done); ``exit_code`` and ``duration_ms`` when finished;
+      ``job_id`` and ``job_pid`` when its process runs on as a background job
+      (``background: true``, or moved there with Ctrl+B).
     - ``subagent`` and others: ``arguments`` and ``output``; ``conversation_id``
       when the call runs a child conversation (selecting it opens that conversation).
     """
@@ -115,6 +117,9 @@ class ToolCard(TerminalSafe):
     size_bytes: int | None = None
     exit_code: int | None = None
     duration_ms: int | None = None
+    job_id: int | None = None
+    """The background job the call's process runs on as (its task id, as ``/tasks`` shows)."""
+    job_pid: int | None = None
     error: str = ""
     """The error message for ``error`` / ``interrupted`` / ``aborted``."""
     conversation_id: int | None = None

@@ -4,8 +4,8 @@
 - ``write``: the path, the size and a highlighted preview (first lines collapsed).
 - ``edit``: the path and the unified diff, added lines green and removed red.
 - ``bash``: ``$ command``, a bounded tail of the output (the committed retained
-  window, R102), then the exit code and duration; ``N lines dropped`` when the
-  retained window lost its head.
+  window, R102), then the exit code (or the background job its process runs on
+  as) and duration; ``N lines dropped`` when the retained window lost its head.
 - anything else (``subagent``, extension tools): name, arguments, output tail; a
   subagent card says how to open its conversation.
 
@@ -198,6 +198,9 @@ def _outcome(card: ToolCard, ctx: RenderContext) -> Text | None:
     facts: list[tuple[str, str]] = []
     if card.exit_code is not None:
         facts.append((f"exit {card.exit_code}", "success" if card.exit_code == 0 else "error"))
+    if card.job_id is not None:
+        pid = "" if card.job_pid is None else f" (pid {card.job_pid})"
+        facts.append((f"runs on as background job {card.job_id}{pid}: /tasks lists it", "accent"))
     if card.duration_ms is not None:
         facts.append((f"{card.duration_ms / 1000:.1f}s", "muted"))
     if not facts:

@@ -83,6 +83,20 @@ def test_bash_card_reports_dropped_output_and_a_failing_exit_code(ctx: RenderCon
     assert "exit 2 · 0.3s" in text
 
 
+def test_a_bash_card_whose_process_runs_on_as_a_job_names_the_job(ctx: RenderContext) -> None:
+    card = ToolCard(
+        "c",
+        "bash",
+        "done",
+        command="npm run dev",
+        output="ready",
+        job_id=13,
+        job_pid=4711,
+        duration_ms=1100,
+    )
+    assert "runs on as background job 13 (pid 4711): /tasks lists it · 1.1s" in card_text(card, ctx)
+
+
 @pytest.mark.parametrize(
     ("status", "shown"),
     [

@@ -15,7 +15,8 @@ shown conversation's ``pi.live`` value, and gets ``Block`` values back.
   ``interrupted`` or ``aborted`` (by the error diagnostic's code), its output (the
   result text the model received, which replaces the streamed output) and
   details (a ``read`` range, a ``write`` preview, an ``edit`` diff, ``bash``'s
-  exit code and duration, a subagent's conversation).
+  exit code and duration or the background job it runs on as, a subagent's
+  conversation).
 - ``pi.live`` adds what streams: the partial assistant message (``live``), cards
   of calls the stream has produced (``live/<call id>``), and the running slots'
   committed output on their cards.
@@ -155,7 +156,13 @@ def apply_result(card: ToolCard, entry: EntryRecord) -> ToolCard:
         duration_ms=message.get("duration_ms") or details.get("duration_ms"),
     )
     if card.name == "bash":
-        card = replace(card, exit_code=details.get("exit_code"))
+        job_id, pid = details.get("job_id"), details.get("pid")
+        card = replace(
+            card,
+            exit_code=details.get("exit_code"),
+            job_id=job_id if isinstance(job_id, int) else None,
+            job_pid=pid if isinstance(pid, int) else None,
+        )
     elif card.name == "edit":
         card = replace(card, diff=str(details.get("patch") or details.get("diff") or ""))
     elif card.name == "read" and "first_line" in details:

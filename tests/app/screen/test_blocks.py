@@ -142,6 +142,23 @@ async def test_a_running_bash_card_shows_its_committed_output_before_the_result_
     assert "released" in done.output
 
 
+async def test_a_bash_card_moved_to_the_background_names_its_job_and_pid(
+    open_screen: ScreenFactory,
+) -> None:
+    rig = await open_screen(call("bash", command=gate_command()), say("moved"), settings=FAST)
+    await within(rig.controller.submit("run"))
+    await rig.until(lambda: "started" in rig.card_output("bash"), "committed output")
+    await within(rig.controller.background_command())  # Ctrl+B
+    await rig.idle()
+    card = rig.card("bash").tool
+    assert card is not None
+    assert card.status == "done"
+    await rig.until(lambda: any(n.label.startswith("job:") for n in rig.model.tasks), "the job")
+    [job] = [n.task_id for n in rig.model.tasks if n.label.startswith("job:")]
+    assert (card.job_id, card.job_pid is not None) == (job, True)
+    rig.release()
+
+
 async def test_a_foreground_subagent_card_names_the_child_conversation_and_shows_its_answer(
     open_screen: ScreenFactory,
 ) -> None:
