@@ -11,7 +11,8 @@ attaches instead of being refused. Then, on the screens themselves:
 - the hosting terminal quits: it says it keeps serving, and the second goes on
   (a prompt is answered) until it leaves, when the first process exits;
 - ``kill -9`` of a host: the attached terminal says the host is gone and how
-  to take over, and the take-over finds everything committed;
+  to take over, and the take-over finds everything committed; killed while it
+  works, the attached terminal stops saying it works (status line, task tree);
 - all of it with the session in PostgreSQL (issue 17): the socket's rendezvous
   is the session's directory on this machine, which a database session has too.
 """
@@ -112,6 +113,27 @@ def test_kill_9_of_the_host_the_attached_terminal_says_so_and_takes_over(
     second.wait_dead()
     second.start("-c")
     second.wait_for(contains("asked before the kill", "END-ONE", "F1 help"), "taken over")
+
+
+def test_kill_9_of_the_host_while_it_works_stops_the_attached_terminal_saying_it_works(
+    pair: tuple[Terminal, Terminal],
+) -> None:
+    first, second = pair
+    attach_second(first, second)
+    second.submit("answer first")
+    second.wait_for(contains("END-ONE"), "the answer")
+    second.submit("now run the gate")
+    second.wait_for(contains("started-gate", "Running bash"), "the command running")
+    first.kill()
+    screen = second.wait_for(
+        contains("Stopped: the session's host is gone", "killed, or it crashed"), "the stop"
+    )
+    assert "Running bash" not in screen
+    assert "+1 attached" not in screen
+    assert "running execute" not in screen  # the task tree says every task stopped
+    second.type("still typing")
+    second.press("Enter")
+    second.wait_for(contains("submit failed: the session's host is gone (see the notice)"), "why")
 
 
 APPROVAL_SCRIPT = {

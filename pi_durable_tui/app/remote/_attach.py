@@ -23,12 +23,24 @@ from pi_durable_tui.app.screen import LiveScreenModel
 
 TAKE_OVER = "quit (Ctrl+D) and run `pidurable --continue` to take over: nothing committed is lost"
 
+HOST_GONE = "Stopped: the session's host is gone (ctrl+d quits; see the notice)"
+"""The status line once the host is gone: nothing runs on here, whatever was last shown."""
+
 
 def host_gone(reason: str) -> str:
     """What an attached screen says when its host is gone."""
     if reason == "host closing":
         return "The session's host stopped serving it; " + TAKE_OVER
+    if reason == "gone":  # the connection ended without a word: killed, or crashed
+        return "The session's host is gone (killed, or it crashed); " + TAKE_OVER
     return f"The session's host is gone ({reason}); " + TAKE_OVER
+
+
+def _stop_when_gone(model: LiveScreenModel, reason: str) -> None:
+    # The screen stops as after a store failure: no commit reaches it any more, so
+    # its tree, status line and `+N attached` would say the agent works forever.
+    model.set_attached(0)
+    model.stop(host_gone(reason), HOST_GONE)
 
 
 async def attach_screen(
@@ -52,7 +64,7 @@ async def attach_screen(
         feed = RemoteFeed(link, welcome, context_window)
         model = LiveScreenModel(feed, verbose=verbose)
         await model.attach(feed.root_id)
-        feed.on_gone(lambda reason: model.add_notice("error", host_gone(reason)))
+        feed.on_gone(lambda reason: _stop_when_gone(model, reason))
         feed.on_error(lambda message: model.add_notice("warning", message))
         feed.on_stopped(model.store_failed)
         feed.on_clients(presence_notices(model, list(feed.clients), feed.client_id))

@@ -40,6 +40,9 @@ ONLY_THE_HOST = "the terminal that hosts this session"
 
 TAKE_OVER = "leave here (Ctrl+D) and take over with `pidurable --continue`"
 
+GONE = "the session's host is gone (see the notice); ctrl+d quits"
+"""Why an action fails once the host is gone, after ``<action> failed: ``."""
+
 _ACTIONS: dict[HostAction, str] = {
     "fork": "/fork",
     "new": "/new",
@@ -95,8 +98,9 @@ class RemoteController:
             return await self.feed.link.call(method, **args)
         except HostRefused as error:
             raise ValueError(str(error)) from None
-        except HostGone as error:
-            raise ValueError(str(error)) from None
+        except HostGone:
+            # The notice says what happened and what to do (``_attach.host_gone``).
+            raise ValueError(GONE) from None
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """A prompt, a steer, or a follow-up, sent to the host."""

@@ -230,8 +230,18 @@ class LiveScreenModel:
         ``pi.live`` and the tree would say it works forever. An attached client
         is told by its host (the wire's ``stopped``) and calls this too.
         """
-        self._stopped = STOPPED
-        self._status, self._busy = STOPPED, False
+        self.stop(line, STOPPED)
+
+    def stop(self, line: str, status: str) -> None:
+        """Say that nothing more runs from this screen: the store failed, the host is gone.
+
+        ``line`` is one lasting error notice (what happened, what to do), ``status``
+        replaces the status line, and the task tree shows every task ``stopped``:
+        no commit reaches this screen any more, so what it last saw would say the
+        agent works forever.
+        """
+        self._stopped = status
+        self._status, self._busy = status, False
         self.add_notice("error", line, emit=False, lasting=True)
         self._emit(ViewChange(status=True, notices=True, tasks=True))
 

@@ -15,6 +15,7 @@ import pytest
 from pi_durable_tui.ai import FauxMatch, FauxProvider, faux_response, faux_text
 from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
 from pi_durable_tui.app._wire import MAX_PENDING
+from pi_durable_tui.app.remote._attach import HOST_GONE, host_gone
 from pi_durable_tui.app.screen._store_failure import STOPPED
 from pi_durable_tui.kernel import Tx
 from tests.app.conftest import BIG
@@ -205,6 +206,31 @@ async def test_when_the_host_stops_the_attached_screen_says_so_and_how_to_take_o
     await served.host.close()
     await until(lambda: any("--continue" in n.text for n in model.notices), what="the notice")
     assert "stopped serving" in model.notices[-1].text
+
+
+async def test_a_screen_whose_host_is_gone_stops_saying_the_agent_works(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(call("bash", command=gate_command()), say("ran"), settings=FAST)
+    model, controller = await attach(served.rig.app.store)
+    await within(controller.submit("run"))
+    await until(lambda: model.status.startswith("Running bash"), what="the command runs")
+    assert model.footer.attached == 1  # the host's own screen
+    await served.host.close()
+    await until(lambda: model.status == HOST_GONE, what="the stopped status line")
+    assert not model.busy
+    assert {(n.status, n.elapsed_s) for n in model.tasks} == {("stopped", None)}
+    assert model.footer.attached == 0
+    assert "--continue" in [n.text for n in model.notices if n.level == "error"][-1]
+    with pytest.raises(
+        ValueError, match=r"^the session's host is gone \(see the notice\); ctrl\+d"
+    ):
+        await within(controller.submit("anyone?"))
+    served.rig.release()
+
+
+def test_a_host_gone_without_a_word_is_said_as_killed_or_crashed() -> None:
+    assert host_gone("gone").startswith("The session's host is gone (killed, or it crashed); quit")
 
 
 async def test_a_host_action_refused_once_the_hosting_terminal_left_says_to_stop_its_process(
