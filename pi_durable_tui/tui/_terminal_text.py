@@ -14,8 +14,8 @@ fails when a TUI module imports Rich's or Textual's text classes itself).
 - ``plain(label)``: a label string as safe content, never read as markup (an
   option of a list, a title);
 - ``markdown(source, ...)`` and ``syntax(code, lexer, ...)``: Rich ``Markdown``
-  and ``Syntax`` of the safe text (imported on first use: markdown-it and
-  Pygments are slow to load and the first paint must not wait).
+  (raw HTML shown as text) and ``Syntax`` of the safe text (imported on first
+  use: markdown-it and Pygments are slow to load and the first paint must not wait).
 
 Styles pidurable applies itself (colours, bold, links it makes) are spans, not
 characters, and are kept.
@@ -23,6 +23,7 @@ characters, and are kept.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.style import Style
@@ -32,6 +33,7 @@ from textual.content import Content as _TextualContent
 from pi_durable_tui.app import terminal_safe
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from rich.markdown import Markdown
     from rich.syntax import Syntax
 
@@ -96,10 +98,29 @@ def plain(label: str | _TextualContent) -> _TextualContent:
 
 
 def markdown(source: str, **options: Any) -> Markdown:
-    """A Rich ``Markdown`` of the safe source (``options`` as ``Markdown`` takes them)."""
+    """A Rich ``Markdown`` of the safe source (``options`` as ``Markdown`` takes them).
+
+    Raw HTML in the source shows as the text it is. Rich parses with markdown-it's
+    CommonMark preset, which reads ``<div>`` or ``<script>...</script>`` as HTML,
+    and then draws no HTML token at all, so a tag the model wrote (``wrap it in a
+    <details> block``) vanished from the transcript and a paragraph that began with
+    one vanished whole. The same parse finds where a streamed answer's blocks
+    settle (``_markdown_blocks``), so both agree.
+    """
     from rich.markdown import Markdown  # markdown-it loads on the first assistant block.
 
-    return Markdown(terminal_safe(source), **options)
+    safe = terminal_safe(source)
+    rendered = Markdown("", **options)
+    rendered.markup, rendered.parsed = safe, _markdown_parser().parse(safe)
+    return rendered
+
+
+@functools.cache
+def _markdown_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    # Rich's own parser (``Markdown.__init__``), with raw HTML read as text.
+    return MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
 
 
 def syntax(code: str, lexer: str, **options: Any) -> Syntax:

@@ -125,6 +125,17 @@ def test_each_block_kind_renders_what_the_transcript_shows(
     assert shown in text_of(render_block(block, ctx))
 
 
+def test_html_in_an_answer_shows_as_the_text_the_model_wrote(ctx: RenderContext) -> None:
+    text = (
+        "Wrap it in <details> with a <summary>.\n\n<div>\nA paragraph that opens with a tag\n"
+        "</div>\n\n| tag | use |\n|---|---|\n| <br> | a line break |"
+    )
+    shown = text_of(render_block(Block("e6", "assistant", 6, text=text), ctx))
+    assert "Wrap it in <details> with a <summary>." in shown
+    assert "<div> A paragraph that opens with a tag </div>" in " ".join(shown.split())
+    assert "<br>" in shown
+
+
 def test_a_partial_a_crash_cut_is_one_folded_line_until_expanded(ctx: RenderContext) -> None:
     partial = Block("e5", "assistant", 5, text="First paragraph.\n\nSecond one", mark="interrupted")
     folded = " ".join(text_of(render_block(partial, ctx)).split())
