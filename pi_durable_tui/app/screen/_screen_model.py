@@ -163,8 +163,12 @@ class LiveScreenModel:
 
     @property
     def approval(self) -> ApprovalQuestion | None:
-        """The oldest call of the shown conversation waiting for a decision (issue 13)."""
-        return approval_question(self._live_doc)
+        """The oldest call of the shown conversation waiting for a decision (issue 13).
+
+        None once stopped (``stop``): no decision can be stored or sent from here;
+        the call still waits, and ``--continue`` asks it again.
+        """
+        return None if self._stopped else approval_question(self._live_doc)
 
     def set_attached(self, count: int) -> None:
         """Show how many other terminals and clients share the session (the footer)."""
@@ -236,14 +240,14 @@ class LiveScreenModel:
         """Say that nothing more runs from this screen: the store failed, the host is gone.
 
         ``line`` is one lasting error notice (what happened, what to do), ``status``
-        replaces the status line, and the task tree shows every task ``stopped``:
-        no commit reaches this screen any more, so what it last saw would say the
-        agent works forever.
+        replaces the status line, the task tree shows every task ``stopped`` and
+        an approval prompt goes away (``approval``): no commit reaches this screen
+        any more, so what it last saw would say the agent works forever.
         """
         self._stopped = status
         self._status, self._busy = status, False
         self.add_notice("error", line, emit=False, lasting=True)
-        self._emit(ViewChange(status=True, notices=True, tasks=True))
+        self._emit(ViewChange(status=True, notices=True, tasks=True, approval=True))
 
     @property
     def feed(self) -> ScreenFeed:

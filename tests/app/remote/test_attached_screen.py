@@ -229,6 +229,21 @@ async def test_a_screen_whose_host_is_gone_stops_saying_the_agent_works(
     served.rig.release()
 
 
+async def test_an_approval_shown_when_the_host_goes_is_taken_down_nobody_can_decide_it_here(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(
+        call("bash", command="touch made"), say("ran"), permissions=PermissionChoices()
+    )
+    model, controller = await attach(served.rig.app.store)
+    await within(controller.submit("make it"))
+    await until(lambda: model.approval is not None, what="the question on the attached screen")
+    await served.host.close()
+    await until(lambda: model.status == HOST_GONE, what="the stop")
+    assert model.approval is None  # `pidurable --continue` asks it again
+    assert not (served.rig.workdir / "made").exists()
+
+
 def test_a_host_gone_without_a_word_is_said_as_killed_or_crashed() -> None:
     assert host_gone("gone").startswith("The session's host is gone (killed, or it crashed); quit")
 
