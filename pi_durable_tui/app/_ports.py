@@ -199,7 +199,7 @@ class Controller(Protocol):
         ...
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the transcript; returns the path written."""
+        """Write the shown conversation's transcript; returns the path written."""
         ...
 
     def custom_commands(self) -> list[CommandInfo]:

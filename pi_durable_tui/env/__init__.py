@@ -28,6 +28,7 @@ from __future__ import annotations
 from pi_durable_tui.env._errors import FILE_ERROR_CODES, FileError, FileErrorCode
 from pi_durable_tui.env._jobs import JobProcess, KeptJob
 from pi_durable_tui.env._local import MAX_TIMEOUT_SECONDS, LocalEnv
+from pi_durable_tui.env._mark import MARK_NAME
 from pi_durable_tui.env._mutation_queue import FileMutationQueue
 from pi_durable_tui.env._protocol import BinaryReader, DirReader, ExecutionEnv, TextErrors
 from pi_durable_tui.env._readers import scan_bytes
@@ -42,7 +43,6 @@ from pi_durable_tui.env._secrets import (
 )
 from pi_durable_tui.env._spill import SPILL_PREFIX
 from pi_durable_tui.env._strays import (
-    MARK_NAME,
     ProcessInfo,
     call_mark,
     end_processes,

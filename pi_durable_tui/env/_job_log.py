@@ -30,8 +30,9 @@ import os
 from collections.abc import Sequence
 
 from pi_durable_tui.env._groups import ProcessGroup
-from pi_durable_tui.env._log_relay import append_to_log, start_relay
-from pi_durable_tui.env._spill import ByteStreamRedaction
+from pi_durable_tui.env._log_relay import append_to_log
+from pi_durable_tui.env._redaction import ByteStreamRedaction
+from pi_durable_tui.env._relay_start import start_relay
 from pi_durable_tui.env._types import OutputStream, SkippedOutput
 
 

@@ -31,13 +31,14 @@ from pi_durable_tui.env._beneath import write_beneath
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._groups import ProcessGroup
 from pi_durable_tui.env._jobs import spawn_job
+from pi_durable_tui.env._mark import MARK_NAME
 from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._process import run_command
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._readers import LocalBinaryReader, LocalDirReader
 from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
-from pi_durable_tui.env._strays import MARK_NAME, call_mark, carrying, end_processes
+from pi_durable_tui.env._strays import call_mark, carrying, end_processes
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,

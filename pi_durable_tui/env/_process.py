@@ -53,12 +53,12 @@ from pi_durable_tui.env._groups import (
     live_groups,
     reap_finished_groups,
 )
+from pi_durable_tui.env._mark import MARK_NAME
 from pi_durable_tui.env._orphan_guard import OrphanGuard
 from pi_durable_tui.env._run_guard import RUN_GUARD
 from pi_durable_tui.env._running_job import RunningJob
 from pi_durable_tui.env._spill import SpillFile
 from pi_durable_tui.env._strays import (
-    MARK_NAME,
     children_of_this_process,
     end_processes,
     strays,

@@ -12,8 +12,11 @@ place that redacts, so the rules cannot drift apart:
 - streamed partials (the model's text and thinking) and the live output of a
   tool go through ``streaming`` first, so a secret cut by a chunk boundary is
   withheld until it is whole;
-- byte streams (the spill file of ``exec``, a background job's log) go
-  through ``chunk``, which holds back only an end that could start a secret;
+- byte streams (the spill file of ``exec``, a background job's log, a kept
+  job's relay) go through ``chunk``, which holds back only an end that could
+  start a secret; ``ByteStreamRedaction`` keeps what one stream holds back.
+  It lives here, beside the redactor, so the relay process (``_log_relay``)
+  loads nothing but this module (and ``_secrets``) to redact;
 - printed output (``-p``, ``--mode json``, exports, logs) goes through ``text``.
 
 The secrets are the values of this process's environment variables whose names
@@ -37,10 +40,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from pi_durable_tui.env._secrets import is_secret_name
+
+# REMINDER: a kept job's relay process imports this module (``_log_relay``), and
+# ``typing`` alone would add a twentieth to its memory: ``Any`` is for the type
+# checker only (annotations are not evaluated), so ``typing`` is not imported here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "[redacted]"
 """What a secret value is replaced with."""
@@ -222,3 +231,36 @@ class SecretRedactor:
                     found = size
                     break
         return found
+
+
+class ByteStreamRedaction:
+    """The state of one byte stream passing through a ``SecretRedactor``: what is held back.
+
+    A value cut by a chunk boundary is still found: the redactor holds back the
+    end of each chunk that could start a secret until the next chunk (or the
+    end) shows whether it does. The spill file, a job's log (``_job_log``) and a
+    kept job's relay (``_log_relay``, which takes over ``held``) share it.
+
+    Args:
+        secrets: The values to hide.
+        held: Bytes another holder held back for this stream (a kept job's relay).
+    """
+
+    def __init__(self, secrets: Sequence[bytes] = (), held: bytes = b"") -> None:
+        self._redactor = SecretRedactor(s.decode("utf-8", "surrogateescape") for s in secrets)
+        self._held = held
+
+    @property
+    def holding(self) -> bool:
+        """Whether bytes are held back for the next chunk."""
+        return bool(self._held)
+
+    @property
+    def held(self) -> bytes:
+        """The bytes held back for the next chunk (what a new holder starts from)."""
+        return self._held
+
+    def redact(self, data: bytes, *, final: bool = False) -> bytes:
+        """The next bytes to write; ``final`` releases what was held back."""
+        out, self._held = self._redactor.chunk(self._held + data, final=final)
+        return out

@@ -10,10 +10,10 @@ gigabyte of output costs a thousand ``write`` calls.
 
 The file never holds a secret of this process: every value of a secret-looking
 environment variable (``secrets``) is written as ``[redacted]`` by the one
-``SecretRedactor`` (``ByteStreamRedaction`` keeps a stream's held-back bytes). A
-value cut by a chunk boundary is found because the end of each write that could
-start a secret (at most ``len(longest) - 1`` bytes) is held back until the next
-one (or the close).
+``SecretRedactor`` (``ByteStreamRedaction``, beside it in ``_redaction``, keeps
+a stream's held-back bytes). A value cut by a chunk boundary is found because
+the end of each write that could start a secret (at most ``len(longest) - 1``
+bytes) is held back until the next one (or the close).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 
 from pi_durable_tui.env._errors import FileError
-from pi_durable_tui.env._redaction import SecretRedactor
+from pi_durable_tui.env._redaction import ByteStreamRedaction
 from pi_durable_tui.env._types import SpillPolicy
 
 SPILL_PREFIX = "pi-output-"
@@ -60,39 +60,6 @@ class SpillTrigger:
     def drop(self) -> None:
         """Forget what is held (the command ended below the thresholds)."""
         self._held = []
-
-
-class ByteStreamRedaction:
-    """The state of one byte stream passing through a ``SecretRedactor``: what is held back.
-
-    A value cut by a chunk boundary is still found: the redactor holds back the
-    end of each chunk that could start a secret until the next chunk (or the
-    end) shows whether it does. The spill file, a job's log (``_job_log``) and a
-    kept job's relay (``_log_relay``, which takes over ``held``) share it.
-
-    Args:
-        secrets: The values to hide.
-        held: Bytes another holder held back for this stream (a kept job's relay).
-    """
-
-    def __init__(self, secrets: Sequence[bytes] = (), held: bytes = b"") -> None:
-        self._redactor = SecretRedactor(s.decode("utf-8", "surrogateescape") for s in secrets)
-        self._held = held
-
-    @property
-    def holding(self) -> bool:
-        """Whether bytes are held back for the next chunk."""
-        return bool(self._held)
-
-    @property
-    def held(self) -> bytes:
-        """The bytes held back for the next chunk (what a new holder starts from)."""
-        return self._held
-
-    def redact(self, data: bytes, *, final: bool = False) -> bytes:
-        """The next bytes to write; ``final`` releases what was held back."""
-        out, self._held = self._redactor.chunk(self._held + data, final=final)
-        return out
 
 
 class SpillFile:

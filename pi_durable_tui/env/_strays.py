@@ -33,8 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-MARK_NAME = "PIDURABLE_RUN"
-"""The environment variable carrying a command's mark."""
+from pi_durable_tui.env._mark import MARK_NAME
 
 _PROC = Path("/proc")
 _POLL_SECONDS = 0.005

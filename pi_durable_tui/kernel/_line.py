@@ -87,6 +87,8 @@ class CommitLine:
         self.lock = asyncio.Lock()
         """Held by each commit; readers that register observers take it too."""
         self._publisher = Publisher(self._listener_failed)
+        self.published_seq = storage.last_seq
+        """The seq of the newest stored commit taken into the live state and published."""
         self.failed: SessionFailed | None = None
         self.closing = False
         self.storage_closed = False
@@ -272,6 +274,10 @@ class CommitLine:
                 self._poison(error)
                 raise SessionFailed(error) from error
             info = self._adopt(staged, seq, writes)
+            # REMINDER: only here, with the commit adopted: a backend's ``last_seq`` can
+            # move a loop iteration earlier (SQLite settles a commit before this task
+            # resumes), while the caches still hold the state before it.
+            self.published_seq = seq
             self._publisher.publish(info)
         finally:
             self.lock.release()

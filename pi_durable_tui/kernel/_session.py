@@ -97,6 +97,7 @@ class Session:
             "closed",
             "closing",
             "failed",
+            "published_seq",
             "clock",
             "registry",
             "storage",
@@ -168,6 +169,18 @@ class Session:
         is not seen by its caches and live index.
         """
         return self._line.storage
+
+    @property
+    def published_seq(self) -> int:
+        """The seq of the newest commit this Session stored, took in and published.
+
+        What ``snapshot``, the live index and the subscribers show is as of this seq.
+        Read it, not ``storage.last_seq``, to tell later whether anything was committed
+        since: off the line a backend's ``last_seq`` can be one commit ahead of the
+        Session's state for a loop iteration (SQLite settles a commit before the line
+        takes it in). On the line the two are equal.
+        """
+        return self._line.published_seq
 
     @property
     def registry(self) -> TaskRegistry:

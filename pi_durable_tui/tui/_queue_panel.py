@@ -1,9 +1,10 @@
 """The queue: pending steers, follow-ups and writes of the shown conversation.
 
-One line per ``QueueItem`` with its mode. Delete (or Backspace) on a highlighted
-item asks the app to withdraw it; the app puts the withdrawn text back into the
-editor, so nothing typed is lost (tui-anchors 4.2). Hidden while empty. Alt+Down
-(``PANEL_KEY``) moves the focus here, Esc back to the editor; while it has the
+One line per ``QueueItem`` with its mode. Delete (or Backspace) on the highlighted
+item (the first one once the panel is entered, ``PanelList``) asks the app to
+withdraw it; the app puts the withdrawn text back into the editor, so nothing
+typed is lost (tui-anchors 4.2). Hidden while empty. Alt+Down (``PANEL_KEY``)
+moves the focus here, Esc back to the editor; while it has the
 focus its title says so (issue 12: focus is always visible).
 """
 
@@ -13,10 +14,10 @@ from collections.abc import Sequence
 
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from pi_durable_tui.app import QueueItem
+from pi_durable_tui.tui._panel_list import PanelList
 from pi_durable_tui.tui._terminal_text import Content
 
 _MODE_LABEL = {"steer": "[steer]", "follow_up": "[follow-up]", "write": "[write]"}
@@ -30,7 +31,7 @@ class Withdraw(Message):
         self.submission_id = submission_id
 
 
-class QueuePanel(OptionList):
+class QueuePanel(PanelList):
     """The list of queued inputs."""
 
     BINDINGS = [
@@ -49,7 +50,7 @@ class QueuePanel(OptionList):
             items: The queued items, in order.
         """
         self._items = list(items)
-        self.set_options(
+        self.show_options(
             Option(self._line(item), id=str(item.submission_id)) for item in self._items
         )
         self._set_title()

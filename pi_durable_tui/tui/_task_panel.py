@@ -6,7 +6,8 @@ phase, the time since it first ran, and ``[background]``, ``[aborting]`` or
 are in ``/tasks`` (issue 12). The elapsed time ticks once a second from the value the
 model gave, so the panel needs no model update to move. Selecting a node that
 owns a child conversation asks the app to show that conversation (as ``/agents``
-does). Hidden when there is no task or when toggled off (Ctrl+T, ``/tasks``).
+does); once the panel is entered the cursor is on a task (``PanelList``). Hidden
+when there is no task or when toggled off (Ctrl+T, ``/tasks``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from pi_durable_tui.app import TaskNode
 from pi_durable_tui.tui._block_views import OpenConversation
+from pi_durable_tui.tui._panel_list import PanelList
 from pi_durable_tui.tui._terminal_text import Content
 
 _STATUS_STYLE = {
@@ -49,7 +51,7 @@ def _walk(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int, Task
         yield from _walk(node.children, depth + 1)
 
 
-class TaskPanel(OptionList):
+class TaskPanel(PanelList):
     """The live task tree.
 
     Args:
@@ -76,15 +78,11 @@ class TaskPanel(OptionList):
         Args:
             tasks: The roots of the tree.
         """
-        highlighted = self.highlighted_option
-        keep = highlighted.id if highlighted is not None else None
         self._rows = list(_walk(tasks))
         self._received = self._clock()
-        self.set_options(
+        self.show_options(
             Option(self._line(depth, node), id=str(node.task_id)) for depth, node in self._rows
         )
-        if keep is not None and any(str(node.task_id) == keep for _, node in self._rows):
-            self.highlighted = self.get_option_index(keep)
         self._set_title()
         self._set_display()
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.env import LocalEnv, RunningJob, processes_of_run
-from pi_durable_tui.env._redaction import SecretRedactor
-from pi_durable_tui.env._spill import ByteStreamRedaction
+from pi_durable_tui.env._redaction import ByteStreamRedaction, SecretRedactor
 from pi_durable_tui.env.conformance import Captured
 from tests.deadlines import WAIT
 

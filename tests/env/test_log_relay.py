@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 from pi_durable_tui.env import RUN_DIRECTORY_PREFIX
+from pi_durable_tui.env._relay_start import start_relay
 from pi_durable_tui.env._strays import carrying, end_processes
 from tests.deadlines import WAIT
 from tests.env.test_job_log import FIRST, SECRET, SPLIT_PRINT, WAIT_FOR, SampledLog
@@ -127,3 +130,65 @@ async def test_the_relay_s_command_line_and_environment_hold_no_secret(
     assert SECRET.encode() not in seen
     assert FIRST.encode() not in seen  # what the job's writer held back went by pipe too
     assert _proc(relay, "environ") == f"PIDURABLE_RUN={kept['mark']}\0".encode()
+
+
+_NOT_RUN_BY_THE_RELAY = {
+    "_asyncio": "asyncio (env's face, _local, _strays)",
+    "_ssl": "ssl (asyncio)",
+    "_posixsubprocess": "subprocess (_relay_start, the parent's side)",
+    "_json": "json",
+}
+"""The C parts of what the relay must not load, each with what would load it."""
+
+
+def _extension_files(names: Iterable[str]) -> dict[str, str]:
+    """The file of each of ``names`` that is a shared object in this interpreter."""
+    found: dict[str, str] = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and spec.origin.endswith(".so"):
+            found[name] = os.path.realpath(spec.origin)  # /proc maps show real paths
+    return found
+
+
+@pytest.fixture
+def running_relay(tmp_path: Path) -> Iterator[tuple[int, Path, int]]:
+    """A relay started by ``start_relay`` on one pipe: its PID, its log and the pipe's
+    write end (closed, and the relay reaped, afterwards)."""
+    read_end, write_end = os.pipe()
+    log_path = tmp_path / "job.log"
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        pid = start_relay("test-0.1", [(read_end, b"")], log, [SECRET.encode()])
+    finally:
+        os.close(read_end)
+        os.close(log)
+    try:
+        yield pid, log_path, write_end
+    finally:
+        os.close(write_end)  # the relay reads the end of its one pipe and exits
+        os.waitpid(pid, 0)
+
+
+def test_the_relay_process_loads_neither_asyncio_nor_ssl_nor_subprocess_nor_json(
+    running_relay: tuple[int, Path, int],
+) -> None:
+    # REMINDER: what a process loaded is read from its /proc maps: the shared objects of
+    # the C extensions those modules import. Its sys.modules cannot be read from outside
+    # without a debug hook in the product, and a bound on its memory would depend on the
+    # interpreter's build and version; a mapped _asyncio.so does not.
+    pid, log, write_end = running_relay
+    watched = _extension_files(list(_NOT_RUN_BY_THE_RELAY))
+    if not watched:
+        pytest.skip("this interpreter has asyncio, ssl, subprocess and json built in")
+    os.write(write_end, f"key={SECRET}\n".encode())
+    deadline = time.monotonic() + WAIT
+    while log.read_bytes() != b"key=[redacted]\n":  # relayed: the relay imported all it runs
+        assert time.monotonic() < deadline, f"the relay wrote no line to {log}"
+        time.sleep(0.005)
+
+    maps = _proc(pid, "maps").decode(errors="replace").splitlines()
+    mapped = {fields[5] for line in maps if len(fields := line.split(maxsplit=5)) == 6}
+
+    loaded = {name: _NOT_RUN_BY_THE_RELAY[name] for name, file in watched.items() if file in mapped}
+    assert loaded == {}

@@ -8,6 +8,8 @@ storage" is a state a test can stop in. Nothing sleeps for real.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +17,12 @@ import pytest
 from pi_durable_tui.kernel import (
     ConversationOwned,
     Ownerless,
+    Session,
     SessionFailed,
     Tx,
     define_doc,
 )
-from pi_durable_tui.storage import StorageRejected
+from pi_durable_tui.storage import SqliteStorage, StorageRejected
 from tests.kernel.support import (
     JOB,
     NOTES,
@@ -27,6 +30,7 @@ from tests.kernel.support import (
     collect_published,
     controlled,
     new_conversation,
+    open_session,
     settle,
     stored,
 )
@@ -87,6 +91,45 @@ async def test_r3_the_line_is_held_until_storage_settles_and_the_commit_ispublis
     storage.release_commits()
     await asyncio.gather(first, second)
     assert log == ["published 2", "second callback"]
+
+
+@pytest.fixture
+async def sqlite_session(tmp_path: Path) -> AsyncIterator[Session]:
+    """A Session on a real SQLite store, closed after the test."""
+    session = await open_session(await SqliteStorage.open(tmp_path / "session.sqlite"))
+    yield session
+    await session.close()
+
+
+async def test_the_published_seq_moves_with_the_publication_though_sqlite_settles_first(
+    sqlite_session: Session,
+) -> None:
+    session = sqlite_session
+    conversation = await new_conversation(session)
+    published = collect_published(session)
+    start = session.published_seq
+    store_ahead: list[int] = []
+    published_ahead: list[int] = []
+    watching = True
+
+    async def watch() -> None:
+        while watching:
+            newest = published[-1].seq if published else start
+            if session.storage.last_seq > newest:
+                store_ahead.append(session.storage.last_seq)
+            if session.published_seq != newest:
+                published_ahead.append(session.published_seq)
+            await asyncio.sleep(0)
+
+    watcher = asyncio.ensure_future(watch())
+    for _ in range(10):
+        await append(session, conversation)
+    watching = False
+    await watcher
+
+    assert store_ahead  # why it exists: the store's seq moves before the line takes it in
+    assert published_ahead == []
+    assert session.published_seq == session.storage.last_seq == start + 10
 
 
 async def test_r1_one_commit_stores_entries_tasks_and_documents_together() -> None:

@@ -95,6 +95,50 @@ async def test_a_queued_item_withdrawn_with_delete_returns_to_the_editor(
         assert app.focused is app.editor
 
 
+async def test_delete_right_after_alt_down_withdraws_the_first_queued_item(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    controller.withdraw_texts = {4: "use pathlib"}
+    async with app.run_test() as pilot:
+        model.set(queue=[QueueItem(4, "steer", "use pathlib"), QueueItem(5, "follow_up", "x")])
+        await pilot.pause()
+        await pilot.press("alt+down", "delete")
+        await settle(pilot)
+        assert controller.called("withdraw") == [(4,)]
+        assert app.editor.text == "use pathlib"
+
+
+async def test_enter_right_after_entering_the_task_tree_opens_the_first_subagent(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(
+            tasks=[
+                TaskNode(3, "pi.tool", "subagent: review", "running", subagent_conversation_id=12)
+            ]
+        )
+        await pilot.pause()
+        await pilot.press("alt+down", "enter")
+        await settle(pilot)
+        assert controller.called("switch_conversation") == [(12,)]
+
+
+async def test_the_queue_cursor_stays_on_its_item_when_the_queue_changes(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    controller.withdraw_texts = {4: "first"}
+    queue = [QueueItem(4, "steer", "first"), QueueItem(5, "follow_up", "second")]
+    async with app.run_test() as pilot:
+        model.set(queue=queue)
+        await pilot.pause()
+        await pilot.press("alt+down")  # the cursor on "first"
+        model.set(queue=[QueueItem(3, "steer", "typed in another terminal"), *queue])
+        await pilot.pause()
+        await pilot.press("delete")
+        await settle(pilot)
+        assert controller.called("withdraw") == [(4,)]
+
+
 async def test_alt_up_takes_the_newest_queued_item_back(
     app: PidurableApp, model: StaticScreenModel, controller: RecordingController
 ) -> None:
@@ -139,7 +183,6 @@ async def test_a_new_notice_shows_at_once_under_an_older_one_that_wraps(
         assert [n.id for n in app.notice_bar.shown_notices] == [1, -1]
 
 
-
 async def test_a_lasting_notice_gives_way_to_newer_ones_and_never_expires(
     app: PidurableApp, model: StaticScreenModel, clock: FakeClock
 ) -> None:
@@ -159,6 +202,7 @@ async def test_a_lasting_notice_gives_way_to_newer_ones_and_never_expires(
         painted = " ".join(text_of(app.notice_bar.render(), width=98).split())
         assert painted.startswith("the disk holding")  # whole again: three rows of four
         assert painted.endswith("is full; quit")
+
 
 def test_footer_shows_spend_context_cwd_model_and_thinking() -> None:
     footer = Footer(

@@ -148,21 +148,24 @@ async def export_transcript(
     into: TextIO,
     *,
     redact: Callable[[str], str] | None = None,
+    conversation_id: int = 1,
 ) -> int:
-    """Write the main conversation's transcript; returns the number of entries written.
+    """Write a conversation's transcript; returns the number of entries written.
 
     Args:
         storage: The session's store.
         fmt: ``jsonl``, ``markdown`` or ``html``.
         into: Where the transcript goes.
         redact: Redacts what is written (``output_redactor().text`` by default).
+        conversation_id: Whose history (its visible one: a fork's includes what
+            it inherited); the main conversation by default.
     """
     out = RedactedWriter(into, redact if redact is not None else output_redactor().text)
     count = 0
     if fmt == "html":
         out.write("<!doctype html><meta charset='utf-8'><title>pidurable</title>")
         out.write(f"<style>{_CSS}</style>")
-    async for entry in entries_of(storage):
+    async for entry in entries_of(storage, conversation_id):
         count += 1
         if fmt == "jsonl":
             out.write(json_line(entry.to_json()) + "\n")

@@ -239,7 +239,7 @@ class SessionHost:
     def _tasks_changed(self) -> None:
         message = {
             "t": "tasks",
-            "seq": self.app.harness.session.storage.last_seq,
+            "seq": self.app.harness.session.published_seq,
             "tasks": tasks_json(self._tree.nodes),
         }
         for connection in self._connections.values():

@@ -124,7 +124,7 @@ async def result_message(app: AgentApp, record: SubmissionRecord) -> dict[str, A
     text = await answer_text(app, record.answer) if answered and record.answer else None
     return {
         "t": "result",
-        "seq": app.harness.session.storage.last_seq,
+        "seq": app.harness.session.published_seq,
         "submission": record.id,
         "status": record.status,
         "reason": record.reason,

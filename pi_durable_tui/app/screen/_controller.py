@@ -382,11 +382,12 @@ class AgentController:
         opened.harness.resume()
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the transcript; returns the path written."""
+        """Write the shown conversation's transcript (a fork's, a subagent's); its path."""
         suffix = {"jsonl": "jsonl", "markdown": "md", "html": "html"}[fmt]
         target = Path(path or os.path.join(self.app.cwd, f"pidurable-{int(time.time())}.{suffix}"))
+        storage = self.app.harness.session.storage
         with target.open("w", encoding="utf-8") as out:
-            await export_transcript(self.app.harness.session.storage, fmt, out)
+            await export_transcript(storage, fmt, out, conversation_id=self.model.conversation_id)
         return str(target)
 
     def custom_commands(self) -> list[CommandInfo]:

@@ -32,11 +32,12 @@ import asyncssh
 
 from pi_durable_tui.env._errors import FileError, aborted
 from pi_durable_tui.env._local import check_timeout
+from pi_durable_tui.env._mark import MARK_NAME
 from pi_durable_tui.env._paths import join_paths, resolve_path
 from pi_durable_tui.env._protocol import TextErrors
 from pi_durable_tui.env._secrets import is_secret_name, scrub_environment
 from pi_durable_tui.env._spill import SPILL_PREFIX
-from pi_durable_tui.env._strays import MARK_NAME, call_mark
+from pi_durable_tui.env._strays import call_mark
 from pi_durable_tui.env._types import (
     DirEntry,
     ExecResult,

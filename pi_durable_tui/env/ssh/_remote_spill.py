@@ -26,7 +26,8 @@ from collections.abc import Awaitable, Callable, Sequence
 import asyncssh
 
 from pi_durable_tui.env._errors import FileError
-from pi_durable_tui.env._spill import ByteStreamRedaction, SpillTrigger
+from pi_durable_tui.env._redaction import ByteStreamRedaction
+from pi_durable_tui.env._spill import SpillTrigger
 from pi_durable_tui.env._types import SpillPolicy
 
 SpillOpener = Callable[[], Awaitable[tuple[str, asyncssh.SFTPClientFile]]]

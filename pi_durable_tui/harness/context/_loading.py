@@ -97,9 +97,23 @@ class RangeCache:
         # served with a reopened store.
         """
         self._commits += 1
+        try:
+            self._grow(entries)
+        except BaseException:
+            # A commit this cache could not take in breaks what ``current`` rests on,
+            # and its listener is dropped after this: trust no range from now on.
+            self._observed = False
+            self._ranges.clear()
+            raise
+
+    def _grow(self, entries: Sequence[EntryRecord]) -> None:
         added: dict[int, list[EntryRecord]] = {}
         for entry in entries:
-            if entry.conversation_id in self._ranges:
+            cached = self._ranges.get(entry.conversation_id)
+            # REMINDER: a backend can hold a commit a loop iteration before the session
+            # publishes it (SQLite), so a read may have taken its entries in already:
+            # those at or below the tail are in the range (entry IDs only grow).
+            if cached is not None and entry.id > cached.tail:
                 added.setdefault(entry.conversation_id, []).append(entry)
         for conversation_id, newer in added.items():
             cached = self._ranges[conversation_id]

@@ -130,7 +130,9 @@ class Conversation:
         inbox = await services.session.snapshot(INBOX_DOC, self.id) or {}
         if is_busy(live) or inbox.get("items"):
             return None  # queued, not placed: the boundary that places it plans anew
-        seq = services.session.storage.last_seq
+        # REMINDER: the published seq, not ``storage.last_seq``: the snapshots above and
+        # the plan's context are as of it, and the store's can be a commit ahead.
+        seq = services.session.published_seq
         coming = user_message(submission.content_json(), services.session.clock.now())
         try:
             plan = await planner(services, self.id, [coming])

@@ -60,16 +60,17 @@ class PlannedRequest:
 
     plan: RequestPlan
     seq: int
-    """The store's sequence number when planning began."""
+    """The Session's ``published_seq`` when planning began."""
 
     def current(self, services: HarnessServices) -> bool:
         """Whether nothing was committed since the planning began.
 
-        # REMINDER: read on the commit line, where ``last_seq`` counts every stored
-        # commit before this one (the line holds its lock until a commit is stored).
-        # Commits that store nothing change no document or entry a plan reads.
+        # REMINDER: read on the commit line, where the published seq counts every
+        # stored commit before this one (the line holds its lock until a commit is
+        # stored and taken in). Commits that store nothing change no document or entry
+        # a plan reads.
         """
-        return services.session.storage.last_seq == self.seq
+        return services.session.published_seq == self.seq
 
 
 async def admit(

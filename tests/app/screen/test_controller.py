@@ -98,15 +98,20 @@ async def test_withdraw_of_an_input_already_placed_returns_nothing(
     assert await within(rig.controller.withdraw(page.items[0].id)) is None
 
 
-async def test_fork_from_a_user_message_shows_the_history_before_it_and_returns_its_text(
-    open_screen: ScreenFactory,
-) -> None:
-    rig = await open_screen(say("one"), say("two"), say("other two"))
+async def fork_before_second(rig: ScreenRig) -> str:
+    """Ask ``first`` then ``second``, and fork before ``second``; the fork's returned text."""
     await rig.ask("first")
     await rig.ask("second")
     second = next(b for b in rig.blocks("user") if b.text == "second")
     assert second.entry_id is not None
-    assert await within(rig.controller.fork(second.entry_id)) == "second"
+    return await within(rig.controller.fork(second.entry_id))
+
+
+async def test_fork_from_a_user_message_shows_the_history_before_it_and_returns_its_text(
+    open_screen: ScreenFactory,
+) -> None:
+    rig = await open_screen(say("one"), say("two"), say("other two"))
+    assert await fork_before_second(rig) == "second"
     fork = rig.model.conversation_id
     assert fork != rig.app.root.id
     assert [(b.kind, b.text) for b in rig.model.blocks] == [("user", "first"), ("assistant", "one")]
@@ -245,6 +250,19 @@ async def test_export_writes_the_transcript_in_each_format(
     named = rig.workdir / f"out{suffix}"
     assert await within(rig.controller.export(fmt, str(named))) == str(named)  # type: ignore[arg-type]
     assert named.exists()
+
+
+async def test_export_writes_the_shown_conversation_so_a_fork_exports_the_fork(
+    open_screen: ScreenFactory,
+) -> None:
+    rig = await open_screen(say("one"), say("two"), say("other two"))
+    await fork_before_second(rig)
+    await rig.ask("second, differently")
+    text = Path(await within(rig.controller.export("markdown"))).read_text("utf-8")
+    assert "second, differently" in text
+    assert "other two" in text
+    assert "first" in text  # the history the fork sees
+    assert "## User\n\nsecond\n" not in text  # the main conversation's own turn is not in it
 
 
 async def test_complete_path_lists_matching_files_and_directories_skipping_noise(

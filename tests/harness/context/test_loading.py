@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pi_durable_tui.harness.context import _loading
 from pi_durable_tui.harness.context._context import EntryNotVisible
 from pi_durable_tui.harness.context._loading import SCAN_PAGE_SIZE, RangeCache, load_context
 from pi_durable_tui.storage import (
@@ -198,6 +199,48 @@ async def test_a_commit_during_the_read_leaves_the_observed_range_to_be_read_aga
 
     assert [scan["items"] for scan in reader.scans] == [[10]]  # grown by a read, not trusted
     assert [e.id for e in view.entries] == list(range(2, 11))
+
+
+async def test_a_read_that_saw_a_commit_before_it_was_observed_holds_its_entries_once(
+    storage: Storage,
+) -> None:
+    # On SQLite a commit is in the store a loop iteration before the session
+    # publishes it, so a read can see its entries and be cached first.
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 10)))
+    cache = RangeCache(observed=True)
+    late = user_entry(10, "stored, not yet observed")
+    await put(storage, late)
+    await load_context(storage, 1, cache=cache)
+    cache.observe([late])  # its publication arrives after the read
+    reader = RecordingReader(storage)
+
+    view = await load_context(reader, 1, cache=cache)
+
+    assert reader.scans == []
+    assert [e.id for e in view.entries] == list(range(2, 11))
+    assert view.messages == (await load_context(storage, 1)).messages
+
+
+async def test_an_observed_cache_that_failed_to_take_a_commit_in_trusts_no_range_after(
+    storage: Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await put(storage, ConversationRecord(1), *(user_entry(i, f"u{i}") for i in range(2, 10)))
+    cache = RangeCache(observed=True)
+    await load_context(storage, 1, cache=cache)
+
+    def broken(*_args: Any) -> Any:
+        raise RuntimeError("a bug while growing the range")
+
+    monkeypatch.setattr(_loading, "extend_range", broken)
+    with pytest.raises(RuntimeError):
+        await observed_put(storage, cache, user_entry(10, "missed"))
+    monkeypatch.undo()
+    await put(storage, user_entry(11, "never observed: the listener is gone"))
+
+    view = await load_context(storage, 1, cache=cache)
+
+    assert [e.id for e in view.entries] == list(range(2, 12))
+    assert cache.mark() is None
 
 
 async def test_an_observed_head_marker_makes_the_next_read_read_the_new_range(

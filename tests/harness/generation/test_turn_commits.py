@@ -11,7 +11,9 @@ after the admission resumes at ``request`` with nothing doubled.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,8 @@ from pi_durable_tui.harness import (
 )
 from pi_durable_tui.harness.generation._preparation import Preparation
 from pi_durable_tui.kernel import CommitInfo, Ownerless
-from pi_durable_tui.storage import SqliteStorage
+from pi_durable_tui.storage import MemoryStorage, SqliteStorage
+from pi_durable_tui.storage.writes import Write
 from tests.harness.generation.commit_support import (
     answered,
     generation_starts,
@@ -98,6 +101,51 @@ async def test_a_commit_after_the_planning_makes_the_generation_prepare_itself(
     entries = await rig.transcript()
     assert [e.kind for e in entries] == [USER, SYSTEM, ASSISTANT]
     assert message(entries[1])["sections"] == {"r": "<r>\nYou code.\n</r>"}
+
+
+class SettlingStorage(MemoryStorage):
+    """Returns from a commit only after ``in_window`` ran, as SqliteStorage settles a
+    commit (its ``last_seq`` already moved) a loop iteration before the line takes it in."""
+
+    in_window: Callable[[], Awaitable[None]] | None = None
+
+    async def commit(self, writes: Sequence[Write]) -> int:
+        seq = await super().commit(writes)
+        hook, self.in_window = self.in_window, None
+        if hook is not None:
+            await hook()
+        return seq
+
+
+async def test_a_plan_begun_while_a_stored_commit_was_not_taken_in_yet_is_not_used(
+    open_rig: RigFactory,
+) -> None:
+    storage = SettlingStorage()
+    rig = await open_rig(faux_response("hello"), storage=storage)
+    renders: list[int] = []
+
+    async def render(_input: Any) -> str:
+        renders.append(1)
+        return "You code."
+
+    rig.harness.registry.install(define_extension("busy", sections=[section("r", render)]))
+    asking: list[asyncio.Future[Any]] = []
+
+    async def plan_in_the_window() -> None:
+        asking.append(asyncio.ensure_future(rig.ask("hi")))
+        for _ in range(200):  # the input is planned while this commit is not taken in
+            if renders:
+                return
+            await asyncio.sleep(0)
+
+    storage.in_window = plan_in_the_window
+    await rig.harness.session.commit(lambda tx: tx.create_conversation(Ownerless()))
+
+    assert renders == [1]
+    assert (await within(asking[0])).status == "done"
+    # The plan judged the state before that commit: found stale, prepared again.
+    assert generation_starts(stored(rig)) == ["prepare"]
+    assert len(renders) == 2
 
 
 async def test_a_plan_that_fails_to_apply_never_costs_the_input(
