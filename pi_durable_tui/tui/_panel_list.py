@@ -23,6 +23,22 @@ from textual.widgets.option_list import Option, OptionDoesNotExist
 class PanelList(OptionList):
     """An ``OptionList`` whose focused cursor is always on an item, kept across updates."""
 
+    # The cursor shows only while the panel has the focus: the app's first focus can
+    # pass through a panel on its way to the editor, and a kept highlight must not
+    # look like a selection in a panel the keys do not reach.
+    DEFAULT_CSS = """
+    PanelList > .option-list--option-highlighted {
+        color: $foreground;
+        background: transparent;
+        text-style: none;
+    }
+    PanelList:focus > .option-list--option-highlighted {
+        color: $block-cursor-foreground;
+        background: $block-cursor-background;
+        text-style: $block-cursor-text-style;
+    }
+    """
+
     def show_options(self, options: Iterable[Option]) -> None:
         """Replace the items, keeping the highlighted one if it is still there.
 
