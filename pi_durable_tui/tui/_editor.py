@@ -66,6 +66,10 @@ _BUSY_PLACEHOLDER = (
 )
 
 
+_MIN_ROWS = 3
+"""The editor's smallest height: one line of text between its borders."""
+
+
 class PromptEditor(TextArea):
     """The editor under the transcript.
 
@@ -178,6 +182,15 @@ class PromptEditor(TextArea):
                 event.stop()
                 event.prevent_default()
                 return
+
+    def fit_screen(self, rows: int) -> None:
+        """Cap the editor at a quarter of a screen of ``rows`` rows, never below one line.
+
+        The stylesheet's ``max-height: 25%`` wins over ``min-height: 3`` in Textual,
+        so on a screen under 12 rows the editor shrank to its two borders and what
+        was typed could not be seen.
+        """
+        self.styles.max_height = max(_MIN_ROWS, rows // 4)
 
     def set_busy(self, busy: bool) -> None:
         """Say in the placeholder what Enter does now."""
