@@ -217,6 +217,10 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         if self._on_painted is not None:
             self.call_after_refresh(self._on_painted)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Keep the editor's quarter of the screen at least one line tall (``fit_screen``)."""
+        self.editor.fit_screen(event.size.height)
+
     async def on_unmount(self) -> None:
         """Stop listening, then close the controller (``GuardedApp``)."""
         if self._unsubscribe is not None:

@@ -10,7 +10,12 @@
 - Up on the first line and Down on the last walk the prompt history
   (``Controller.history``), keeping the draft to come back to.
 - While the completion menu is open, Up/Down move in it, Tab (or Enter, when it
-  changes the text) accepts, Esc closes it. Without a completion Tab does nothing:
+  changes the text) accepts, Esc closes it. Each of these keys first brings the
+  menu up to the text as it is now (``_sync_completion``): the keys of a burst run
+  before the ``Changed`` messages they post, so the menu may still show what an
+  earlier prefix offered (``/ex`` -> ``/export``), and Enter after
+  ``/export markdown out.md`` typed in one read replaced ``/ex`` with ``/export ``
+  instead of sending the line. Without a completion Tab does nothing:
   it never moves the focus out of the editor (issue 12: text typed after a Tab
   went to a panel that dropped it; Alt+Down is the way into the panels).
 - Ctrl+D on an empty editor asks to exit; otherwise it deletes forward. Home
@@ -59,6 +64,10 @@ _IDLE_PLACEHOLDER = "Ask anything. / for commands, @ for files, F1 for help."
 _BUSY_PLACEHOLDER = (
     f"Enter steers the agent now; {FOLLOW_UP_KEY} or {FOLLOW_UP_FALLBACK} queues a follow-up."
 )
+
+
+_MIN_ROWS = 3
+"""The editor's smallest height: one line of text between its borders."""
 
 
 class PromptEditor(TextArea):
@@ -159,6 +168,8 @@ class PromptEditor(TextArea):
         self._recalled = ""
         self._draft = ""
         self._pastes = PastedTexts()
+        self._completed_for: tuple[int, int, str] | None = None
+        """The cursor and its line the menu was computed for (``_sync_completion``)."""
 
     async def _on_key(self, event: events.Key) -> None:
         """Run the editor's own binding of a key here, in typing order (module docstring).
@@ -171,6 +182,15 @@ class PromptEditor(TextArea):
                 event.stop()
                 event.prevent_default()
                 return
+
+    def fit_screen(self, rows: int) -> None:
+        """Cap the editor at a quarter of a screen of ``rows`` rows, never below one line.
+
+        The stylesheet's ``max-height: 25%`` wins over ``min-height: 3`` in Textual,
+        so on a screen under 12 rows the editor shrank to its two borders and what
+        was typed could not be seen.
+        """
+        self.styles.max_height = max(_MIN_ROWS, rows // 4)
 
     def set_busy(self, busy: bool) -> None:
         """Say in the placeholder what Enter does now."""
@@ -238,6 +258,7 @@ class PromptEditor(TextArea):
 
     def action_submit(self, follow_up: bool = False) -> None:
         """Send the text, or accept a completion that changes it."""
+        self._sync_completion()
         chosen = self._menu.chosen
         completion = self._menu.completion
         changes = (
@@ -261,6 +282,7 @@ class PromptEditor(TextArea):
 
     def action_history(self, step: int) -> None:
         """Move in the completion menu or the prompt history; else move the cursor."""
+        self._sync_completion()
         if self._menu.chosen is not None:
             if step > 0:
                 self._menu.action_cursor_down()
@@ -296,6 +318,7 @@ class PromptEditor(TextArea):
 
     def action_accept_completion(self) -> None:
         """Replace the token under the cursor with the highlighted candidate."""
+        self._sync_completion()
         chosen, completion = self._menu.chosen, self._menu.completion
         if chosen is None or completion is None:
             return  # REMINDER: not SkipAction: Tab going on would move the focus away.
@@ -317,6 +340,7 @@ class PromptEditor(TextArea):
 
     def action_close_completion(self) -> None:
         """Close the completion menu; without one, Esc goes on to the app (abort)."""
+        self._sync_completion()
         if self._menu.chosen is None:
             raise SkipAction()
         self._menu.show_completion(None)
@@ -353,12 +377,21 @@ class PromptEditor(TextArea):
         """Follow the cursor with the completion menu."""
         self._refresh_completion()
 
+    def _sync_completion(self) -> None:
+        """Recompute the menu when the text or cursor moved since it was computed."""
+        row, column = self.cursor_location
+        if self._completed_for != (row, column, self.document.get_line(row)):
+            self._refresh_completion()
+
     def _refresh_completion(self) -> None:
+        row, column = self.cursor_location
+        line = self.document.get_line(row)
+        # REMINDER: a refresh resets the highlighted candidate; _sync_completion
+        # refreshes only a menu that is stale, so Up/Down in the menu are kept.
+        self._completed_for = (row, column, line)
         if self._history_index is not None:
             self._menu.show_completion(None)
             return
-        row, column = self.cursor_location
-        line = self.document.get_line(row)
         completion = completion_at(line, row, column, self._complete_path, self._custom_commands)
         self._menu.show_completion(completion)
 

@@ -273,3 +273,12 @@ async def test_slash_texts_that_are_not_commands_are_sent_as_messages(
         await pilot.press("end", "enter")
         await settle(pilot)
         assert controller.called("submit") == [(sent or typed, False)]
+
+
+async def test_on_a_ten_row_terminal_the_editor_keeps_a_line_to_type_in(app: PidurableApp) -> None:
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.resize_terminal(40, 10)  # 25% of 10 rows is less than its two borders
+        await pilot.press(*"typed")
+        await pilot.pause()
+        assert app.editor.content_region.height == 1
+        assert app.editor.outer_size.height == 3

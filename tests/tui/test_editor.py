@@ -121,3 +121,18 @@ async def test_ctrl_d_right_after_typing_keeps_the_app_and_the_text(app: Pidurab
         await settle(pilot)
         assert running(app)
         assert app.editor.text == "ab"
+
+
+async def test_enter_after_a_burst_past_a_command_name_sends_the_line_not_a_stale_completion(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press("/", "e", "x")  # the menu offers /export for "/ex"
+        await pilot.pause()
+        assert shown(app.completion_menu)
+        # The rest arrives in one read (tmux send-keys, a fast typist): Enter is
+        # handled before the menu has seen the text grow past the command word.
+        _burst(app, *"port markdown out.md", "enter")
+        await settle(pilot)
+        assert controller.called("export") == [("markdown", "out.md")]
+        assert app.editor.text == ""
