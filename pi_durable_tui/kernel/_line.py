@@ -48,7 +48,7 @@ from pi_durable_tui.kernel.tasks import LiveIndex, prepare_commit
 from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.protocol import Storage
 from pi_durable_tui.storage.records import LIVE_TASK_STATUSES, TaskRecord
-from pi_durable_tui.storage.writes import CopyDocument, Write
+from pi_durable_tui.storage.writes import CopyDocument, PutTask, Write
 
 T = TypeVar("T")
 
@@ -89,6 +89,9 @@ class CommitLine:
         self._publisher = Publisher(self._listener_failed)
         self.published_seq = storage.last_seq
         """The seq of the newest stored commit taken into the live state and published."""
+        self._unstored_reservations: set[int] = set()
+        """Tasks whose live record holds a reservation (``running``, its first
+        ``started_at``) that no commit has stored yet; the next storing commit does."""
         self.failed: SessionFailed | None = None
         self.closing = False
         self.storage_closed = False
@@ -229,8 +232,10 @@ class CommitLine:
                 staged.close()
             if not writes:
                 if staged.tasks:  # only reservations no reader of the store can observe
+                    self._unstored_reservations.update(staged.unstored_tasks)
                     self._publisher.publish(self._adopt(staged, self.storage.last_seq, []))
                 return result
+            writes.extend(self._carried(staged))
             store = asyncio.ensure_future(self._store(staged, writes))
             store.add_done_callback(_retrieve)
             handed_off = True
@@ -273,6 +278,7 @@ class CommitLine:
             except BaseException as error:
                 self._poison(error)
                 raise SessionFailed(error) from error
+            self._unstored_reservations.clear()  # ``_carried`` put every one in ``writes``
             info = self._adopt(staged, seq, writes)
             # REMINDER: only here, with the commit adopted: a backend's ``last_seq`` can
             # move a loop iteration earlier (SQLite settles a commit before this task
@@ -281,6 +287,25 @@ class CommitLine:
             self._publisher.publish(info)
         finally:
             self.lock.release()
+
+    def _carried(self, staged: StagedCommit) -> list[Write]:
+        """Return writes storing every reservation not yet stored, for a commit that stores.
+
+        A reservation's ``running`` is invisible to readers of the store, but its
+        ``started_at`` is the task's first start, which the task tree shows; a task
+        that runs for minutes writing only entries and documents would otherwise
+        lose it to a crash and restart its clock on reopen. Riding on a commit that
+        stores anyway costs one row and no hop.
+        """
+        pending = self._unstored_reservations | staged.unstored_tasks
+        carried: list[Write] = []
+        for task_id in sorted(pending):
+            if task_id in staged.tasks and task_id not in staged.unstored_tasks:
+                continue  # this commit writes the task whole
+            record = staged.tasks.get(task_id) or self.live.task(task_id)
+            if record is not None:
+                carried.append(PutTask(record))
+        return carried
 
     def _poison(self, error: BaseException) -> None:
         if self.failed is None:

@@ -124,7 +124,9 @@ class StagedCommit:
         The caller guarantees the move changes nothing a reader of the store could
         act on: only the status (``pending``/``waiting`` to ``running``) and
         ``started_at``. The record is adopted into the live index and published
-        like any other; the next commit that writes the task stores it whole.
+        like any other. The next commit that stores anything stores it whole
+        (``CommitLine._carried``), so the first ``started_at`` survives a crash once
+        the session has written anything after the reservation.
 
         # REMINDER: this is true only because the store has one writer (the
         # single-writer lock, ``storage/lock.py``): no other process reads a

@@ -139,6 +139,32 @@ async def test_r36_a_reservation_is_running_in_the_session_and_reopen_reads_what
     assert outcome_of(await kit.finished(task.id))["status"] == "completed"
 
 
+async def test_r36_a_reserved_task_keeps_its_first_start_across_a_crash_once_anything_is_stored(
+    kits: Kits,
+) -> None:
+    gate = Gate()
+    job = define("job", {"run": gated(gate, complete())})
+    kit = await kits.open(job)
+    conv = await kit.conversation()
+    task = await kit.create(job, conversation_id=conv)
+    kit.session.resume()
+    await gate.wait_reached()
+    first_start = (await kit.task(task.id)).started_at
+    assert first_start is not None
+    seq = kit.storage.last_seq
+    await kit.conversation()  # any commit that stores, while the task still runs
+    assert kit.storage.last_seq == seq + 1, "the reservation rode on it, no commit of its own"
+    stored = await kit.storage.task(task.id)
+    assert stored is not None
+    assert stored.started_at == first_start
+
+    kit = await kits.reopen(kit)
+    assert (await kit.task(task.id)).started_at == first_start
+    kit.session.resume()
+    gate.open()
+    assert (await kit.finished(task.id)).started_at == first_start
+
+
 async def test_r22_reopen_leaves_waiting_tasks_waiting(kits: Kits) -> None:
     gate = Gate()
     slow = define("slow", {"run": gated(gate, complete())})
