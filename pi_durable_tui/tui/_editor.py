@@ -100,6 +100,7 @@ class PromptEditor(TextArea):
             "Expand the pasted-text placeholder at the cursor (or the last one) into its text",
         ),
         Binding("escape", "close_completion", "", show=False),
+        Binding("ctrl+underscore", "undo", "Undo (Ctrl+- in most terminals; Ctrl+Z suspends)"),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
         Binding("home", "jump_if_empty(-1)", "", show=False),
         Binding("end", "jump_if_empty(1)", "", show=False),

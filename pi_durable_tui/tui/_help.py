@@ -20,7 +20,7 @@ from pi_durable_tui.tui._commands import Command
 from pi_durable_tui.tui._notices import NoticeBar
 from pi_durable_tui.tui._overlay import OverlayScreen
 
-_KEY_NAMES = {"pageup": "PageUp", "pagedown": "PageDown", "escape": "Esc"}
+_KEY_NAMES = {"pageup": "PageUp", "pagedown": "PageDown", "escape": "Esc", "underscore": "_"}
 
 
 def format_key(key: str) -> str:

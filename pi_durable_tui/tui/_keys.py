@@ -106,6 +106,15 @@ KEY_BINDINGS: list[BindingType] = [
         priority=True,
     ),
     Binding("f1", "help", "Show the keys and commands (also /help)", priority=True),
+    # Ctrl+Z suspends, as in a shell program (Pi, Claude Code, Codex): undo in the
+    # editor moves to Ctrl+_ (Ctrl+- in most terminals). Work the agent had under way
+    # stops with the process and goes on after ``fg``; nothing is lost either way.
+    Binding(
+        "ctrl+z",
+        "suspend_process",
+        "Suspend pidurable to the shell; fg brings it back where it was",
+        priority=True,
+    ),
 ]
 
 

@@ -12,7 +12,9 @@ answer streams slowly, so the agent works while the keys are pressed:
 - F1 at 24 rows shows the help inside the screen and PageDown scrolls it to the
   commands; the transcript and the footer stay on screen;
 - Ctrl+C over the help shows "Press Ctrl+C again to exit." on it (the main
-  screen's notices are behind it), and a second press exits.
+  screen's notices are behind it), and a second press exits;
+- Ctrl+Z suspends the app to the shell it was started from, and ``fg`` brings it
+  back with its draft, answering as before.
 """
 
 from __future__ import annotations
@@ -132,3 +134,19 @@ def test_a_bracketed_paste_of_forty_lines_is_one_placeholder_and_the_model_gets_
     terminal.kill()
     users = [text_of(s) for s in read_store(terminal.store()).of_kind("pi.user")]
     assert users == ["read this: " + PASTED]
+
+
+def test_ctrl_z_suspends_to_the_shell_and_fg_brings_the_app_back_with_its_draft(
+    terminal: Terminal,
+) -> None:
+    terminal.start_in_shell("--model", "faux/faux-1")
+    terminal.wait_for(contains("F1 help"), "the first frame")
+    terminal.type("kept draft")
+    terminal.press("C-z")
+    screen = terminal.wait_for(contains("Stopped"), "the shell's report of the stopped job")
+    assert "F1 help" not in screen  # the app gave the screen back to the shell
+    terminal.press("f", "g", "Enter")
+    terminal.wait_for(contains("kept draft", "F1 help"), "the app back with its draft")
+    terminal.type(" go")
+    terminal.press("Enter")
+    terminal.wait_for(contains("Streaming slowly"), "an answer after the suspension")

@@ -108,7 +108,7 @@ class Terminal:
             raise TerminalError(f"{shlex.join(command)} failed: {done.stderr.strip()}")
         return done.stdout
 
-    def _command(self, arguments: Sequence[str]) -> str:
+    def _command(self, arguments: Sequence[str], *, replace_shell: bool = True) -> str:
         python = [sys.executable, "-m", "pi_durable_tui", "--faux-script", str(self.script)]
         if "--permission-mode" not in arguments:
             # The terminal tests' scripted commands run unasked, unless a test that is
@@ -117,7 +117,8 @@ class Terminal:
         # REMINDER: exec, so the pane's PID is the app's (the one kill() signals). The
         # app may write bytecode, as an installed one has it: each start then loads
         # its modules instead of compiling them again (0.7 s of a 2 s start here).
-        words = ["exec", "env", "-u", "PYTHONDONTWRITEBYTECODE", f"PIDURABLE_HOME={self.home}"]
+        words = ["exec"] if replace_shell else []
+        words += ["env", "-u", "PYTHONDONTWRITEBYTECODE", f"PIDURABLE_HOME={self.home}"]
         # Textual asks shutil for the size, which reads these first: a start that
         # queried the new pty too early got 80x24 instead of the pane's size.
         words += [f"{name}={value}" for name, value in self.environment.items()]
@@ -133,6 +134,21 @@ class Terminal:
         else:
             self.tmux("respawn-pane", "-t", "app", "-c", str(self.work), command)
         self.starts += 1
+
+    def start_in_shell(self, *arguments: str) -> None:
+        """Start the app from an interactive shell with job control, as a user does.
+
+        The pane's process is then the shell (``pid`` is the shell's), whose prompt
+        is ``shell$``: a stopped app (Ctrl+Z) reports ``Stopped`` there and ``fg``
+        brings it back. A process started with ``exec`` has no such shell: the
+        kernel discards SIGTSTP for an orphaned process group.
+        """
+        shell = "env PS1='shell$ ' bash --norc --noprofile -i"
+        size = ["-x", str(self.width), "-y", str(self.height)]
+        self.tmux("new-session", "-d", "-s", "app", *size, "-c", str(self.work), shell)
+        self.starts += 1
+        self.wait_for(contains("shell$"), "the shell's prompt")
+        self.tmux("send-keys", "-t", "app", self._command(arguments, replace_shell=False), "Enter")
 
     def close(self) -> None:
         """Kill the app if it still runs, then the tmux server (idempotent)."""

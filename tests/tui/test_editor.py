@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual import events
 
 from pi_durable_tui.bench.tui_model import RecordingController
@@ -35,6 +36,21 @@ async def test_up_inside_a_multi_line_text_moves_the_cursor_not_the_history(
         assert app.editor.cursor_location[0] == 0
         await pilot.press("up")
         assert app.editor.text == "old"
+
+
+async def test_ctrl_underscore_undoes_typing_and_ctrl_z_asks_the_app_to_suspend_instead(
+    app: PidurableApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suspended: list[bool] = []
+    monkeypatch.setattr(app, "action_suspend_process", lambda: suspended.append(True))
+    async with app.run_test() as pilot:
+        await pilot.press(*"typed")
+        await pilot.pause()
+        await pilot.press("ctrl+z")
+        assert suspended == [True]
+        assert app.editor.text == "typed"  # Ctrl+Z no longer undoes
+        await pilot.press("ctrl+underscore")
+        assert app.editor.text == ""
 
 
 async def test_slash_completes_command_names_from_the_command_table(app: PidurableApp) -> None:
