@@ -23,9 +23,11 @@
   the cursor as usual.
 
 A long paste (``_paste.is_long_paste``) shows as one placeholder,
-``[Pasted text #1 +42 lines]``, deleted as a unit by one Backspace, expanded in
-place by ``EXPAND_PASTE_KEY`` (Ctrl+R), and sent whole: ``Submitted`` carries the
-pasted text, never the placeholder (issue 12).
+``[Pasted text #1 +42 lines]``, deleted as a unit by one Backspace, stepped over
+by the cursor, expanded in place by ``EXPAND_PASTE_KEY`` (Ctrl+R), copied or cut
+as its text, and sent whole: ``Submitted`` carries the pasted text, never the
+placeholder (issue 12). The rules are ``_paste.PastedTexts``; this widget binds
+them to its edits (``edit``) and its cursor (``_validate_selection``).
 
 Everything that enters the document (typing, a paste, a completion, the
 history, a prompt put back) passes ``terminal_safe``: a pasted file or a
@@ -50,7 +52,7 @@ from textual.actions import SkipAction
 from textual.binding import Binding, BindingsMap
 from textual.message import Message
 from textual.widgets import TextArea
-from textual.widgets.text_area import Edit, EditResult
+from textual.widgets.text_area import Edit, EditResult, Selection
 
 from pi_durable_tui.app import CommandInfo, terminal_safe
 from pi_durable_tui.tui._completion import CompletionMenu, completion_at
@@ -152,6 +154,8 @@ class PromptEditor(TextArea):
         custom_commands: Callable[[], Sequence[CommandInfo]] = tuple,
         id: str | None = None,
     ) -> None:
+        # Before TextArea's own setup: it places the cursor, which _validate_selection checks.
+        self._pastes = PastedTexts()
         super().__init__(
             id=id,
             soft_wrap=True,
@@ -168,7 +172,6 @@ class PromptEditor(TextArea):
         self._history_index: int | None = None
         self._recalled = ""
         self._draft = ""
-        self._pastes = PastedTexts()
         self._completed_for: tuple[int, int, str] | None = None
         """The cursor and its line the menu was computed for (``_sync_completion``)."""
 
@@ -228,6 +231,26 @@ class PromptEditor(TextArea):
     def action_paste(self) -> None:
         """Paste from the app's clipboard (Ctrl+V), long text as a placeholder too."""
         self.paste_text(self.app.clipboard)
+
+    def action_copy(self) -> None:
+        """Copy the selection with its pastes in full: a placeholder means nothing elsewhere."""
+        selected = self.selected_text
+        if not selected:
+            raise SkipAction()  # Ctrl+C goes on to the app (exit)
+        self.app.copy_to_clipboard(self._pastes.expand(selected))
+
+    def action_cut(self) -> None:
+        """Cut the selection (else the line) to the clipboard, its pastes in full."""
+        if self.read_only:
+            return
+        start, end = self.selection
+        if start == end:
+            result = self._delete_cursor_line()
+        else:
+            result = self._delete_via_keyboard(start, end)
+        if result is not None:
+            # Ctrl+V of it makes a new placeholder: the text survives the message.
+            self.app.copy_to_clipboard(self._pastes.expand(result.replaced_text))
 
     @property
     def message_text(self) -> str:
@@ -334,8 +357,8 @@ class PromptEditor(TextArea):
             return
         cursor = self.cursor_location
         span = next((s for s in spans if s.touches(cursor)), spans[-1])
+        # The text stays kept: Ctrl+Z puts the placeholder back, and it must expand.
         text = self._pastes.text_of(span.placeholder)
-        self._pastes.forget(span.placeholder)
         result = self.replace(text, (span.row, span.start), (span.row, span.end))
         self.move_cursor(result.end_location)
 
@@ -368,10 +391,8 @@ class PromptEditor(TextArea):
         """Offer completions for the token under the cursor (not for a recalled prompt)."""
         if self._history_index is not None and self.text != self._recalled:
             self._history_index = None
-        if self._history_index is None:
-            # A recalled prompt does not hold the draft's placeholders: keep them
-            # for the way back to the draft.
-            self._pastes.keep_only_in(self.text)
+        # REMINDER: no paste is forgotten here, when its placeholder leaves the
+        # document: Ctrl+Z brings it back (``_paste`` module docstring).
         self._refresh_completion()
 
     def on_text_area_selection_changed(self, event: TextArea.SelectionChanged) -> None:
@@ -404,32 +425,28 @@ class PromptEditor(TextArea):
         """Apply an edit (every keystroke, paste and insert) of safe text."""
         edit.text = terminal_safe(edit.text)
         if self._pastes:
-            self._keep_placeholders_whole(edit)
+            # REMINDER: every change to the document passes here (undo and redo
+            # replay these edits exactly), so this is the one place a placeholder
+            # stays a unit.
+            top, bottom = self._pastes.whole_edit(edit.top, edit.bottom, self.document.get_line)
+            edit.from_location, edit.to_location = top, bottom
         return super().edit(edit)
 
-    def _keep_placeholders_whole(self, edit: Edit) -> None:
-        # REMINDER: every change to the document passes here, so this is the one
-        # place a placeholder stays a unit (``_paste`` module docstring).
-        top, bottom = edit.top, edit.bottom
-        spans = self._spans_on(top[0]) + (self._spans_on(bottom[0]) if bottom[0] != top[0] else [])
-        if top == bottom:
-            inside = next((s for s in spans if s.strictly_inside(top)), None)
-            if inside is not None:
-                edit.from_location = edit.to_location = (inside.row, inside.end)
-            return
-        for span in spans:
-            if span.strictly_inside(top):
-                top = (span.row, span.start)
-            if span.strictly_inside(bottom):
-                bottom = (span.row, span.end)
-        edit.from_location, edit.to_location = top, bottom
-
-    def _spans_on(self, row: int) -> list[Span]:
-        return self._pastes.spans(row, self.document.get_line(row))
+    def _validate_selection(self, selection: Selection) -> Selection:
+        """Keep the cursor (and a selection's ends) off the inside of a placeholder."""
+        selection = super()._validate_selection(selection)
+        if not self._pastes:
+            return selection
+        line_at, previous = self.document.get_line, self.selection
+        return Selection(
+            self._pastes.snap(previous.start, selection.start, line_at),
+            self._pastes.snap(previous.end, selection.end, line_at),
+        )
 
     def _all_spans(self) -> list[Span]:
-        spans = [s for row in range(self.document.line_count) for s in self._spans_on(row)]
-        return sorted(spans, key=lambda s: (s.row, s.start))
+        line_at = self.document.get_line
+        rows = range(self.document.line_count)
+        return [span for row in rows for span in self._pastes.spans(row, line_at(row))]
 
     def load_text(self, text: str) -> None:
         """Replace the document with safe text (the history, a prompt put back)."""

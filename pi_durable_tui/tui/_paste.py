@@ -1,33 +1,57 @@
-"""Long pastes as placeholders in the editor (issue 12).
+"""Long pastes as placeholders: a pure model of the editor's pasted texts (issue 12).
 
 A paste of more than ``LONG_PASTE_LINES`` lines or ``LONG_PASTE_CHARS`` characters
 shows in the editor as one line, ``[Pasted text #1 +42 lines]``, while
 ``PastedTexts`` keeps the text itself. The placeholder behaves as one unit:
 
 - an edit that starts or ends inside a placeholder covers all of it (one
-  Backspace after it, or one Delete before it, removes the whole paste);
+  Backspace after it, or one Delete before it, removes the whole paste):
+  ``whole_edit``;
 - text typed with the cursor inside a placeholder goes after it, so a
   placeholder is never half-edited into something that no longer expands;
+- the cursor never stops inside one: Right before it lands after it, Left after
+  it lands before it, a click into it lands on an edge: ``snap``;
 - ``expand`` turns every placeholder back into its text, in one pass: a pasted
   text that itself reads like a placeholder is sent as it is, never expanded again.
+
+A paste's text is kept until the message is sent or the editor emptied, even
+after its placeholder left the document: Ctrl+Z brings a deleted placeholder
+back, and it must still expand (dropping the text with its placeholder sent the
+placeholder's own words to the model, and the paste was lost).
 
 The number (``#1``, ``#2``) tells several pastes of one message apart; numbers are
 not reused until the editor is emptied (``clear``), so two placeholders never
 read the same.
+
+Nothing here knows Textual: the document is read through ``LineAt`` (a row's
+text), so the rules are tested on plain strings and ``PromptEditor`` only binds
+them to its edits and its cursor.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 LONG_PASTE_LINES = 10
-"""A paste of more lines than this becomes a placeholder."""
+"""A paste of more lines than this becomes a placeholder.
+
+The editor takes at most a quarter of the screen (ten rows on a 40-row
+terminal): a longer paste pushes what is typed around it out of sight.
+"""
 LONG_PASTE_CHARS = 1000
-"""A paste of more characters than this becomes a placeholder."""
+"""A paste of more characters than this becomes a placeholder.
+
+About twelve wrapped rows at 80 columns, the same bound as ``LONG_PASTE_LINES``
+for text with few line breaks (a minified file, a base64 blob, one long log line).
+"""
 
 Location = tuple[int, int]
 """A (row, column) place in the editor's document."""
+
+LineAt = Callable[[int], str]
+"""The text of one row of the document."""
 
 
 def is_long_paste(text: str) -> bool:
@@ -92,12 +116,12 @@ class PastedTexts:
         """The pasted text a placeholder stands for."""
         return self._texts[placeholder]
 
-    def forget(self, placeholder: str) -> None:
-        """Drop a paste whose placeholder left the editor (deleted or expanded)."""
-        self._texts.pop(placeholder, None)
-
     def keep_only_in(self, document: str) -> None:
-        """Forget every paste whose placeholder is no longer in the document."""
+        """Forget every paste whose placeholder is not in the document.
+
+        Only once no undo can bring a placeholder back: the editor's text was
+        replaced (a message sent, the rest kept), which clears its undo history.
+        """
         for placeholder in [p for p in self._texts if p not in document]:
             del self._texts[placeholder]
 
@@ -117,11 +141,51 @@ class PastedTexts:
         return pattern.sub(lambda match: self._texts[match.group(0)], document)
 
     def spans(self, row: int, line: str) -> list[Span]:
-        """Where this editor's placeholders stand on one line of the document."""
+        """Where this editor's placeholders stand on one line of the document, in order."""
         found: list[Span] = []
         for placeholder in self._texts:
             start = line.find(placeholder)
             while start >= 0:
                 found.append(Span(row, start, start + len(placeholder), placeholder))
                 start = line.find(placeholder, start + 1)
-        return found
+        return sorted(found, key=lambda span: span.start)
+
+    def whole_edit(
+        self, top: Location, bottom: Location, line_at: LineAt
+    ) -> tuple[Location, Location]:
+        """The range an edit of ``top`` to ``bottom`` must cover so no placeholder is cut.
+
+        An insertion inside a placeholder moves after it; a deletion that starts or
+        ends inside one grows to take all of it.
+        """
+        if not self._texts:
+            return top, bottom
+        spans = self.spans(top[0], line_at(top[0]))
+        if bottom[0] != top[0]:
+            spans += self.spans(bottom[0], line_at(bottom[0]))
+        if top == bottom:
+            inside = next((s for s in spans if s.strictly_inside(top)), None)
+            if inside is None:
+                return top, bottom
+            return (inside.row, inside.end), (inside.row, inside.end)
+        for span in spans:
+            if span.strictly_inside(top):
+                top = (span.row, span.start)
+            if span.strictly_inside(bottom):
+                bottom = (span.row, span.end)
+        return top, bottom
+
+    def snap(self, previous: Location, location: Location, line_at: LineAt) -> Location:
+        """Where the cursor goes when it would stop inside a placeholder.
+
+        Coming from before the placeholder (Right, Down, a click) it goes past the
+        end; coming from after it (Left, Up) it goes to the start.
+        """
+        if not self._texts:
+            return location
+        row = location[0]
+        for span in self.spans(row, line_at(row)):
+            if span.strictly_inside(location):
+                after = previous > (span.row, span.start)
+                return (row, span.start) if after else (row, span.end)
+        return location

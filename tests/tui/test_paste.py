@@ -1,19 +1,26 @@
-"""A long paste is one placeholder in the editor, deleted or expanded as a unit, sent whole."""
+"""A long paste is one placeholder in the editor, deleted or expanded as a unit, sent whole.
+
+The rules themselves are tested on plain strings in ``test_paste_model.py``; these
+run the real editor.
+"""
 
 from __future__ import annotations
 
 from textual import events
 from textual.pilot import Pilot
 
-from pi_durable_tui.bench.tui_model import RecordingController
+from pi_durable_tui.bench.hostile_escapes import EVIL
+from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
-from pi_durable_tui.tui._paste import PastedTexts, is_long_paste, placeholder_for
 from tests.tui.conftest import settle
 
 LOG = "".join(f"line {n}: something happened\n" for n in range(1, 41))
 """A 40-line paste: long by its lines."""
 BLOB = "x" * 1500
 """A 1,500-character single line: long by its length."""
+BIG = "".join(f"row {n} of a long log\n" for n in range(1, 5001))
+"""A 5,000-line paste."""
+BIG_PLACEHOLDER = "[Pasted text #1 +5000 lines]"
 
 
 async def paste(pilot: Pilot[None], text: str) -> None:
@@ -25,26 +32,6 @@ async def paste(pilot: Pilot[None], text: str) -> None:
 
 def sent(controller: RecordingController) -> list[str]:
     return [args[0] for args in controller.called("submit")]
-
-
-def test_a_paste_is_long_past_ten_lines_or_a_thousand_characters() -> None:
-    assert not is_long_paste("a\n" * 10)
-    assert is_long_paste("a\n" * 11)
-    assert not is_long_paste("a" * 1000)
-    assert is_long_paste("a" * 1001)
-
-
-def test_a_placeholder_counts_lines_or_for_one_long_line_characters() -> None:
-    assert placeholder_for(1, LOG) == "[Pasted text #1 +40 lines]"
-    assert placeholder_for(2, BLOB) == "[Pasted text #2 +1,500 characters]"
-
-
-def test_expanding_is_one_pass_so_a_pasted_placeholder_string_is_not_expanded_again() -> None:
-    pastes = PastedTexts()
-    second = placeholder_for(2, LOG)
-    first = pastes.add(f"quoted {second}\n" + LOG)
-    assert pastes.add(LOG) == second
-    assert pastes.expand(f"{first} and {second}") == f"quoted {second}\n{LOG} and {LOG}"
 
 
 async def test_a_long_paste_shows_as_one_placeholder_and_is_sent_whole(
@@ -87,16 +74,19 @@ async def test_delete_before_a_placeholder_removes_it_as_a_unit(app: PidurableAp
         assert app.editor.text == ""
 
 
-async def test_typing_inside_a_placeholder_goes_after_it_and_it_still_expands(
+async def test_the_cursor_steps_over_a_placeholder_as_one_unit(
     app: PidurableApp, controller: RecordingController
 ) -> None:
     async with app.run_test() as pilot:
+        await pilot.press(*"ab")
         await paste(pilot, LOG)
-        await pilot.press("left", "left", "left", "!")
-        assert app.editor.text == "[Pasted text #1 +40 lines]!"
+        await pilot.press(*"cd", "left", "left", "left", "!")
+        assert app.editor.text == "ab![Pasted text #1 +40 lines]cd"
+        await pilot.press("right", "?")
+        assert app.editor.text == "ab![Pasted text #1 +40 lines]?cd"
         await pilot.press("enter")
         await settle(pilot)
-    assert sent(controller) == [LOG + "!"]
+    assert sent(controller) == [f"ab!{LOG}?cd"]
 
 
 async def test_the_expand_key_puts_the_pasted_text_itself_in_the_editor(
@@ -139,3 +129,103 @@ async def test_walking_the_history_and_back_keeps_the_drafts_paste(
         await pilot.press("down", "enter")
         await settle(pilot)
     assert sent(controller) == [LOG]
+
+
+async def test_a_5000_line_paste_is_one_line_in_the_editor_and_every_line_is_sent(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press(*"review ")
+        await paste(pilot, BIG)
+        await pilot.press(*" and summarise")
+        await pilot.pause()
+        # One short line, the editor one row high between its borders: typing
+        # around the paste edits 40 characters, not 5,000 lines.
+        assert app.editor.text == f"review {BIG_PLACEHOLDER} and summarise"
+        assert app.editor.document.line_count == 1
+        assert app.editor.outer_size.height == 3
+        await pilot.press("enter")
+        await settle(pilot)
+    [message] = sent(controller)
+    assert message == f"review {BIG} and summarise"
+    assert message.count("\n") == 5000
+
+
+async def test_a_5000_line_paste_queued_as_a_follow_up_or_sent_as_a_steer_holds_every_line(
+    app: PidurableApp, model: StaticScreenModel, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        model.set(busy=True)
+        await pilot.pause()
+        await paste(pilot, BIG)
+        await pilot.press("ctrl+f")  # Alt+Enter's fallback: queue a follow-up
+        await settle(pilot)
+        await paste(pilot, BIG)
+        assert app.editor.text == BIG_PLACEHOLDER
+        await pilot.press("enter")  # while the agent works: a steer
+        await settle(pilot)
+    assert controller.called("submit") == [(BIG, True), (BIG, False)]
+
+
+async def test_undo_after_deleting_a_paste_brings_it_back_and_it_is_sent_whole(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press(*"see ")
+        await paste(pilot, BIG)
+        await pilot.press("backspace")
+        assert app.editor.text == "see "
+        await pilot.press("ctrl+z")
+        assert app.editor.text == f"see {BIG_PLACEHOLDER}"
+        await pilot.press("end", "enter")
+        await settle(pilot)
+    assert sent(controller) == [f"see {BIG}"]
+
+
+async def test_undo_and_redo_never_leave_part_of_a_placeholder(app: PidurableApp) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press(*"before ")
+        await paste(pilot, LOG)
+        await pilot.press(*" after", "left", "left", "left", "left", "left", "left")
+        await pilot.press("backspace", *"between", "backspace", "backspace")
+        seen = [app.editor.text]
+        for key in ["ctrl+z"] * 6 + ["ctrl+y"] * 6:
+            await pilot.press(key)
+            seen.append(app.editor.text)
+    assert "" in seen
+    for text in seen:
+        assert "[Pasted" not in text.replace("[Pasted text #1 +40 lines]", "")
+        assert "lines]" not in text.replace("[Pasted text #1 +40 lines]", "")
+
+
+async def test_a_copied_placeholder_copies_the_pasted_text_and_pastes_back_as_a_placeholder(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        await paste(pilot, LOG)
+        app.editor.select_all()
+        await pilot.press("ctrl+x")
+        assert app.editor.text == ""
+        assert app.clipboard == LOG
+        await pilot.press(*"again: ", "ctrl+v")
+        # #2: Ctrl+Z could still bring #1 back, so the number is not reused.
+        assert app.editor.text == "again: [Pasted text #2 +40 lines]"
+        await pilot.press("enter")
+        await settle(pilot)
+    assert sent(controller) == [f"again: {LOG}"]
+
+
+async def test_a_long_paste_of_escape_sequences_is_kept_and_sent_without_them(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    hostile = "".join(f"row {n} {EVIL}\n" for n in range(1, 5001))
+    async with app.run_test() as pilot:
+        await paste(pilot, hostile)
+        assert app.editor.text == BIG_PLACEHOLDER
+        await pilot.press("ctrl+r")  # expanded in the editor: painted, so cleaned
+        assert "\x1b" not in app.editor.text
+        assert app.editor.document.line_count == 5001
+        await pilot.press("enter")
+        await settle(pilot)
+    [message] = sent(controller)
+    assert message == "".join(f"row {n} \n" for n in range(1, 5001))
