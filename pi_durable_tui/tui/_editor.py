@@ -357,7 +357,7 @@ class PromptEditor(TextArea):
             return
         cursor = self.cursor_location
         span = next((s for s in spans if s.touches(cursor)), spans[-1])
-        # The text stays kept: Ctrl+Z puts the placeholder back, and it must expand.
+        # The text stays kept: undo puts the placeholder back, and it must expand.
         text = self._pastes.text_of(span.placeholder)
         result = self.replace(text, (span.row, span.start), (span.row, span.end))
         self.move_cursor(result.end_location)
@@ -392,7 +392,7 @@ class PromptEditor(TextArea):
         if self._history_index is not None and self.text != self._recalled:
             self._history_index = None
         # REMINDER: no paste is forgotten here, when its placeholder leaves the
-        # document: Ctrl+Z brings it back (``_paste`` module docstring).
+        # document: undo brings it back (``_paste`` module docstring).
         self._refresh_completion()
 
     def on_text_area_selection_changed(self, event: TextArea.SelectionChanged) -> None:

@@ -15,7 +15,7 @@ shows in the editor as one line, ``[Pasted text #1 +42 lines]``, while
   text that itself reads like a placeholder is sent as it is, never expanded again.
 
 A paste's text is kept until the message is sent or the editor emptied, even
-after its placeholder left the document: Ctrl+Z brings a deleted placeholder
+after its placeholder left the document: undo brings a deleted placeholder
 back, and it must still expand (dropping the text with its placeholder sent the
 placeholder's own words to the model, and the paste was lost).
 

@@ -175,7 +175,7 @@ async def test_undo_after_deleting_a_paste_brings_it_back_and_it_is_sent_whole(
         await paste(pilot, BIG)
         await pilot.press("backspace")
         assert app.editor.text == "see "
-        await pilot.press("ctrl+z")
+        await pilot.press("ctrl+underscore")
         assert app.editor.text == f"see {BIG_PLACEHOLDER}"
         await pilot.press("end", "enter")
         await settle(pilot)
@@ -189,7 +189,7 @@ async def test_undo_and_redo_never_leave_part_of_a_placeholder(app: PidurableApp
         await pilot.press(*" after", "left", "left", "left", "left", "left", "left")
         await pilot.press("backspace", *"between", "backspace", "backspace")
         seen = [app.editor.text]
-        for key in ["ctrl+z"] * 6 + ["ctrl+y"] * 6:
+        for key in ["ctrl+underscore"] * 6 + ["ctrl+y"] * 6:
             await pilot.press(key)
             seen.append(app.editor.text)
     assert "" in seen
@@ -208,7 +208,7 @@ async def test_a_copied_placeholder_copies_the_pasted_text_and_pastes_back_as_a_
         assert app.editor.text == ""
         assert app.clipboard == LOG
         await pilot.press(*"again: ", "ctrl+v")
-        # #2: Ctrl+Z could still bring #1 back, so the number is not reused.
+        # #2: undo could still bring #1 back, so the number is not reused.
         assert app.editor.text == "again: [Pasted text #2 +40 lines]"
         await pilot.press("enter")
         await settle(pilot)
