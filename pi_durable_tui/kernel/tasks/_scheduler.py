@@ -277,6 +277,11 @@ class Scheduler:
                     record.version == definition.version
                     and task_input == record.input
                     and checkpoint == checkpoint_of(record)
+                    # A background task's first start is stored at once: it may wait
+                    # for hours (a quiet job) in a session that stores nothing else,
+                    # and its clock must survive a crash (``CommitLine._carried``
+                    # covers the foreground, whose next commit comes soon).
+                    and not (record.background and record.started_at is None)
                 ):
                     # Only the status and started_at change: nothing the store's
                     # readers act on (see ``StagedCommit.reserve_task``).

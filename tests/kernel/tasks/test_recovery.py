@@ -165,6 +165,28 @@ async def test_r36_a_reserved_task_keeps_its_first_start_across_a_crash_once_any
     assert (await kit.finished(task.id)).started_at == first_start
 
 
+async def test_r36_a_background_task_stores_its_first_start_though_nothing_else_is_stored(
+    kits: Kits,
+) -> None:
+    gate = Gate()
+    job = define("job", {"run": gated(gate, complete())})
+    kit = await kits.open(job)
+    conv = await kit.conversation()
+    task = await kit.create(job, conversation_id=conv, background=True)
+    kit.session.resume()
+    await gate.wait_reached()
+    first_start = (await kit.task(task.id)).started_at
+    stored = await kit.storage.task(task.id)
+    assert stored is not None
+    assert first_start is not None
+    assert stored.started_at == first_start  # a quiet job in an idle session
+
+    kit = await kits.reopen(kit)
+    kit.session.resume()
+    gate.open()
+    assert (await kit.finished(task.id)).started_at == first_start
+
+
 async def test_r22_reopen_leaves_waiting_tasks_waiting(kits: Kits) -> None:
     gate = Gate()
     slow = define("slow", {"run": gated(gate, complete())})
