@@ -201,8 +201,12 @@ class PromptEditor(TextArea):
         self.placeholder = _BUSY_PLACEHOLDER if busy else _IDLE_PLACEHOLDER
 
     def put_text(self, text: str) -> None:
-        """Put text (withdrawn or forked) before what is typed, and focus the editor."""
+        """Put text (withdrawn or forked) before what is typed, and focus the editor.
+
+        A long text goes in as a placeholder, as if pasted (Ctrl+R expands it).
+        """
         current = self.text
+        text = self._pastes.fold(terminal_safe(text))
         self.text = text + ("\n" + current if current.strip() else "")
         self.move_cursor(self.document.end)
         self.focus()
@@ -337,7 +341,8 @@ class PromptEditor(TextArea):
             self._load(self._draft)
             return
         self._history_index = index
-        self._recalled = self._history_items[index]
+        # A long prompt comes back folded, as it was written (``PastedTexts.fold``).
+        self._recalled = self._pastes.fold(terminal_safe(self._history_items[index]))
         self._load(self._recalled)
 
     def action_accept_completion(self) -> None:

@@ -112,6 +112,20 @@ class PastedTexts:
         self._texts[placeholder] = text
         return placeholder
 
+    def fold(self, text: str) -> str:
+        """Return ``text`` as the editor should show it: a long one as a placeholder.
+
+        For text put back into the editor whole (a recalled prompt, withdrawn queued
+        messages): a text already kept keeps its placeholder, so going up and down
+        the history does not number the same prompt again and again.
+        """
+        if not is_long_paste(text):
+            return text
+        for placeholder, kept in self._texts.items():
+            if kept == text:
+                return placeholder
+        return self.add(text)
+
     def text_of(self, placeholder: str) -> str:
         """The pasted text a placeholder stands for."""
         return self._texts[placeholder]

@@ -131,6 +131,33 @@ async def test_walking_the_history_and_back_keeps_the_drafts_paste(
     assert sent(controller) == [LOG]
 
 
+async def test_a_long_prompt_recalled_from_the_history_comes_back_folded_and_is_sent_whole(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    controller.prompts = [BIG, "newest prompt"]
+    async with app.run_test() as pilot:
+        await pilot.press("up", "up")
+        assert app.editor.text == BIG_PLACEHOLDER
+        await pilot.press("down", "up")  # the same prompt again keeps its number
+        assert app.editor.text == BIG_PLACEHOLDER
+        await pilot.press("enter")
+        await settle(pilot)
+    assert sent(controller) == [BIG]
+
+
+async def test_long_text_put_back_into_the_editor_is_folded_and_sent_whole(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press(*"typed")
+        app.editor.put_text(BIG)  # a withdrawn steer, say
+        await pilot.pause()
+        assert app.editor.text == f"{BIG_PLACEHOLDER}\ntyped"
+        await pilot.press("enter")
+        await settle(pilot)
+    assert sent(controller) == [f"{BIG}\ntyped"]
+
+
 async def test_a_5000_line_paste_is_one_line_in_the_editor_and_every_line_is_sent(
     app: PidurableApp, controller: RecordingController
 ) -> None:

@@ -194,3 +194,13 @@ def test_without_pastes_edits_and_the_cursor_go_where_they_were_asked() -> None:
     assert doc.pastes.whole_edit((0, 3), (0, 4), doc.line_at) == ((0, 3), (0, 4))
     assert doc.pastes.snap((0, 2), (0, 3), doc.line_at) == (0, 3)
     assert doc.sent() == doc.text
+
+
+def test_fold_keeps_short_text_and_gives_a_kept_long_text_its_placeholder_again() -> None:
+    pastes = PastedTexts()
+    assert pastes.fold("short") == "short"
+    first = pastes.fold(LOG)
+    assert first == placeholder_for(1, LOG)
+    assert pastes.fold(LOG) == first  # recalled again: the same number
+    assert pastes.fold(BIG) == placeholder_for(2, BIG)
+    assert pastes.expand(f"{first} {placeholder_for(2, BIG)}") == f"{LOG} {BIG}"
