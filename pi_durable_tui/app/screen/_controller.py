@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._ports import ExportFormat, HostAction
+from pi_durable_tui.app._ports import ActionRefused, ExportFormat, HostAction
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     CommandInfo,
@@ -301,15 +301,19 @@ class AgentController:
         """Use a model in the shown conversation (the thinking level is clamped to it).
 
         Raises:
-            ValueError: The model's key is missing (the message names the variable
-                to set and how to declare a local server instead, issue 12).
+            ActionRefused: A malformed or unknown model (the message says which
+                providers or models exist), or its key is missing (the message names
+                the variable to set, issue 12).
         """
 
         async def set_model() -> None:
-            model = self.app.models.resolve(ref)
+            try:
+                model = self.app.models.resolve(ref)
+            except (LookupError, ValueError) as error:
+                raise ActionRefused(str(error)) from None
             missing = self.app.models.missing_key(model)
             if missing is not None:
-                raise ValueError(missing_key_hint(f"{model.provider}/{model.id}", missing))
+                raise ActionRefused(missing_key_hint(f"{model.provider}/{model.id}", missing))
             level = clamp_thinking_level(model, self.model.footer.thinking_level)  # type: ignore[arg-type]
             change = AgentChange(model=ModelRef(model.provider, model.id), thinking_level=level)
             await self._conversation.configure(change)
