@@ -213,7 +213,14 @@ class Controller(Protocol):
         ...
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the shown conversation's transcript; returns the path written."""
+        """Write the shown conversation's transcript; returns the full path written.
+
+        ``path`` may start with ``~``; a relative one is in the session's directory.
+
+        Raises:
+            ActionRefused: The file cannot be written (a directory that does not
+                exist, a directory in its place, no permission); nothing was written.
+        """
         ...
 
     def custom_commands(self) -> list[CommandInfo]:

@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
@@ -61,6 +58,7 @@ from pi_durable_tui.app.files import (
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
 from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
+from pi_durable_tui.app.screen._export_file import open_export_file
 from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -386,11 +384,14 @@ class AgentController:
         opened.harness.resume()
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the shown conversation's transcript (a fork's, a subagent's); its path."""
-        suffix = {"jsonl": "jsonl", "markdown": "md", "html": "html"}[fmt]
-        target = Path(path or os.path.join(self.app.cwd, f"pidurable-{int(time.time())}.{suffix}"))
+        """Write the shown conversation's transcript (a fork's, a subagent's); its full path.
+
+        Raises:
+            ActionRefused: The file cannot be opened for writing; nothing was written.
+        """
+        target, out = open_export_file(self.app.cwd, fmt, path)
         storage = self.app.harness.session.storage
-        with target.open("w", encoding="utf-8") as out:
+        with out:
             await export_transcript(storage, fmt, out, conversation_id=self.model.conversation_id)
         return str(target)
 

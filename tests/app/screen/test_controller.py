@@ -253,6 +253,48 @@ async def test_export_writes_the_transcript_in_each_format(
     assert named.exists()
 
 
+async def test_export_expands_a_tilde_and_says_the_full_path_it_wrote(
+    open_screen: ScreenFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "user-home"
+    (home / "notes").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    rig = await open_screen(say("exported answer"))
+    await rig.ask("export me")
+
+    written = await within(rig.controller.export("markdown", "~/notes/x.md"))
+    (rig.workdir / "sub").mkdir()
+    relative = await within(rig.controller.export("markdown", "sub/here.md"))
+
+    assert written == str(home / "notes" / "x.md")
+    assert "exported answer" in Path(written).read_text("utf-8")
+    assert relative == str(rig.workdir / "sub" / "here.md")  # in the session's directory
+    assert not (rig.workdir / "~").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ("missing/x.md", "the directory {dir}/missing does not exist (create it first)"),
+        ("a-directory", "it is a directory: name a file in it"),
+    ],
+)
+async def test_export_where_no_file_can_be_written_is_refused_saying_why(
+    open_screen: ScreenFactory, where: str, why: str
+) -> None:
+    rig = await open_screen(say("exported answer"))
+    (rig.workdir / "a-directory").mkdir()
+    before = sorted(rig.workdir.rglob("*"))
+
+    with pytest.raises(ActionRefused) as caught:
+        await within(rig.controller.export("markdown", where))
+
+    target = rig.workdir / where
+    reason = why.format(dir=rig.workdir)
+    assert str(caught.value) == f"Cannot export to {target}: {reason}; nothing was written."
+    assert sorted(rig.workdir.rglob("*")) == before
+
+
 async def test_export_writes_the_shown_conversation_so_a_fork_exports_the_fork(
     open_screen: ScreenFactory,
 ) -> None:
