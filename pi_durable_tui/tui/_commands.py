@@ -403,7 +403,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "", "Open another session of this directory", _resume, "resume"),
     Command(
         "export",
-        "[jsonl|markdown|html] [path] | path.md",
+        "[jsonl|markdown|html] [path]",
         "Write the transcript to a file",
         _export,
         "export",
