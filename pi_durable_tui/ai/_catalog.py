@@ -5,8 +5,9 @@ Owns ``load_catalog`` and its result (``Catalog``, ``ProviderInfo``);
 model-layer.md 1.7 (a small packaged registry).
 
 The catalog is ``ai/data/models.json``, written by hand (no network at run time).
-Its ``providers`` block gives each provider's api, base URL and key variable; its
-``models`` rows are ``Model`` fields. Sources and assumptions:
+Its ``providers`` block gives each provider's api, base URL, key variable and
+default model (what a session starts with when only that provider's key is set:
+Claude Sonnet 4.6, GPT-5.2); its ``models`` rows are ``Model`` fields. Sources and assumptions:
 
 - Anthropic (platform.claude.com model overviews and "What's new in Claude 4.6"):
   Opus 4.6 $5/$25, 128K output; Sonnet 4.6 $3/$15, 64K output, both with adaptive
@@ -41,12 +42,14 @@ from pi_durable_tui.ai._types import Model
 
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
-    """What the catalog knows of a provider: its api, base URL and key variable."""
+    """What the catalog knows of a provider: its api, base URL, key variable, default model."""
 
     name: str
     api: str
     base_url: str
     api_key_env: str | None = None
+    default_model: str | None = None
+    """The id of the model to start with when nothing names one (``None``: no default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,9 @@ def load_catalog() -> Catalog:
     text = resources.files("pi_durable_tui.ai").joinpath("data/models.json").read_text("utf-8")
     data = json.loads(text)
     providers = {
-        name: ProviderInfo(name, info["api"], info["base_url"], info.get("api_key_env"))
+        name: ProviderInfo(
+            name, info["api"], info["base_url"], info.get("api_key_env"), info.get("default_model")
+        )
         for name, info in data["providers"].items()
     }
     models = []

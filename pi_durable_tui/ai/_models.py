@@ -410,6 +410,25 @@ class Models:
         found = (self._keys(name) for name in sorted(self._provider_info))
         return tuple(key for key in found if key)
 
+    def default_model(self) -> Model | None:
+        """Return the model to start with when nothing names one.
+
+        The catalog's default model of the first catalog provider, in catalog order
+        (Anthropic, then OpenAI), whose key is set: a key in the environment says
+        which vendor the user has an account with.
+
+        Returns:
+            The model, or ``None`` when no catalog provider has a key (or no resolver
+            was given: nothing says a key is there).
+        """
+        if self._keys is None:
+            return None
+        for name, info in self._catalog.providers.items():
+            model = self._models.get((name, info.default_model or ""))
+            if model is not None and self._keys(name):
+                return model
+        return None
+
     def missing_key(self, model: Model) -> str | None:
         """Return the variable to set when a model needs a key that is missing.
 

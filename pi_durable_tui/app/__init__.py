@@ -51,7 +51,13 @@ its first paint (``_opening``, ``files/``) imports no layer below the app.
 import importlib
 from typing import TYPE_CHECKING
 
-from pi_durable_tui.app._ports import Controller, ExportFormat, HostAction, ScreenModel
+from pi_durable_tui.app._ports import (
+    ActionRefused,
+    Controller,
+    ExportFormat,
+    HostAction,
+    ScreenModel,
+)
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     ApprovalQuestion,
@@ -214,6 +220,7 @@ __all__ = [
     "CODING_PROMPT",
     "DEMOS",
     "SUBAGENTS",
+    "ActionRefused",
     "AgentApp",
     "AgentController",
     "AppOptions",

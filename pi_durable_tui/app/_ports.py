@@ -31,6 +31,15 @@ from pi_durable_tui.app._view import (
 ExportFormat = Literal["jsonl", "markdown", "html"]
 """The transcript formats ``Controller.export`` writes."""
 
+
+class ActionRefused(ValueError):
+    """A ``Controller`` action the user can fix: its message says what was wrong and what to do.
+
+    An unknown model, a model whose key is not set, an intent the host refused. The
+    screen shows the message as a notice and logs no traceback: nothing crashed.
+    """
+
+
 HostAction = Literal["fork", "new", "resume", "export", "permission_mode"]
 """What acts on the process that holds the session rather than on the shared session.
 
@@ -171,7 +180,12 @@ class Controller(Protocol):
         ...
 
     async def set_model(self, ref: str) -> None:
-        """Use ``provider/model-id`` in the shown conversation."""
+        """Use ``provider/model-id`` in the shown conversation.
+
+        Raises:
+            ActionRefused: A malformed or unknown model (the message lists the
+                providers, or the provider's models), or one whose key is not set.
+        """
         ...
 
     async def conversations(self) -> list[ConversationInfo]:
@@ -199,7 +213,14 @@ class Controller(Protocol):
         ...
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the shown conversation's transcript; returns the path written."""
+        """Write the shown conversation's transcript; returns the full path written.
+
+        ``path`` may start with ``~``; a relative one is in the session's directory.
+
+        Raises:
+            ActionRefused: The file cannot be written (a directory that does not
+                exist, a directory in its place, no permission); nothing was written.
+        """
         ...
 
     def custom_commands(self) -> list[CommandInfo]:

@@ -249,11 +249,11 @@ class ModelChoice(TerminalSafe):
 
 
 def missing_key_hint(ref: str, variable: str) -> str:
-    """One sentence: which variable a model needs, and the other way (a local server)."""
+    """Which variable a model needs, and how settings name a custom provider's variable."""
     return (
-        f"{ref} needs {variable}: export {variable}=... and start pidurable again, or "
-        'declare a local server under "providers" in .pidurable/settings.json '
-        "(README: Models and keys)."
+        f"{ref} needs {variable}: export {variable}=... and start pidurable again. A "
+        'provider declared under "providers" in settings names its key variable with '
+        '"api_key_env" (null for a local server that needs none; README: Models and keys).'
     )
 
 

@@ -18,7 +18,8 @@ included, at any moment, start-up too (``SignalGuard``: one line, never a
 traceback, exit status 130, 143 or 129). Problems the user can fix (a malformed
 settings file, a locked or damaged store, no session to continue, a malformed
 faux script, an unknown model, a bad ``--env`` URL, an SSH host that refuses or
-is not trusted, too much piped input) print one line on stderr and exit with
+is not trusted, too much piped input, the terminal app started with standard
+input or output that is not a terminal) print one line on stderr and exit with
 status 2; a run whose prompt was left unanswered exits with status 1. Output to
 a pipe closed early (``| head``) ends the command quietly with status 141.
 """
@@ -292,6 +293,12 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             from pi_durable_tui.app import describe_startup_error
 
             return _startup_failed(error, describe_startup_error(error))
+    missing = _not_a_terminal()
+    if missing is not None:
+        # Textual on a file or a pipe paints escape sequences into it and waits for
+        # keys that never come: refuse before anything starts.
+        sys.stderr.write(f"pidurable: {NEEDS_TERMINAL.format(stream=missing)}\n")
+        return EXIT_USAGE
     failures: list[BaseException] = []
 
     async def open_session() -> tuple[ScreenModel, Controller]:
@@ -378,6 +385,27 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
             raise failure
         return _startup_failed(failure, describe_startup_error(failure))
     return status
+
+
+NEEDS_TERMINAL = (
+    "the interactive app needs a terminal, and standard {stream} is not one: "
+    'use `pidurable -p "prompt"` (or `-p --mode json`) to run without one'
+)
+"""The one line (after ``pidurable: ``) for the terminal app started off a terminal."""
+
+
+def _not_a_terminal() -> str | None:
+    """Which of standard input and output is not a terminal (``None``: both are).
+
+    A stream without a file descriptor (closed, or replaced in-process) is no terminal.
+    """
+    for name, stream in (("input", sys.stdin), ("output", sys.stdout)):
+        try:
+            if stream is None or not os.isatty(stream.fileno()):
+                return name
+        except (OSError, ValueError, AttributeError):
+            return name
+    return None
 
 
 def _continue_hint(args: argparse.Namespace) -> str:

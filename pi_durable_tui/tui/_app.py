@@ -38,6 +38,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from pi_durable_tui.app import (
+    ActionRefused,
     Controller,
     Notice,
     NoticeLevel,
@@ -355,15 +356,20 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         self.run_worker(run(), group="controller", exit_on_error=False)
 
     def report_failure(self, what: str, error: Exception) -> None:
-        """Say that an action failed, and log its traceback."""
+        """Say that an action failed, and log its traceback unless the user can fix it.
+
+        A command line that cannot run (``CommandError``) or an action the app
+        refused (``ActionRefused``: an unknown model, a missing key) is its message
+        alone: nothing crashed, so no traceback and no log to look in.
+        """
+        message = self.redacted(str(error) or type(error).__name__)
+        if isinstance(error, (CommandError, ActionRefused)):
+            self.notice("error", message)
+            return
         where = ""
         if self.log_traceback(error, what):
             where = f" (details in {self.log_path})"
-        message = self.redacted(str(error) or type(error).__name__)
-        if isinstance(error, CommandError):
-            self.notice("error", message)
-        else:
-            self.notice("error", f"{what} failed: {message}{where}")
+        self.notice("error", f"{what} failed: {message}{where}")
 
     async def pick(self, title: str, items: Sequence[PickerItem[T]]) -> T | None:
         """Show a picker and wait for the choice (inside a worker).

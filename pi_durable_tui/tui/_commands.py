@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Protocol, TypeVar, get_args
 
 from pi_durable_tui.app import (
@@ -293,12 +294,30 @@ async def _resume(host: CommandHost, arg: str) -> None:
 _FORMATS: tuple[ExportFormat, ...] = get_args(ExportFormat)
 
 
+_BY_SUFFIX: dict[str, ExportFormat] = {
+    ".jsonl": "jsonl",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
+}
+"""The format a path alone names by its ending (``/export ~/notes/x.md``)."""
+
+
 async def _export(host: CommandHost, arg: str) -> None:
     words = arg.split(maxsplit=1)
     fmt = words[0] if words else "html"
-    if fmt not in _FORMATS:
-        raise CommandError(f"Unknown export format {fmt!r}; use {', '.join(_FORMATS)}.")
     target = words[1] if len(words) > 1 else None
+    if fmt not in _FORMATS:
+        # A line that starts with no format is the path; its ending names the format.
+        target = arg.strip()
+        ending = PurePath(target).suffix.lower()
+        if ending not in _BY_SUFFIX:
+            raise CommandError(
+                f"Unknown export format {fmt!r}; use {', '.join(_FORMATS)}, "
+                "or a path ending in .jsonl, .md or .html."
+            )
+        fmt = _BY_SUFFIX[ending]
     path = await host.controller.export(fmt, target)
     host.notice("info", f"Exported the transcript to {path}")
 

@@ -51,3 +51,11 @@ def test_catalog_facts_match_the_reference_examples() -> None:
     assert (gpt5.context_window, gpt5.max_tokens) == (400_000, 128_000)
     assert gpt5.api == "openai-responses"
     assert models.resolve("anthropic/claude-opus-4-6").compat["adaptive_thinking"] is True
+
+
+def test_every_catalog_provider_names_a_default_model_it_has() -> None:
+    catalog = load_catalog()
+    ids = {(m.provider, m.id) for m in catalog.models}
+
+    for name, info in catalog.providers.items():
+        assert (name, info.default_model) in ids

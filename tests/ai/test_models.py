@@ -244,6 +244,29 @@ def test_default_models_builds_http_providers_from_the_environment() -> None:
     assert models.missing_key(models.resolve("openai/gpt-5")) == "OPENAI_API_KEY"
 
 
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"ANTHROPIC_API_KEY": SECRET}, "anthropic/claude-sonnet-4-6"),
+        ({"OPENAI_API_KEY": SECRET}, "openai/gpt-5.2"),
+        ({"ANTHROPIC_API_KEY": SECRET, "OPENAI_API_KEY": SECRET}, "anthropic/claude-sonnet-4-6"),
+        ({"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": SECRET}, "openai/gpt-5.2"),
+        ({}, None),
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, None),
+    ],
+)
+def test_the_default_model_is_the_catalog_default_of_the_first_provider_with_a_key_set(
+    environ: dict[str, str], expected: str | None
+) -> None:
+    found = default_models(environ=environ).default_model()
+
+    assert (f"{found.provider}/{found.id}" if found else None) == expected
+
+
+def test_models_built_without_a_key_resolver_have_no_default_model() -> None:
+    assert Models().default_model() is None
+
+
 def test_openai_base_url_from_the_environment_moves_openai_models_and_drops_the_key_need() -> None:
     models = default_models(environ={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"})
 

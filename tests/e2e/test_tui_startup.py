@@ -141,3 +141,15 @@ def test_closing_the_resume_picker_exits_without_opening_anything(
 
     assert first.wait_dead() == "status 0"
     assert len(list(first.home.glob("sessions/*/*/session.sqlite"))) == 1
+
+
+def test_with_only_an_anthropic_key_set_the_footer_shows_its_default_model(
+    terminals: list[Terminal],
+) -> None:
+    # No --model, no model in settings: the key says which vendor; nothing is sent.
+    first = terminals[0]
+    first.environment = {"ANTHROPIC_API_KEY": "sk-ant-not-a-real-key"}
+
+    first.start()
+
+    first.wait_for(contains("anthropic/claude-sonnet-4-6", "?/200k"), "the default model")

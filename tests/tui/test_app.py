@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app import Block, QueueItem
+from pi_durable_tui.app import ActionRefused, Block, QueueItem
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
 from tests.tui.conftest import FakeClock, running, screen_name, settle, shown
@@ -106,6 +106,28 @@ async def test_a_failed_submit_puts_the_text_back_and_says_why(
         assert "submit failed: submit is broken" in notice.text
         assert str(log_path) in notice.text
         assert "RuntimeError: submit is broken" in log_path.read_text()
+
+
+class RefusingController(RecordingController):
+    """``/model`` refused as the app refuses an unknown model: words, no crash."""
+
+    async def set_model(self, ref: str) -> None:
+        raise ActionRefused(f"Unknown model {ref}: no provider 'nowhere' (known: anthropic)")
+
+
+async def test_a_refused_action_is_its_message_alone_with_no_traceback_logged(
+    model: StaticScreenModel, log_path: Path
+) -> None:
+    app = PidurableApp(model, RefusingController(model), log_path=log_path)
+    async with app.run_test() as pilot:
+        app.editor.text = "/model nowhere/x"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        [notice] = app.notice_bar.shown_notices
+        assert notice.level == "error"
+        assert notice.text == "Unknown model nowhere/x: no provider 'nowhere' (known: anthropic)"
+        assert running(app)
+    assert not log_path.exists()
 
 
 async def test_esc_aborts_and_puts_the_withdrawn_texts_before_the_draft_R57(

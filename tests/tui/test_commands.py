@@ -32,6 +32,9 @@ async def run_command(app: PidurableApp, line: str, *keys: str) -> None:
         ("/new", ("new_session", ())),
         ("/export", ("export", ("html", None))),
         ("/export markdown notes.md", ("export", ("markdown", "notes.md"))),
+        ("/export ~/notes/x.md", ("export", ("markdown", "~/notes/x.md"))),
+        ("/export my notes/Log.JSONL", ("export", ("jsonl", "my notes/Log.JSONL"))),
+        ("/export out.htm", ("export", ("html", "out.htm"))),
         ("/model anthropic/claude-x", ("set_model", ("anthropic/claude-x",))),
     ],
 )
@@ -57,9 +60,18 @@ async def test_export_with_an_unknown_format_says_which_exist(
 ) -> None:
     await run_command(app, "/export pdf")
     assert controller.called("export") == []
-    assert "Unknown export format 'pdf'; use jsonl, markdown, html." in [
-        notice.text for notice in app.notice_bar.shown_notices
-    ]
+    assert (
+        "Unknown export format 'pdf'; use jsonl, markdown, html, or a path ending in "
+        ".jsonl, .md or .html."
+    ) in [notice.text for notice in app.notice_bar.shown_notices]
+
+
+async def test_export_to_a_path_whose_ending_names_no_format_says_which_endings_do(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    await run_command(app, "/export ~/notes.txt")
+    assert controller.called("export") == []
+    assert "or a path ending in .jsonl, .md or .html." in app.notice_bar.shown_notices[-1].text
 
 
 async def test_model_picker_filters_and_sets_the_chosen_model(

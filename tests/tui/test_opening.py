@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +73,8 @@ import pi_durable_tui.tui as tui
 
 async def run_async(self, *args, **kwargs):
     # Stands in for the screen's run: what is loaded now is what the first frame waits for.
-    print(json.dumps(sorted(sys.modules)))
+    with open(sys.argv[1], "w") as loaded:
+        json.dump(sorted(sys.modules), loaded)
 
 tui.PidurableApp.run_async = run_async
 from pi_durable_tui.cli import main
@@ -86,16 +88,23 @@ def test_the_command_imports_no_layer_below_the_app_before_the_screen_runs(
     # What the first frame needs: Textual, the screen and the app's view values. The
     # session layers (and pydantic, httpx, aiosqlite, the MCP SDK) load after the
     # paint, on a thread. The real command runs, up to the screen's start.
+    # On a pseudo-terminal: the terminal app starts only on one.
     monkeypatch.setenv("PIDURABLE_HOME", str(tmp_path / "home"))
-    ran = subprocess.run(
-        [sys.executable, "-c", _PAINT_PROBE],
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    loaded = json.loads(ran.stdout)
+    listing = tmp_path / "loaded.json"
+    master, slave = os.openpty()
+    try:
+        subprocess.run(
+            [sys.executable, "-c", _PAINT_PROBE, str(listing)],
+            cwd=tmp_path,
+            stdin=slave,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            check=True,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    loaded = json.loads(listing.read_text())
     below = ("harness", "kernel", "storage", "ai", "env", "tools")
     heavy = [
         name

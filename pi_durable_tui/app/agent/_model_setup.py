@@ -7,8 +7,9 @@ providers declared in settings (local and self-hosted servers), a model served a
 through ``openai-completions`` there, at zero cost, and a catalog model on a
 local server costs nothing either), and the faux provider of a
 ``--faux-script``. ``choose_model`` picks ``--model provider/id[:thinking]``, else
-the settings' ``model``, else nothing: the app still starts and says how to
-configure one.
+the settings' ``model``, else the catalog's default model of the first provider
+whose key is set (``Models.default_model``: Anthropic before OpenAI), else nothing:
+the app still starts and says how to configure one.
 """
 
 from __future__ import annotations
@@ -74,7 +75,10 @@ def build_models(
 def choose_model(
     models: Models, option: str | None, settings: AppSettings, *, base_url: str | None = None
 ) -> ModelSelection | None:
-    """Choose the model a session starts with (``--model``, else settings, else none).
+    """Choose the model a session starts with.
+
+    ``--model``, else the settings' ``model``, else the default model of the first
+    catalog provider with a key set (``Models.default_model``), else none.
 
     With ``base_url`` (``--base-url``) the chosen model is served from that server
     (``Models.use_base_url``: a known model keeps its api, and its catalog prices
@@ -86,13 +90,19 @@ def choose_model(
             (the message lists what exists).
     """
     text = option or settings.model
-    if not text:
-        return None
-    try:
-        ref, level = parse_model_option(text)
-        model = models.use_base_url(ref, base_url) if base_url else models.resolve(ref)
-    except (ValueError, LookupError) as error:
-        raise ModelChoiceError(str(error)) from None
+    level: ThinkingLevel | None = None
+    if text:
+        try:
+            ref, level = parse_model_option(text)
+            model = models.use_base_url(ref, base_url) if base_url else models.resolve(ref)
+        except (ValueError, LookupError) as error:
+            raise ModelChoiceError(str(error)) from None
+    else:
+        # With --base-url nothing is defaulted: that server's models are not the catalog's.
+        found = None if base_url else models.default_model()
+        if found is None:
+            return None
+        model = found
     wanted = level or settings.thinking_level
     thinking = clamp_thinking_level(model, wanted) if wanted else None
     return ModelSelection(model, thinking)

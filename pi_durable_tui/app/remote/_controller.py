@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from pi_durable_tui.app._ports import ExportFormat, HostAction
+from pi_durable_tui.app._ports import ActionRefused, ExportFormat, HostAction
 from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
@@ -96,8 +96,8 @@ class RemoteController:
     async def _call(self, method: str, **args: object) -> object:
         try:
             return await self.feed.link.call(method, **args)
-        except HostRefused as error:
-            raise ValueError(str(error)) from None
+        except HostRefused as error:  # the host's words for what to fix
+            raise ActionRefused(str(error)) from None
         except HostGone:
             # The notice says what happened and what to do (``_attach.host_gone``).
             raise ValueError(GONE) from None

@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
-from pi_durable_tui.app._ports import ExportFormat, HostAction
+from pi_durable_tui.app._ports import ActionRefused, ExportFormat, HostAction
 from pi_durable_tui.app._terminal_text import terminal_safe
 from pi_durable_tui.app._view import (
     CommandInfo,
@@ -61,6 +58,7 @@ from pi_durable_tui.app.files import (
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
 from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
+from pi_durable_tui.app.screen._export_file import open_export_file
 from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
@@ -301,15 +299,19 @@ class AgentController:
         """Use a model in the shown conversation (the thinking level is clamped to it).
 
         Raises:
-            ValueError: The model's key is missing (the message names the variable
-                to set and how to declare a local server instead, issue 12).
+            ActionRefused: A malformed or unknown model (the message says which
+                providers or models exist), or its key is missing (the message names
+                the variable to set, issue 12).
         """
 
         async def set_model() -> None:
-            model = self.app.models.resolve(ref)
+            try:
+                model = self.app.models.resolve(ref)
+            except (LookupError, ValueError) as error:
+                raise ActionRefused(str(error)) from None
             missing = self.app.models.missing_key(model)
             if missing is not None:
-                raise ValueError(missing_key_hint(f"{model.provider}/{model.id}", missing))
+                raise ActionRefused(missing_key_hint(f"{model.provider}/{model.id}", missing))
             level = clamp_thinking_level(model, self.model.footer.thinking_level)  # type: ignore[arg-type]
             change = AgentChange(model=ModelRef(model.provider, model.id), thinking_level=level)
             await self._conversation.configure(change)
@@ -382,11 +384,14 @@ class AgentController:
         opened.harness.resume()
 
     async def export(self, fmt: ExportFormat, path: str | None = None) -> str:
-        """Write the shown conversation's transcript (a fork's, a subagent's); its path."""
-        suffix = {"jsonl": "jsonl", "markdown": "md", "html": "html"}[fmt]
-        target = Path(path or os.path.join(self.app.cwd, f"pidurable-{int(time.time())}.{suffix}"))
+        """Write the shown conversation's transcript (a fork's, a subagent's); its full path.
+
+        Raises:
+            ActionRefused: The file cannot be opened for writing; nothing was written.
+        """
+        target, out = open_export_file(self.app.cwd, fmt, path)
         storage = self.app.harness.session.storage
-        with target.open("w", encoding="utf-8") as out:
+        with out:
             await export_transcript(storage, fmt, out, conversation_id=self.model.conversation_id)
         return str(target)
 

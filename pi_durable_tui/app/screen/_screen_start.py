@@ -10,20 +10,25 @@ without Textual, so print-free tests and the TUI run the same path:
    into the transcript as a ``resumed`` separator;
 3. resume scheduling (``Harness.resume``), so interrupted work carries on;
 4. a new demo session sends the demo's first prompt; a demo says how to kill and
-   continue it; a session without a model says how to choose one (reference 5.1);
+   continue it; a session without a model says how to choose one (reference 5.1),
+   and one whose model's key is not set names the variable before the first prompt;
 5. a prompt from the command line (``pidurable "PROMPT"``, issue 12) is sent as
    the first message, as if typed (after a demo's own).
 """
 
 from __future__ import annotations
 
+from pi_durable_tui.app._view import missing_key_hint
 from pi_durable_tui.app.agent import AgentApp
 from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 
-NO_MODEL = "No model configured; select one with /model."
+NO_MODEL = (
+    "No model configured: export ANTHROPIC_API_KEY or OPENAI_API_KEY and start pidurable "
+    "again (its default model is used), or select one with /model."
+)
 
 
 async def start_screen(
@@ -56,6 +61,10 @@ async def start_screen(
             model.add_notice("info", app.demo_banner())
         elif not model.footer.model:
             model.add_notice("warning", NO_MODEL)
+        else:
+            missing = _missing_key(app, model.footer.model)
+            if missing is not None:
+                model.add_notice("warning", missing_key_hint(model.footer.model, missing))
         controller.skills()  # listed once at start, so an unusable skill file is a notice now
         for problem in discover_commands(app.cwd).problems:
             model.add_notice("warning", problem)
@@ -65,3 +74,9 @@ async def start_screen(
         await controller.close()
         raise
     return model, controller
+
+
+def _missing_key(app: AgentApp, ref: str) -> str | None:
+    """The variable the session's model needs and lacks (``None``: none, or not a known model)."""
+    found = app.models.get(ref)
+    return None if found is None else app.models.missing_key(found)

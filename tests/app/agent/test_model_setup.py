@@ -232,3 +232,44 @@ def test_the_model_option_wins_over_settings_and_keeps_a_supported_thinking_suff
     assert (default.model.id, default.thinking_level) == ("faux-1", None)
     assert chosen is not None
     assert (chosen.model.id, chosen.thinking_level) == ("deep", "high")
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (["ANTHROPIC_API_KEY"], "anthropic/claude-sonnet-4-6"),
+        (["OPENAI_API_KEY"], "openai/gpt-5.2"),
+        (["OPENAI_API_KEY", "ANTHROPIC_API_KEY"], "anthropic/claude-sonnet-4-6"),
+    ],
+)
+def test_with_no_model_named_a_session_starts_on_the_default_of_the_provider_whose_key_is_set(
+    monkeypatch: pytest.MonkeyPatch, keys: list[str], expected: str
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name in keys:
+        monkeypatch.setenv(name, "sk-test-not-a-real-key")
+    settings = AppSettings(thinking_level="high")
+
+    chosen = choose_model(build_models(settings), None, settings)
+
+    assert chosen is not None
+    assert (f"{chosen.model.provider}/{chosen.model.id}", chosen.thinking_level) == (
+        expected,
+        "high",
+    )
+
+
+def test_a_model_named_in_settings_or_a_base_url_wins_over_the_default_of_a_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-a-real-key")
+    named = AppSettings(model="openai/gpt-5-mini")
+    plain = AppSettings()
+
+    from_settings = choose_model(build_models(named), None, named)
+    on_a_server = choose_model(build_models(plain), None, plain, base_url="http://127.0.0.1:9/v1")
+
+    assert from_settings is not None
+    assert from_settings.model.id == "gpt-5-mini"
+    assert on_a_server is None

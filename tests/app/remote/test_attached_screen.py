@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from pi_durable_tui.ai import FauxMatch, FauxProvider, faux_response, faux_text
-from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
+from pi_durable_tui.app import (
+    ActionRefused,
+    LiveScreenModel,
+    PermissionChoices,
+    RemoteController,
+    attach_screen,
+)
 from pi_durable_tui.app._wire import MAX_PENDING
 from pi_durable_tui.app.remote._attach import HOST_GONE, host_gone
 from pi_durable_tui.app.screen._store_failure import STOPPED
@@ -135,6 +141,18 @@ async def test_tasks_stop_and_ctrl_b_from_the_attached_screen_reach_the_hosts_ha
     assert await within(controller.background_command()) == (
         "No command is running in the foreground: nothing to move to the background."
     )
+
+
+async def test_model_from_the_attached_screen_refused_by_the_host_is_its_words_for_the_user(
+    serve: ServeFactory, attach: Attach
+) -> None:
+    served = await serve(say("hi"))
+    model, controller = await attach(served.rig.app.store)
+
+    with pytest.raises(ActionRefused, match=r"^Unknown model nowhere/x: no provider 'nowhere'"):
+        await within(controller.set_model("nowhere/x"))
+
+    assert model.footer.model == "faux/faux-1"
 
 
 async def test_esc_in_the_attached_screen_aborts_for_both(

@@ -19,6 +19,7 @@ from pi_durable_tui.ai import (
     faux_response,
     faux_text,
 )
+from pi_durable_tui.app import ActionRefused
 from pi_durable_tui.app.screen._compaction_notices import compaction_notice
 from pi_durable_tui.harness import LIVE_DOC, HarnessClosed
 from tests.app.screen_support import (
@@ -165,7 +166,7 @@ async def test_set_model_switches_the_shown_conversation_and_clamps_the_thinking
     await within(rig.controller.set_model("faux/plain"))
     await rig.until(lambda: rig.model.footer.model == "faux/plain", "model switched")
     assert rig.model.footer.thinking_level == "off"
-    with pytest.raises(LookupError):
+    with pytest.raises(ActionRefused, match="Models of faux: thinker, plain"):
         await within(rig.controller.set_model("faux/nonexistent"))
 
 
@@ -250,6 +251,48 @@ async def test_export_writes_the_transcript_in_each_format(
     named = rig.workdir / f"out{suffix}"
     assert await within(rig.controller.export(fmt, str(named))) == str(named)  # type: ignore[arg-type]
     assert named.exists()
+
+
+async def test_export_expands_a_tilde_and_says_the_full_path_it_wrote(
+    open_screen: ScreenFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "user-home"
+    (home / "notes").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    rig = await open_screen(say("exported answer"))
+    await rig.ask("export me")
+
+    written = await within(rig.controller.export("markdown", "~/notes/x.md"))
+    (rig.workdir / "sub").mkdir()
+    relative = await within(rig.controller.export("markdown", "sub/here.md"))
+
+    assert written == str(home / "notes" / "x.md")
+    assert "exported answer" in Path(written).read_text("utf-8")
+    assert relative == str(rig.workdir / "sub" / "here.md")  # in the session's directory
+    assert not (rig.workdir / "~").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ("missing/x.md", "the directory {dir}/missing does not exist (create it first)"),
+        ("a-directory", "it is a directory: name a file in it"),
+    ],
+)
+async def test_export_where_no_file_can_be_written_is_refused_saying_why(
+    open_screen: ScreenFactory, where: str, why: str
+) -> None:
+    rig = await open_screen(say("exported answer"))
+    (rig.workdir / "a-directory").mkdir()
+    before = sorted(rig.workdir.rglob("*"))
+
+    with pytest.raises(ActionRefused) as caught:
+        await within(rig.controller.export("markdown", where))
+
+    target = rig.workdir / where
+    reason = why.format(dir=rig.workdir)
+    assert str(caught.value) == f"Cannot export to {target}: {reason}; nothing was written."
+    assert sorted(rig.workdir.rglob("*")) == before
 
 
 async def test_export_writes_the_shown_conversation_so_a_fork_exports_the_fork(
@@ -394,6 +437,32 @@ async def test_choosing_a_model_without_its_key_names_the_variable_and_keeps_the
     choice = next(c for c in rig.controller.models() if c.provider == "anthropic")
     assert not choice.configured
     assert choice.missing_key == "ANTHROPIC_API_KEY"
-    with pytest.raises(ValueError, match="needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY="):
+    with pytest.raises(
+        ActionRefused, match="needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY="
+    ) as caught:
         await within(rig.controller.set_model(choice.ref))
+    assert '"api_key_env"' in str(caught.value)  # how settings name a custom provider's variable
+    assert rig.model.footer.model == "faux/faux-1"
+
+
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [
+        (
+            "nowhere/x",
+            "Unknown model nowhere/x: no provider 'nowhere' (known: anthropic, faux, openai)",
+        ),
+        ("openai/nope", "Unknown model openai/nope. Models of openai: gpt-5.2, gpt-5.1,"),
+        ("qwen3", "Model reference must look like provider/model-id, got 'qwen3'"),
+    ],
+)
+async def test_choosing_an_unknown_model_is_refused_saying_what_exists_and_keeps_the_model(
+    open_screen: ScreenFactory, ref: str, message: str
+) -> None:
+    rig = await open_screen()
+
+    with pytest.raises(ActionRefused) as caught:
+        await within(rig.controller.set_model(ref))
+
+    assert str(caught.value).startswith(message)
     assert rig.model.footer.model == "faux/faux-1"

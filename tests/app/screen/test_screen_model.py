@@ -201,11 +201,31 @@ async def test_a_submission_left_unanswered_by_a_failure_becomes_a_notice_but_an
 
 
 async def test_a_model_without_a_session_model_warns_how_to_choose_one(
-    open_screen: ScreenFactory,
+    open_screen: ScreenFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)  # a key would choose its default model
     rig = await open_screen(model=None)
-    assert [n.text for n in rig.model.notices] == ["No model configured; select one with /model."]
+    assert [n.text for n in rig.model.notices] == [
+        "No model configured: export ANTHROPIC_API_KEY or OPENAI_API_KEY and start pidurable "
+        "again (its default model is used), or select one with /model."
+    ]
     assert rig.model.footer.model == ""
+
+
+async def test_a_session_on_a_model_whose_key_is_not_set_names_the_variable_at_start(
+    open_screen: ScreenFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Said before the first prompt, not only by its failed request.
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    rig = await open_screen(model="anthropic/claude-sonnet-4-5")
+    [notice] = rig.model.notices
+    assert notice.level == "warning"
+    assert notice.text.startswith(
+        "anthropic/claude-sonnet-4-5 needs ANTHROPIC_API_KEY: export ANTHROPIC_API_KEY=..."
+    )
+    assert '"api_key_env"' in notice.text
+    assert rig.model.footer.model == "anthropic/claude-sonnet-4-5"
 
 
 async def test_listeners_hear_each_change_until_they_unsubscribe(
