@@ -64,6 +64,7 @@ from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, 
 from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._shown import show_conversation, shown_conversation
 from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.harness import (
     MODES,
@@ -322,7 +323,7 @@ class AgentController:
 
     async def switch_conversation(self, conversation_id: int) -> None:
         """Show another conversation; the editor then talks to it."""
-        await self._serial(lambda: self.model.attach(conversation_id))
+        await self._serial(lambda: show_conversation(self.app, self.model, conversation_id))
 
     async def fork(self, entry_id: int) -> str:
         """Fork before a user message, show the fork, and return the message's text."""
@@ -347,7 +348,7 @@ class AgentController:
                     thinking_level=footer.thinking_level,  # type: ignore[arg-type]
                 )
                 fork = await self.app.harness.create_conversation(agent=agent)
-            await self.model.attach(fork.id)
+            await show_conversation(self.app, self.model, fork.id)
             return text
 
         return await self._serial(fork)
@@ -376,7 +377,7 @@ class AgentController:
         self._unwatch_settings = self._watch_settings(opened)
         await old.close()
         self.model.rebind(opened)
-        await self.model.attach(opened.root.id)
+        await self.model.attach(await shown_conversation(opened))
         await self.read_permission_mode()
         self.model.show_recovery(report)
         opened.harness.resume()
