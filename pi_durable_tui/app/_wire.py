@@ -10,8 +10,12 @@ a line bounds a message without a length prefix the other side must trust.
 
 Host to client:
 
-- ``welcome`` ``{v, client, clients, root, cwd, session, host_pid, windows}``: the
-  answer to ``hello`` (``windows``: each host model's context window, for footers).
+- ``welcome`` ``{v, client, clients, root, cwd, session, host_pid, windows, mode}``:
+  the answer to ``hello`` (``windows``: each host model's context window, for
+  footers; ``mode``: the permission mode in force, ``plan``, ``auto-edit``,
+  ``ask`` or ``auto``).
+- ``mode`` ``{mode}``: the permission mode in force changed (F4 in the host's
+  terminal, an edited settings file); sent to every client at each change.
 - ``snapshot`` ``{seq, conversation, entries, has_older, docs, tasks}``: the
   current view of one conversation at commit ``seq``: the NEWEST ``window``
   entries (oldest first), never the history (a late joiner of a 10,000-entry

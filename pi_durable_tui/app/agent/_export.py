@@ -4,7 +4,11 @@ The transcript is every visible entry of the main conversation, oldest first
 (compaction summaries and resets included, so nothing is hidden). JSON lines
 hold one stored entry per line, exactly as committed; Markdown and HTML render
 user and assistant text, thinking, tool calls with their arguments and tool
-results with their output. HTML is one self-contained file (inline CSS, every
+results with their output. An entry that holds only part of what it would have
+is marked under it (``cut_of``: an answer aborted with Esc, the partial a crash
+left, one at the model's output limit, a tool call that came back ``interrupted``
+or ``aborted``): ``_(answer cut: aborted)_`` in Markdown, a ``cut`` note in HTML,
+so a reader does not take it for a whole one. HTML is one self-contained file (inline CSS, every
 text escaped: ``<``, ``>``, ``&`` and quotes as entities, and every control
 character, the ESC of an escape sequence included, as visible ``\xNN`` text, so
 neither a browser nor a terminal that shows the file obeys them, issue 13).
@@ -37,7 +41,7 @@ from pi_durable_tui.app.files import (
     open_store,
     resolve_session,
 )
-from pi_durable_tui.harness import text_of
+from pi_durable_tui.harness import INTERRUPTED_PARTIAL, text_of
 from pi_durable_tui.storage import EntryRecord, Storage, StorageError
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
@@ -53,6 +57,39 @@ async def entries_of(storage: Storage, conversation_id: int = 1) -> AsyncIterato
         if page.cursor is None:
             return
         cursor = page.cursor
+
+
+def cut_of(entry: EntryRecord) -> str | None:
+    """Why an entry holds only part of what it would have, in words; ``None`` when whole.
+
+    From what the entry records: an answer's ``stop_reason`` (``aborted`` by Esc, or
+    with ``INTERRUPTED_PARTIAL`` the partial a crash left, R84; ``length`` at the
+    model's output limit) and a tool result's error diagnostic code
+    (``interrupted``: cut by a crash, it may have partly run; ``aborted``).
+    """
+    message = entry.model[0] if entry.model and isinstance(entry.model[0], dict) else {}
+    if entry.kind == "pi.assistant":
+        stop = message.get("stop_reason")
+        if stop == "aborted":
+            if message.get("error_message") == INTERRUPTED_PARTIAL:
+                return "interrupted, pidurable stopped while it streamed"
+            return "aborted"
+        return "the model's output limit" if stop == "length" else None
+    if entry.kind != "pi.tool-result" or not message.get("is_error"):
+        return None
+    data = entry.data if isinstance(entry.data, dict) else {}
+    codes = {d.get("code") for d in data.get("diagnostics") or [] if isinstance(d, dict)}
+    if "interrupted" in codes:
+        return "interrupted, it may have partly run"
+    return "aborted" if "aborted" in codes else None
+
+
+def _cut_note(entry: EntryRecord) -> str | None:
+    """The note an export puts under a cut entry: ``answer cut: aborted``."""
+    why = cut_of(entry)
+    if why is None:
+        return None
+    return f"{'tool call' if entry.kind == 'pi.tool-result' else 'answer'} cut: {why}"
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -90,8 +127,11 @@ def _markdown_entry(entry: EntryRecord) -> str:
             parts.append(f"**{block.get('name')}**\n\n```json\n{arguments}\n```\n")
         elif kind == "image":
             parts.append(f"*[image {block.get('mime_type')}]*\n")
-    if message.get("stop_reason") in ("error", "aborted"):
-        parts.append(f"*[{message.get('stop_reason')}] {message.get('error_message') or ''}*\n")
+    if message.get("stop_reason") == "error":
+        parts.append(f"*[error] {message.get('error_message') or ''}*\n")
+    note = _cut_note(entry)
+    if note is not None:
+        parts.append(f"_({note})_\n")
     return "\n".join(parts)
 
 
@@ -108,6 +148,7 @@ _CSS = (
     "white-space:pre-wrap}.user{border-left:4px solid #3a7bd5;padding-left:.8rem}"
     ".assistant{border-left:4px solid #2e9d5b;padding-left:.8rem}.tool{border-left:4px solid"
     " #999;padding-left:.8rem}.thinking{color:#777;font-style:italic}h3{margin-bottom:.2rem}"
+    ".cut,.error{font-style:italic;color:#a33;border:1px dashed #a33;padding:.2rem .5rem}"
 )
 
 
@@ -139,6 +180,12 @@ def _html_entry(entry: EntryRecord) -> str:
             body.append(
                 f"<p><b>{_escaped(str(block.get('name')))}</b></p><pre>{_escaped(arguments)}</pre>"
             )
+    if message.get("stop_reason") == "error":
+        error = str(message.get("error_message") or "")
+        body.append(f"<p class='error'>[error] {_escaped(error)}</p>")
+    note = _cut_note(entry)
+    if note is not None:
+        body.append(f"<p class='cut'>({_escaped(note)})</p>")
     return f"<div class='{css}'><h3>{_escaped(title)}</h3>{''.join(body)}</div>"
 
 

@@ -77,6 +77,7 @@ class SettingsFiles:
         self._value: AppSettings | None = None
         self._error_listeners: list[Callable[[SettingsError], None]] = []
         self._trust_listeners: list[Callable[[TrustRequest], None]] = []
+        self._change_listeners: list[Callable[[], None]] = []
         self._confirmed: dict[str, Any] = {}
         """The project's widening values in force: those of the last confirmed content."""
         self._trusted: set[str] = set()
@@ -101,6 +102,15 @@ class SettingsFiles:
         """
         self._trust_listeners.append(listener)
         return lambda: self._trust_listeners.remove(listener)
+
+    def on_change(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after each re-read that took a new value in; returns unsubscribe.
+
+        A session's host tells its clients the permission mode in force this way
+        (issue 15): an edited ``permission_mode`` reaches every attached footer.
+        """
+        self._change_listeners.append(listener)
+        return lambda: self._change_listeners.remove(listener)
 
     def trusted_extension_files(self) -> bool:
         """Whether the project's extension files, as they are now, are trusted (issue 16)."""
@@ -201,6 +211,7 @@ class SettingsFiles:
         """
         stamp = self._stamps()
         if self._value is None or stamp != self._stamp:
+            changed = False
             try:
                 project = read_project_settings(self._cwd)
                 confirmed, request = self._gate(project)
@@ -215,7 +226,11 @@ class SettingsFiles:
                 self.error = None
                 self._confirmed = dict(confirmed)
                 self._ask(request)
+                changed = True
             self._stamp = stamp
+            if changed:
+                for listener in list(self._change_listeners):
+                    listener()
         return self._value
 
     def _rule_sections(

@@ -24,6 +24,10 @@ A store that fails under the host (issue 12) is said to every client once
 answered with ``StoreStopped``'s line, and a client that joins later gets
 ``welcome`` and ``stopped`` and is let go (nothing can be read on the line).
 
+The permission mode in force is in ``welcome`` and, on every change (F4 in the
+host, an edited settings file: a commit to ``pi.permissions``, a re-read of the
+files), a ``mode`` message goes to every client, so each footer follows at once.
+
 Presence: every join and leave sends ``clients`` to all (the host's own
 screen, if any, is listed first as ``host``). ``alone()`` resolves when the
 last client left, which is how a quitting terminal keeps serving until then.
@@ -66,7 +70,7 @@ from pi_durable_tui.app.host._intents import IntentRefused, perform
 from pi_durable_tui.app.host._transport import StreamTransport, Transport
 from pi_durable_tui.app.screen import StoreStopped, TaskTree, watch_store_failure
 from pi_durable_tui.env import started_by_a_command
-from pi_durable_tui.harness import LIVE_DOC
+from pi_durable_tui.harness import LIVE_DOC, PERMISSIONS_DOC
 from pi_durable_tui.kernel import CommitInfo, SessionFailed, Tx
 
 if TYPE_CHECKING:
@@ -74,6 +78,8 @@ if TYPE_CHECKING:
 
 RING = 256
 """Frames kept per followed conversation, for clients that reconnect."""
+SETTINGS_POLL = 1.0
+"""Seconds between two checks of the settings files while clients are attached."""
 
 
 class _Ring:
@@ -128,6 +134,12 @@ class SessionHost:
         self._stopped: dict[str, Any] | None = None
         """The ``stopped`` message once the store failed (issue 12), for every client."""
         self._unwatch_store: Callable[[], None] = lambda: None
+        self._mode: str | None = None
+        """The permission mode in force, as every client was last told (``mode``)."""
+        self._mode_check: asyncio.Task[None] | None = None
+        self._mode_again = False
+        self._unwatch_settings: Callable[[], None] = lambda: None
+        self._settings_poll: asyncio.Task[None] | None = None
 
     # -- lifecycle --
 
@@ -141,8 +153,11 @@ class SessionHost:
         sock = bind_socket(self.path) if listen else None
         if sock is not None:
             self._inode = os.stat(self.path).st_ino
+        self._mode = await self._mode_now()
         self._unsubscribe = self.app.harness.session.subscribe(self._on_commit)
         self._unwatch_store = watch_store_failure(self.app, self._store_failed)
+        self._unwatch_settings = self.app.settings.on_change(self._mode_may_have_changed)
+        self._settings_poll = asyncio.ensure_future(self._poll_settings())
         self._tree.schedule()
         if sock is not None:
             self._server = await asyncio.start_unix_server(
@@ -155,6 +170,11 @@ class SessionHost:
             self._unsubscribe()
             self._unsubscribe = None
         self._unwatch_store()
+        self._unwatch_settings()
+        self._unwatch_settings = lambda: None
+        for task in (self._mode_check, self._settings_poll):
+            if task is not None:
+                task.cancel()
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -216,6 +236,42 @@ class SessionHost:
         for connection in self._connections.values():
             connection.send(self._stopped)
 
+    # -- the permission mode --
+
+    async def _mode_now(self) -> str | None:
+        """The mode in force: the session's choice (F4), else the settings' (issue 13)."""
+        try:
+            return (await self.app.harness.permission_policy()).mode
+        except Exception:  # closed, or its store failed: clients keep the last one said
+            return self._mode
+
+    def _mode_may_have_changed(self) -> None:
+        """A settings file was re-read, or a commit wrote ``pi.permissions``: check, tell."""
+        if self._mode_check is not None and not self._mode_check.done():
+            self._mode_again = True  # the running check reads once more when it is done
+            return
+        self._mode_check = asyncio.ensure_future(self._check_mode())
+
+    async def _poll_settings(self) -> None:
+        # A host without a screen (``pidurable serve``) re-reads the files only at
+        # decisions; an edit made while idle must still reach the attached footers.
+        while True:
+            await asyncio.sleep(SETTINGS_POLL)
+            if self._connections:
+                with contextlib.suppress(Exception):  # a malformed edit is reported there
+                    self.app.settings.current()
+
+    async def _check_mode(self) -> None:
+        while True:
+            self._mode_again = False
+            mode = await self._mode_now()
+            if mode != self._mode:
+                self._mode = mode
+                for connection in self._connections.values():
+                    connection.send({"t": "mode", "mode": mode})
+            if not self._mode_again:
+                return
+
     # -- following commits --
 
     def _on_commit(self, info: CommitInfo) -> None:
@@ -235,6 +291,8 @@ class SessionHost:
                     connection.deliver(data)
         if info.tasks:
             self._tree.schedule()
+        if any(change.address.kind == PERMISSIONS_DOC.kind for change in info.documents):
+            self._mode_may_have_changed()
 
     def _tasks_changed(self) -> None:
         message = {
@@ -328,7 +386,8 @@ class SessionHost:
         self._next_id += 1
         connection.window = int(hello.get("window") or WINDOW)
         conversation = int(hello.get("conversation") or self.app.root.id)
-        connection.send(self._welcome(connection))
+        welcome = self._welcome(connection)
+        connection.send(welcome)
         if self._stopped is not None:
             # Nothing can be read on the line of a failed session: say why, and part.
             await connection.close(self._stopped)
@@ -339,6 +398,8 @@ class SessionHost:
             await connection.close({"t": "error", "code": "not_found", "message": str(error)})
             return
         self._connections[connection.client_id] = connection
+        if self._mode != welcome["mode"]:  # changed while this client was being mounted
+            connection.send({"t": "mode", "mode": self._mode})
         try:
             self._presence_changed()
             await self._read_loop(transport, connection)
@@ -361,6 +422,7 @@ class SessionHost:
             # The footer's context window of each model the host can use (a client
             # has no provider configuration of its own).
             "windows": {f"{m.provider}/{m.id}": m.context_window for m in app.models.list()},
+            "mode": self._mode,  # the permission mode in force, for footers; then ``mode``
         }
 
     async def _read_loop(self, transport: Transport, connection: Connection) -> None:

@@ -67,6 +67,9 @@ async def attach_screen(
         feed.on_gone(lambda reason: _stop_when_gone(model, reason))
         feed.on_error(lambda message: model.add_notice("warning", message))
         feed.on_stopped(model.store_failed)
+        if feed.mode:
+            model.set_permission_mode(feed.mode)
+        feed.on_mode(model.set_permission_mode)
         feed.on_clients(presence_notices(model, list(feed.clients), feed.client_id))
         host = next((c for c in feed.clients if c.get("host")), None)
         where = (

@@ -9,7 +9,8 @@ holding the changed documents' new values, and an unasked-for ``snapshot``
 One task reads the link in order, so a mount is always applied before the
 frames that follow it, as ``LocalFeed`` guarantees with the commit line.
 
-It also keeps who is attached (``clients``) and says when the host is gone
+It also keeps who is attached (``clients``), the host's permission mode in
+force (``welcome``, then ``mode``: the footer's), and says when the host is gone
 (the link ended without ``bye`` after a ``kill -9``, or with one).
 """
 
@@ -25,7 +26,14 @@ from pi_durable_tui.app._view import TaskNode, TrustQuestion
 from pi_durable_tui.app._wire import Mirror
 from pi_durable_tui.app.client import HostGone, HostLink
 from pi_durable_tui.app.screen import CompactionFailure, Frame, Mounted, Settled, TaskSource
+from pi_durable_tui.harness import MODES
 from pi_durable_tui.storage import EntryRecord
+
+
+def _mode_of(message: dict[str, Any]) -> str:
+    """A message's ``mode`` when it is one of ``MODES`` (the footer shows it), else ""."""
+    mode = message.get("mode")
+    return mode if isinstance(mode, str) and mode in MODES else ""
 
 
 def task_nodes(data: Sequence[Any]) -> tuple[TaskNode, ...]:
@@ -86,6 +94,9 @@ class RemoteFeed:
         self._on_gone: list[Callable[[str], None]] = []
         self._on_stopped: list[Callable[[str], None]] = []
         self._on_error: list[Callable[[str], None]] = []
+        self._on_mode: list[Callable[[str], None]] = []
+        self.mode = _mode_of(welcome)
+        """The host's permission mode in force (``welcome``, then each ``mode``); "" unknown."""
         self.gone: str | None = None
         """Why the host is gone, once it is."""
         self._reader = asyncio.ensure_future(self._read())
@@ -163,6 +174,10 @@ class RemoteFeed:
         """Call ``listener(notice)`` when the host says its store failed (issue 12)."""
         self._on_stopped.append(listener)
 
+    def on_mode(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(mode)`` when the host's permission mode in force changes."""
+        self._on_mode.append(listener)
+
     def on_error(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(message)`` for an ``error`` the host sent."""
         self._on_error.append(listener)
@@ -223,6 +238,12 @@ class RemoteFeed:
             self.clients = list(message.get("clients") or [])
             for presence in list(self._on_clients):
                 presence(self.clients)
+        elif kind == "mode":
+            mode = _mode_of(message)
+            if mode:
+                self.mode = mode
+                for listener in list(self._on_mode):
+                    listener(mode)
         elif kind == "stopped":
             for stopped in list(self._on_stopped):
                 stopped(str(message.get("notice") or ""))

@@ -18,6 +18,7 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_store_failure``: the line for a store that fails under the screen, and
   ``StoreStopped`` for an action tried after it (issue 12);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
+- ``_shown``: which conversation a reopened session shows (``pi.screen``);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
 - ``_editor_aids``: ``@`` path completion and the prompt history;
 - ``_controller``: ``AgentController``, every action the screen takes;

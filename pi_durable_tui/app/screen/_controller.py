@@ -62,6 +62,7 @@ from pi_durable_tui.app.screen._export_file import open_export_file
 from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._shown import show_conversation, shown_conversation
 from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.harness import (
     MODES,
@@ -324,7 +325,7 @@ class AgentController:
 
     async def switch_conversation(self, conversation_id: int) -> None:
         """Show another conversation; the editor then talks to it."""
-        await self._serial(lambda: self.model.attach(conversation_id))
+        await self._serial(lambda: show_conversation(self.app, self.model, conversation_id))
 
     async def fork(self, entry_id: int) -> str:
         """Fork before a user message, show the fork, and return the message's text."""
@@ -349,7 +350,7 @@ class AgentController:
                     thinking_level=footer.thinking_level,  # type: ignore[arg-type]
                 )
                 fork = await self.app.harness.create_conversation(agent=agent)
-            await self.model.attach(fork.id)
+            await show_conversation(self.app, self.model, fork.id)
             return text
 
         return await self._serial(fork)
@@ -378,7 +379,7 @@ class AgentController:
         self._unwatch_settings = self._watch_settings(opened)
         await old.close()
         self.model.rebind(opened)
-        await self.model.attach(opened.root.id)
+        await self.model.attach(await shown_conversation(opened))
         await self.read_permission_mode()
         self.model.show_recovery(report)
         opened.harness.resume()

@@ -6,7 +6,8 @@ without Textual, so print-free tests and the TUI run the same path:
 1. on a reopened session, read the recovery report from committed state BEFORE
    scheduling resumes (what the killed process left: the turn that resumes, the
    cut calls, the background tasks);
-2. mount the main conversation (``LiveScreenModel.attach``) and put the report
+2. mount the conversation shown when the session was left (``_shown``: a fork, a
+   subagent's, else the main one) and put the report
    into the transcript as a ``resumed`` separator;
 3. resume scheduling (``Harness.resume``), so interrupted work carries on;
 4. a new demo session sends the demo's first prompt; a demo says how to kill and
@@ -24,6 +25,7 @@ from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._shown import shown_conversation
 
 NO_MODEL = (
     "No model configured: export ANTHROPIC_API_KEY or OPENAI_API_KEY and start pidurable "
@@ -45,13 +47,13 @@ async def start_screen(
             custom command line, ``/review calc.py``, sends that command's text).
 
     Returns:
-        ``(model, controller)``, following the main conversation.
+        ``(model, controller)``, following the shown conversation.
     """
     model = LiveScreenModel(app, verbose=verbose)
     controller = AgentController(app, model)
     try:
         report = await recovery_report(app) if reopened else []
-        await model.attach(app.root.id)
+        await model.attach(await shown_conversation(app) if reopened else app.root.id)
         await controller.read_permission_mode()
         model.show_recovery(report)
         app.harness.resume()
