@@ -62,8 +62,10 @@ async def test_f4_in_the_host_reaches_every_attached_footer_without_reattaching(
 
     message = await follower.next("mode")
     assert message == {"t": "mode", "mode": "plan"}
-    for model in (first, second):
-        await until(lambda m=model: m.footer.permission_mode == "plan", what="the footer follows")
+    await until(
+        lambda: first.footer.permission_mode == second.footer.permission_mode == "plan",
+        what="both footers follow",
+    )
     assert await within(served.rig.controller.cycle_permission_mode()) == "auto-edit"
     assert (await follower.next("mode"))["mode"] == "auto-edit"
     await until(lambda: first.footer.permission_mode == "auto-edit", what="the second change")
