@@ -11,32 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-import pytest
-
-from pi_durable_tui.app import LiveScreenModel, PermissionChoices, RemoteController, attach_screen
+from pi_durable_tui.app import PermissionChoices
 from pi_durable_tui.app.files import settings_sources
 from tests.app.host.conftest import ServeFactory
+from tests.app.remote.conftest import Attach
 from tests.app.screen_support import until
 from tests.harness.run_support import within
-
-Attach = Callable[..., Awaitable[tuple[LiveScreenModel, RemoteController]]]
-
-
-@pytest.fixture
-async def attach() -> AsyncIterator[Attach]:
-    opened: list[RemoteController] = []
-
-    async def attach_(store: object) -> tuple[LiveScreenModel, RemoteController]:
-        model, controller = await within(attach_screen(str(store)))
-        opened.append(controller)
-        return model, controller
-
-    yield attach_
-    for controller in opened:
-        await within(controller.close())
 
 
 async def test_the_welcome_carries_the_mode_and_the_attached_footer_shows_it_at_once(

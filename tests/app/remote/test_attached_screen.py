@@ -7,7 +7,6 @@ real socket: both screens must show the same thing, derived by the same code.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,6 @@ from pi_durable_tui.app import (
     ActionRefused,
     LiveScreenModel,
     PermissionChoices,
-    RemoteController,
-    attach_screen,
 )
 from pi_durable_tui.app._wire import MAX_PENDING
 from pi_durable_tui.app.remote._attach import HOST_GONE, host_gone
@@ -26,6 +23,7 @@ from pi_durable_tui.app.screen._store_failure import STOPPED
 from pi_durable_tui.kernel import Tx
 from tests.app.conftest import BIG
 from tests.app.host.conftest import ServeFactory
+from tests.app.remote.conftest import Attach
 from tests.app.screen_support import (
     AUTO_COMPACTING,
     FAST,
@@ -38,22 +36,6 @@ from tests.app.screen_support import (
     user,
 )
 from tests.harness.run_support import within
-
-Attach = Callable[..., Awaitable[tuple[LiveScreenModel, RemoteController]]]
-
-
-@pytest.fixture
-async def attach() -> AsyncIterator[Attach]:
-    opened: list[RemoteController] = []
-
-    async def attach_(store: object) -> tuple[LiveScreenModel, RemoteController]:
-        model, controller = await within(attach_screen(str(store)))
-        opened.append(controller)
-        return model, controller
-
-    yield attach_
-    for controller in opened:
-        await within(controller.close())
 
 
 def shown(model: LiveScreenModel) -> list[tuple[str, str, str]]:
