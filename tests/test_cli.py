@@ -252,6 +252,28 @@ def test_a_session_open_in_another_process_is_refused_naming_that_process(
     )
 
 
+def test_export_of_a_held_session_names_the_holders_pid_and_says_to_quit_it_or_use_slash_export(
+    project: Path,
+) -> None:
+    store = str(project / "session.sqlite")
+    holder = busy_run(project, "--session", store, "--model", "faux/faux-1")
+    holder.read_until(lambda message: message["t"] == "snapshot")  # the store is open
+
+    by_path = pidurable(project, "export", "--session", store, "--format", "markdown")
+    holder.process.terminate()
+    holder.finish()
+
+    assert by_path == (
+        2,
+        "",
+        f"pidurable export: the session {store} is open in process {holder.pid} (a running "
+        "pidurable); quit that pidurable first, or run /export in it\n",
+    )
+    status, out, _ = pidurable(project, "export", "--session", store, "--format", "markdown")
+    assert status == 0  # once the holder quit, the same export works
+    assert "## User" in out
+
+
 STOPS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 

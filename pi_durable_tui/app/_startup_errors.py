@@ -43,16 +43,12 @@ from pi_durable_tui.app.files import (
 )
 from pi_durable_tui.kernel import SessionFailed
 from pi_durable_tui.storage import StorageCorrupted, StoreBusy, StoreLocked
-from pi_durable_tui.storage.lock import LOCK_SUFFIX
+from pi_durable_tui.storage.lock import holder_pid
 
 
 def lock_holder(store: Path) -> int | None:
     """The PID written in a store's lock file (by the process that took the lock), if any."""
-    try:
-        text = store.with_name(store.name + LOCK_SUFFIX).read_text("ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
+    return holder_pid(store)
 
 
 DiskProblem = Literal["full", "read-only", "busy"]
@@ -213,7 +209,7 @@ def _unavailable(error: SessionUnavailable) -> str:
             "(run without -c and --session)"
         )
     if isinstance(cause, StoreLocked):
-        pid = lock_holder(store)
+        pid = cause.pid if cause.pid is not None else lock_holder(store)
         holder = f"process {pid}" if pid is not None else "another process"
         return (
             f"the session {store} is open in {holder}; close that pidurable first, "

@@ -39,7 +39,18 @@ class StorageCorrupted(StorageError):
 
 
 class StoreLocked(StorageError):
-    """Another live process holds the store's single-writer lock."""
+    """Another live process holds the store's single-writer lock.
+
+    Args:
+        message: The reference's words (``Session is already open in another
+            process: <path>``).
+        pid: The holder's process ID when the lock names it (a SQLite or JSONL
+            store's lock file), so a refusal can say which process to quit.
+    """
+
+    def __init__(self, message: str, *, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid
 
 
 class StoreBusy(StorageError):

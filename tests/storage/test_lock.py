@@ -132,6 +132,19 @@ def test_a_second_process_is_refused_at_once_with_a_message_naming_the_store(
     assert float(elapsed) < 0.1
 
 
+def test_the_refusal_carries_the_pid_of_the_process_that_holds_the_lock(
+    tmp_path: Path, children: list[subprocess.Popen[str]]
+) -> None:
+    path = tmp_path / "session.sqlite"
+    holder = spawn(HOLD, str(path))
+    children.append(holder)
+    expect(holder, "held")
+    with pytest.raises(StoreLocked) as refused:
+        StoreLock.acquire(path)
+    assert refused.value.pid == holder.pid
+    assert str(refused.value) == f"Session is already open in another process: {path}"
+
+
 def test_a_second_open_in_the_same_process_is_refused_and_works_after_release(
     tmp_path: Path,
 ) -> None:

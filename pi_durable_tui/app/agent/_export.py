@@ -42,7 +42,7 @@ from pi_durable_tui.app.files import (
     resolve_session,
 )
 from pi_durable_tui.harness import INTERRUPTED_PARTIAL, text_of
-from pi_durable_tui.storage import EntryRecord, Storage, StorageError
+from pi_durable_tui.storage import EntryRecord, Storage, StorageError, StoreLocked
 
 ExportFormat = Literal["jsonl", "markdown", "html"]
 
@@ -268,7 +268,23 @@ def export_main(argv: Sequence[str]) -> int:
     try:
         asyncio.run(run())
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+    except StoreLocked as error:
+        sys.stderr.write(f"pidurable export: {held_elsewhere(error, path)}\n")
+        return 2
     except StorageError as error:
         sys.stderr.write(f"pidurable export: {error}\n")
         return 2
     return 0
+
+
+def held_elsewhere(error: StoreLocked, store: os.PathLike[str] | str) -> str:
+    """Why a held session cannot be exported, naming the holder, and what to do instead.
+
+    The running pidurable is the store's one writer; its ``/export`` writes the same
+    transcript (quitting it frees the store for ``pidurable export``).
+    """
+    then = "quit that pidurable first, or run /export in it"
+    if str(store) not in str(error):  # in a database: the refusal names host and pid itself
+        return f"{error}; {then}"
+    holder = f"process {error.pid}" if error.pid is not None else "another process"
+    return f"the session {store} is open in {holder} (a running pidurable); {then}"
