@@ -6,6 +6,11 @@
 - ``_isolated_home`` (autouse, once per run) points ``PIDURABLE_HOME`` at a
   temporary directory, so no test (or subprocess it starts) writes to the
   user's ``~/.pidurable``.
+- ``_no_model_keys`` (autouse, once per run) removes the runner's own model
+  keys and base URL (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``)
+  from the environment: with a key set, a session opened without ``--model``
+  starts on that provider's default model, so a test would depend on the machine
+  it runs on. A test that wants a key sets it with ``monkeypatch``.
 - ``open_rig`` (from ``tests.harness.run_support``) opens a real harness over
   the faux provider for the harness and tool tests; ``open_screen`` (from
   ``tests.app.screen_support``) starts the screen's view model and controller on
@@ -59,6 +64,17 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("PIDURABLE_HOME", None)
     else:
         os.environ["PIDURABLE_HOME"] = previous
+
+
+MODEL_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+"""What the app reads from the environment to choose a provider (``ai/_models.py``)."""
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_model_keys() -> Iterator[None]:
+    previous = {name: os.environ.pop(name) for name in MODEL_KEY_VARIABLES if name in os.environ}
+    yield
+    os.environ.update(previous)
 
 
 @pytest.fixture(autouse=True)
