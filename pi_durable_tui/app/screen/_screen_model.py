@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,7 +47,6 @@ from pi_durable_tui.app.screen._blocks import (
     status_line,
     visible,
 )
-from pi_durable_tui.app.screen._compaction_notices import automatic_failure_notice
 from pi_durable_tui.app.screen._doc_values import (
     approval_question,
     context_tokens,
@@ -56,6 +54,7 @@ from pi_durable_tui.app.screen._doc_values import (
     usage_total,
     with_result,
 )
+from pi_durable_tui.app.screen._ending_notices import ending_notices
 from pi_durable_tui.app.screen._feed import Frame, LocalFeed, Mounted, ScreenFeed, TaskSource
 from pi_durable_tui.app.screen._names import conversation_label
 from pi_durable_tui.app.screen._store_failure import STOPPED, stopped_tasks, watch_store_failure
@@ -384,25 +383,11 @@ class LiveScreenModel:
             self._emit(change)
 
     def _settled(self, frame: Frame) -> bool:
-        """Notice what this commit ended badly.
-
-        The watched submissions it left unanswered (reference 5.3), and the
-        automatic compactions it ended failed (issue 12).
-        """
-        noticed = False
-        for failure in frame.compaction_failures:
-            notice = automatic_failure_notice(failure)
-            if notice is not None:
-                self.add_notice(*notice, emit=False)
-                noticed = True
-        for record in frame.submissions:
-            if record.id in self.watched and record.status in ("done", "unanswered"):
-                self.watched.discard(record.id)
-                if record.status == "unanswered" and record.reason != "aborted":
-                    detail = f" {json.dumps(record.detail)}" if record.detail is not None else ""
-                    self.add_notice("error", f"No answer: {record.reason}{detail}", emit=False)
-                    noticed = True
-        return noticed
+        """Notice what this commit ended badly (``ending_notices``)."""
+        notices = ending_notices(frame, self.watched)
+        for level, text in notices:
+            self.add_notice(level, text, emit=False)
+        return bool(notices)
 
     def _append_entries(
         self, entries: Sequence[EntryRecord], changed: list[str], added: list[str] | None = None
@@ -583,3 +568,4 @@ class LiveScreenModel:
 def _feed_of(source: AgentApp | ScreenFeed) -> ScreenFeed:
     """An open ``AgentApp`` is read through a ``LocalFeed``; a feed is used as it is."""
     return LocalFeed(source) if isinstance(source, AgentApp) else source
+
