@@ -11,7 +11,9 @@ script and tools, wherever the process was killed. The pace scales every wait
 - ``coding``: the agent reads a small project, runs its tests (a slow ``bash``
   command printing progress), fixes the bug with ``edit``, runs them again and
   starts a background subagent that reviews the README; the review arrives later
-  as a message.
+  as a message. A test run a crash cut comes back ``interrupted`` after
+  ``--continue``; the model then says it did not see the run finish, never that
+  the tests failed or passed (``_cut_test_runs``).
 - ``planner``: after Pi Durable's vacation planner: the agent hands the research
   for a weekend in Vienna to a background subagent that searches weather,
   museums and trains in parallel (a replay-safe ``search`` tool with slow, canned
@@ -67,6 +69,50 @@ def _script(description: str, pace: float, responses: list[dict[str, Any]]) -> d
         "models": [{"id": "faux-1", "name": "Faux demo model", "context_window": 128000}],
         "responses": responses,
     }
+
+
+CUT_RUN = "Tool bash was interrupted"
+"""What the tool result of a test run a crash cut says (the harness's words, R95)."""
+
+
+def _cut_test_runs() -> list[dict[str, Any]]:
+    """The answers to a test run a crash cut: honest about the result they never saw.
+
+    A ``tool_result`` rule fits at whatever position the cut run's result arrives,
+    and among the fitting steps the request's position picks one (the last when
+    fewer fit): a run cut at position 2 or below was the first (the bug is still
+    there, so the fix goes ahead without claiming what the run showed), one at 3
+    or later the second (after the fix: nothing is said to pass).
+    """
+    first = {
+        "match": {"tool_result": CUT_RUN},
+        "content": [
+            _text(
+                "The test run was cut off before it finished (pidurable stopped while it "
+                "ran), so I have not seen its result. The code is clear enough, though: "
+                "`add` subtracts. Fixing the operator:"
+            ),
+            _call(
+                "edit",
+                path="calc.py",
+                edits=[{"oldText": "return a - b", "newText": "return a + b"}],
+            ),
+        ],
+    }
+    second = {
+        "match": {"tool_result": CUT_RUN},
+        "content": [
+            _text(
+                "The test run was cut off before it finished (pidurable stopped while it "
+                "ran), so I cannot tell you the tests pass: I fixed `add` to return "
+                "`a + b`, but no complete run has checked it yet. Run `python3 "
+                "test_calc.py` in the workspace to see.\n\nThe reviewer keeps working in "
+                "the background (see the task tree, Ctrl+T): it survives Esc and a "
+                "restart, and its report will arrive here as a message."
+            )
+        ],
+    }
+    return [first, first, first, second]
 
 
 CODING_FILES = {
@@ -148,6 +194,7 @@ def coding_script(pace: float = 1.0) -> dict[str, Any]:
                     )
                 ]
             },
+            *_cut_test_runs(),
             {
                 "match": {"user": "[reviewer]"},
                 "content": [_text("Reading the README."), _call("read", path="README.md")],

@@ -6,13 +6,21 @@ slow travel sources) at once; the flows are the ones a person sees at pace 1.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from pi_durable_tui.app import DEMOS
+from pi_durable_tui.app import (
+    DEMOS,
+    AgentApp,
+    AgentController,
+    AppOptions,
+    LiveScreenModel,
+    start_screen,
+)
 from pi_durable_tui.app.agent._demos import coding_script, read_marker
-from tests.app.screen_support import ScreenFactory, ScreenRig
+from tests.app.screen_support import ScreenFactory, ScreenRig, running_commands, until
 from tests.harness.run_support import within
 
 
@@ -112,3 +120,88 @@ def test_the_pace_scales_the_demo_waits(pace: float, sleep: str, speed: float) -
 def test_a_negative_pace_is_refused() -> None:
     with pytest.raises(ValueError, match="A demo pace must be 0 or more"):
         DEMOS["coding"].paced(-1)
+
+
+@pytest.fixture
+async def continued(tmp_path: Path) -> AsyncIterator[list[AgentController]]:
+    """Controllers of demos reopened as ``pidurable --continue`` does; closed at teardown."""
+    opened: list[AgentController] = []
+    yield opened
+    for controller in opened:
+        await within(controller.close())
+
+
+async def crash_in_test_run(
+    open_screen: ScreenFactory, continued: list[AgentController], tmp_path: Path, run: int
+) -> tuple[LiveScreenModel, Path]:
+    """Leave the coding demo while its ``run``-th test run runs (as ``kill -9`` would), reopen it.
+
+    The store is closed with the command running and its first line committed
+    (``Harness.close()`` writes no outcome, R27); the session reopens as
+    ``pidurable --continue`` opens it (the demo's own script, from its marker),
+    and gets the run back as ``interrupted``. Returns the reopened screen's model
+    once the demo's last answer is in, and the demo's workspace.
+    """
+    rig = await open_screen(demo="coding", demo_pace=0.5)
+    place = workspace(rig)
+
+    def running() -> bool:
+        bash = [b for b in rig.blocks("tool") if b.tool and b.tool.name == "bash"]
+        return len(bash) == run and len(running_commands(rig)) == 1
+
+    await rig.until(running, f"test run {run} running")
+    await rig.until(lambda: "collecting tests... 1/6" in rig.card_output("bash"), "its output")
+    await within(rig.controller.close())
+    app = await within(AgentApp.open(AppOptions(cwd=str(tmp_path / "work"), continue_session=True)))
+    model, controller = await within(start_screen(app, reopened=True))
+    continued.append(controller)
+
+    def texts() -> list[str]:
+        return [b.text for b in model.blocks if b.kind == "assistant"]
+
+    await until(
+        lambda: any(t.startswith("The reviewer's report is in.") for t in texts()),
+        what="the demo's last answer",
+    )
+    await within(app.harness.wait_for_idle())
+    return model, place
+
+
+def answers(model: LiveScreenModel) -> list[str]:
+    return [b.text for b in model.blocks if b.kind == "assistant"]
+
+
+def tools(model: LiveScreenModel) -> list[tuple[str, str, str]]:
+    return [(b.tool.name, b.tool.status, b.tool.output) for b in model.blocks if b.tool]
+
+
+async def test_a_crash_in_the_second_test_run_never_has_the_demo_claim_the_tests_pass(
+    open_screen: ScreenFactory, continued: list[AgentController], tmp_path: Path
+) -> None:
+    model, _ = await crash_in_test_run(open_screen, continued, tmp_path, 2)
+
+    assert [(name, status) for name, status, _ in tools(model)][-2:] == [
+        ("bash", "interrupted"),
+        ("subagent", "done"),
+    ]
+    said = answers(model)
+    assert not any("pass" in t and "cannot tell you" not in t for t in said), said
+    (honest,) = [t for t in said if t.startswith("The test run was cut off")]
+    assert "cannot tell you the tests pass" in honest
+    assert "python3 test_calc.py" in honest
+
+
+async def test_a_crash_in_the_first_test_run_fixes_the_bug_without_claiming_what_the_run_showed(
+    open_screen: ScreenFactory, continued: list[AgentController], tmp_path: Path
+) -> None:
+    model, place = await crash_in_test_run(open_screen, continued, tmp_path, 1)
+
+    said = answers(model)
+    assert not any("fail as expected" in t for t in said), said
+    assert any(t.startswith("The test run was cut off") for t in said)
+    assert "return a + b" in (place / "calc.py").read_text()
+    runs = [(status, output) for name, status, output in tools(model) if name == "bash"]
+    assert runs[0][0] == "interrupted"
+    assert runs[1][0] == "done"
+    assert "3 passed, 0 failed" in runs[1][1]  # a run it saw complete: it may say so
+    assert any(t.startswith("All tests pass") for t in said)
