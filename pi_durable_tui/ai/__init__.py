@@ -31,6 +31,7 @@ from pi_durable_tui.ai._events import (
 from pi_durable_tui.ai._failures import is_context_overflow, is_retryable_error, retry_after_ms
 from pi_durable_tui.ai._handoff import transform_messages
 from pi_durable_tui.ai._models import Models, default_models
+from pi_durable_tui.ai._partial_json import RAW_ARGUMENTS_FIELD
 from pi_durable_tui.ai._pricing import calculate_cost
 from pi_durable_tui.ai._protocol import KeyResolver, Provider
 from pi_durable_tui.ai._thinking import clamp_thinking_level, supported_thinking_levels
@@ -78,6 +79,7 @@ from pi_durable_tui.ai.faux import (
 from pi_durable_tui.ai.providers import create_providers, env_keys
 
 __all__ = [
+    "RAW_ARGUMENTS_FIELD",
     "THINKING_LEVELS",
     "AssistantEvent",
     "AssistantMessage",

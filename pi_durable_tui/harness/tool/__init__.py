@@ -12,6 +12,8 @@ Its private modules, lowest first (each imports only the ones before it):
   ``ToolApi`` surface only), and ``CallProgress`` behind it, the task's side
   with the progress commits (R102-R104);
 - ``_approval``: the permission gate and durable approvals (issue 13);
+- ``_arguments``: validating a call's arguments, and the error for argument
+  text that was not a JSON object;
 - ``_tool_task``: the task: call phase, execution, result (R93-R101, R106).
 
 Outside itself this part imports the runtime and services, and the parts

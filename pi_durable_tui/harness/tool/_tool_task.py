@@ -8,11 +8,11 @@ Input ``{"assistant": <entry id>, "call_id": ...}``; checkpoints ``call``,
 The commit of a round's last result also settles the round and starts the next
 generation when the generation offered that (``runtime.continuation``, issue 14).
 
-- ``call`` (R93): resolve the tool among the agent's tools, repair and validate the
-  arguments, run the ``before_tool`` chain, validate again - none of which records
-  intent - then pass the permission gate (``_approval``: run, refuse, or wait
-  durably for the user's decision), then commit the intent (checkpoint
-  ``execute`` and slot ``running``),
+- ``call`` (R93): resolve the tool among the agent's tools, refuse argument text that
+  was not a JSON object (``_arguments``), repair and validate the arguments, run the
+  ``before_tool`` chain, validate again - none of which records intent - then pass
+  the permission gate (``_approval``: run, refuse, or wait durably for the user's
+  decision), then commit the intent (checkpoint ``execute`` and slot ``running``),
   build the environment, execute, run the ``after_tool`` chain and commit the
   result (R96-R98, R106).
 - ``execute`` is reached only after a crash or close during execution (R95): the
@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from pi_durable_tui.harness._runtime import HarnessRuntime, with_services
 from pi_durable_tui.harness._services import HarnessServices
@@ -63,6 +63,7 @@ from pi_durable_tui.harness.state import (
     tool_result_message,
 )
 from pi_durable_tui.harness.tool._approval import await_decision, denial_text, gate, refusal_text
+from pi_durable_tui.harness.tool._arguments import not_json_problem, raw_arguments, validate
 from pi_durable_tui.harness.tool._tool_api import CallProgress, ToolCallApi
 from pi_durable_tui.kernel import (
     Aborted,
@@ -88,6 +89,8 @@ class _Call:
     call_id: str
     name: str
     arguments: dict[str, Any]
+    raw: str | None = None
+    """The argument text when it was not a JSON object (``arguments`` is then ``{}``)."""
 
     def info(self, arguments: dict[str, Any]) -> ToolCallInfo:
         return ToolCallInfo(self.call_id, self.name, arguments, self.assistant)
@@ -110,19 +113,9 @@ async def _read_call(services: HarnessServices, task: TaskRecord) -> _Call:
                 str(call_id),
                 str(block.get("name")),
                 arguments if isinstance(arguments, dict) else {},
+                raw_arguments(block),
             )
     raise LookupError(f"Tool call {call_id} is not in assistant entry {assistant}")
-
-
-def _validate(tool: Tool[Any], arguments: dict[str, Any]) -> tuple[BaseModel | None, str]:
-    try:
-        return tool.parameters.model_validate(arguments), ""
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc']) or '(root)'}: {item['msg']}"
-            for item in error.errors()
-        )
-        return None, f"Invalid arguments for {tool.name}: {problems}"
 
 
 # -- results --
@@ -394,6 +387,11 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime, services: Harne
             runtime, services, call, "tool_unavailable", f"Tool {call.name} is not available"
         )
         return
+    if call.raw is not None:
+        await _error_result(
+            runtime, services, call, "invalid_arguments", not_json_problem(tool.name, call.raw)
+        )
+        return
     arguments = copy.deepcopy(call.arguments)
     if tool.prepare_arguments is not None:
         try:
@@ -401,7 +399,7 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime, services: Harne
         except Exception as error:
             await _error_result(runtime, services, call, "invalid_arguments", str(error))
             return
-    validated, problem = _validate(tool, arguments)
+    validated, problem = validate(tool, arguments)
     if validated is None:
         await _error_result(runtime, services, call, "invalid_arguments", problem)
         return
@@ -420,7 +418,7 @@ async def _call_phase(task: TaskRecord, runtime: HarnessRuntime, services: Harne
             return
         if isinstance(decision, dict):
             arguments = decision
-            validated, problem = _validate(tool, arguments)
+            validated, problem = validate(tool, arguments)
             if validated is None:
                 await _error_result(runtime, services, call, "invalid_arguments", problem)
                 return
@@ -469,7 +467,7 @@ async def _approval_phase(
             runtime, services, call, "tool_unavailable", f"Tool {call.name} is not available"
         )
         return
-    validated, problem = _validate(tool, arguments)
+    validated, problem = validate(tool, arguments)
     if validated is None:
         await _error_result(runtime, services, call, "invalid_arguments", problem)
         return
@@ -511,7 +509,7 @@ async def _execute_phase(
     agent = await runtime.agent()
     tool = agent.tool(call.name)
     if checkpoint.get("replay") == "safe" and tool is not None and tool.replay == "safe":
-        validated, _problem = _validate(tool, arguments)
+        validated, _problem = validate(tool, arguments)
         if validated is not None:
             conversation_id = runtime.conversation_id
             task_id = runtime.task_id

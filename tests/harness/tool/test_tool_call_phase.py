@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pi_durable_tui.ai import faux_response, faux_tool_call
+from pi_durable_tui.ai import RAW_ARGUMENTS_FIELD, faux_response, faux_tool_call
 from pi_durable_tui.harness import (
     TOOL_RESULT,
     ToolApi,
@@ -147,6 +147,35 @@ async def test_prepare_arguments_repairs_a_copy_and_the_stored_call_keeps_the_or
     assert checkpoints == [{"phase": "execute", "arguments": {"text": "hello"}, "replay": "unsafe"}]
     call = next(e for e in await rig.transcript() if e.kind == "pi.assistant")
     assert message(call)["content"][0]["arguments"] == {"t": "hello"}
+
+
+async def test_arguments_that_were_not_json_are_answered_as_such_not_as_missing_fields_r93(
+    open_rig: RigFactory,
+) -> None:
+    ran: list[Any] = []
+
+    async def execute(args: Any, _api: ToolApi) -> ToolResult:
+        ran.append(args)
+        return ToolResult()
+
+    # What an SSE provider stores for argument text that was not a JSON object.
+    call = faux_tool_call("strict", {})
+    setattr(call, RAW_ARGUMENTS_FIELD, '{"text": "cut off' + "x" * 300)
+    extension = define_extension("probe", tools=[make_tool("strict", execute, parameters=Required)])
+    rig = await open_rig(faux_response(call), faux_response("done"), extensions=[extension])
+
+    assert (await rig.ask("go")).status == "done"
+
+    [result] = [e for e in await rig.transcript() if e.kind == TOOL_RESULT]
+    [block] = message(result)["content"]
+    assert block["text"].startswith(
+        "<harness>\n[error] Invalid arguments for strict: they are not a JSON object "
+        '(317 characters: \'{"text": "cut offxxx'
+    )
+    assert "...'); send the arguments again as one JSON object" in block["text"]
+    assert "Field required" not in block["text"]
+    assert result.data["diagnostics"][0]["code"] == "invalid_arguments"  # type: ignore[call-overload, index]
+    assert ran == []
 
 
 async def test_a_repair_that_raises_answers_invalid_arguments_with_its_message_r93(
