@@ -6,6 +6,8 @@ one working directory. The first opens the session and hosts it; ``pidurable
 attaches instead of being refused. Then, on the screens themselves:
 
 - ``/clients`` in the second lists it and the hosting terminal;
+- the second terminal's footer shows the host's permission mode, and F4 in the
+  first changes it there at once;
 - a prompt typed in the second terminal is answered on both;
 - Esc in the first aborts the command the second started, for both;
 - the hosting terminal quits: it says it keeps serving, and the second goes on
@@ -98,6 +100,17 @@ def test_a_prompt_typed_in_the_second_terminal_is_answered_on_both_and_esc_in_on
     # Nothing is lost: the next pidurable -c holds the store itself.
     second.start("-c")
     second.wait_for(contains("asked from the second", "END-TWO", "F1 help"), "reopened")
+
+
+def test_f4_in_the_hosting_terminal_changes_the_mode_in_the_attached_footer_at_once(
+    pair: tuple[Terminal, Terminal],
+) -> None:
+    first, second = pair
+    attach_second(first, second)
+    second.wait_for(contains("mode:auto"), "the attached footer shows the host's mode")
+    first.press("F4")
+    first.wait_for(contains("mode:plan"), "the host's footer")
+    second.wait_for(contains("mode:plan"), "the attached footer follows, without reattaching")
 
 
 def test_kill_9_of_the_host_the_attached_terminal_says_so_and_takes_over(
