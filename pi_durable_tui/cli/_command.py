@@ -27,9 +27,10 @@ a pipe closed early (``| head``) ends the command quietly with status 141.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from pi_durable_tui import stack_dump
@@ -363,7 +364,8 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
     """Sessions left open for terminals still attached when this screen quit (issue 15)."""
 
     async def run() -> int:
-        await screen.run_async()
+        with _stderr_on_the_terminal():
+            await screen.run_async()
         for served in lingering:
             print(f"pidurable: {served.message()}", file=sys.stderr, flush=True)
             await served.wait()
@@ -406,6 +408,36 @@ def _not_a_terminal() -> str | None:
         except (OSError, ValueError, AttributeError):
             return name
     return None
+
+
+@contextlib.contextmanager
+def _stderr_on_the_terminal() -> Iterator[None]:
+    """While the screen runs, let standard error be the terminal standard output is.
+
+    Textual draws on standard error: with ``pidurable 2>err.log`` it painted the
+    screen into the file, and the terminal showed nothing. What pidurable itself
+    prints after the screen ends (a stop hint, a startup error) goes to the file
+    again; its log is ``pidurable.log`` beside the store either way.
+    """
+    if _is_terminal(2) or not _is_terminal(1):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(1, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _is_terminal(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 def _continue_hint(args: argparse.Namespace) -> str:

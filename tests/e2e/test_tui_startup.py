@@ -6,6 +6,7 @@ another process) must leave the screen, restore the terminal and print one line,
 exactly as it did before a screen existed; a stop signal while it opens must
 close everything and say so. ``pidurable -r`` paints, then shows the session
 picker; the session opens once one is picked, and closing the picker exits.
+With standard error redirected to a file, the screen still draws on the terminal.
 """
 
 from __future__ import annotations
@@ -153,3 +154,17 @@ def test_with_only_an_anthropic_key_set_the_footer_shows_its_default_model(
     first.start()
 
     first.wait_for(contains("anthropic/claude-sonnet-4-6", "?/200k"), "the default model")
+
+
+def test_with_standard_error_in_a_file_the_screen_draws_on_the_terminal_not_into_the_file(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    terminal = terminals[0]
+    errors = tmp_path / "err.log"
+    terminal.start("--model", "faux/faux-1", stderr=errors)
+    terminal.wait_for(contains("F1 help"), "the first frame on the terminal")
+    terminal.submit("hello")
+    terminal.wait_for(contains("READY-ANSWER"), "the answer")
+    terminal.press("C-d")
+    assert terminal.wait_dead() == "status 0"
+    assert "\x1b" not in errors.read_text(errors="replace")  # Textual painted nothing there

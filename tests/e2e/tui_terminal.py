@@ -125,9 +125,14 @@ class Terminal:
         words += [f"COLUMNS={self.width}", f"LINES={self.height}", *python]
         return shlex.join([*words, *arguments])
 
-    def start(self, *arguments: str) -> None:
-        """Start the app (the first time) or start it again in the dead pane."""
+    def start(self, *arguments: str, stderr: Path | None = None) -> None:
+        """Start the app (the first time) or start it again in the dead pane.
+
+        ``stderr``: a file standard error is redirected to (``2>FILE``).
+        """
         command = self._command(arguments)
+        if stderr is not None:
+            command += f" 2>{shlex.quote(str(stderr))}"
         if self.starts == 0:
             size = ["-x", str(self.width), "-y", str(self.height)]
             self.tmux("new-session", "-d", "-s", "app", *size, "-c", str(self.work), command)
