@@ -146,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--model",
         metavar="PROVIDER/ID[:THINKING]",
-        help="the model, e.g. anthropic/claude-sonnet-4-5:high, openai/gpt-5, faux/faux-1",
+        help=(
+            "the model, e.g. anthropic/claude-sonnet-4-6:high, openai/gpt-5.2, faux/faux-1 "
+            "(default: the settings' model, else the first provider whose key is set)"
+        ),
     )
     parser.add_argument(
         "--base-url",
@@ -167,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--leave-jobs-running",
         action="store_true",
-        help="at exit, leave background jobs running instead of ending them (issue 13)",
+        help="at exit, leave background jobs running instead of ending them",
     )
     parser.add_argument(
         "--allow",
