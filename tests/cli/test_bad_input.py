@@ -18,6 +18,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,7 +203,8 @@ def test_a_disk_that_fills_during_a_run_keeps_the_store_and_the_session_continue
     assert integrity(store) == "ok"
     filler.unlink()
     continued = run(place.project, "-c", "-p", env=env)
-    assert (continued.status, continued.out, continued.err) == (0, BIG + "\n", "")
+    resumes = "pidurable: The turn in the main conversation resumes (task 10, phase request).\n"
+    assert (continued.status, continued.out, continued.err) == (0, BIG + "\n", resumes)
     assert user_texts(store) == ["go"]
 
 
@@ -293,3 +295,54 @@ def test_sighup_stops_print_mode_like_sigterm_with_exit_129(place: Place) -> Non
     assert process.returncode == 129
     assert err == ("pidurable: hung up; the session is saved: `pidurable -c -p` continues it\n")
     assert integrity(only_store(place.home)) == "ok"
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_stop_signal_during_a_bash_call_ends_its_process_group_and_continue_reports_the_call(
+    place: Place, stop: signal.Signals, status: int
+) -> None:
+    started = place.root / "started"
+    (place.project / "hold.sh").write_text(
+        f"echo $$ > {started}.tmp && mv {started}.tmp {started} && exec sleep 30\n"
+    )
+    call = {"type": "tool_call", "name": "bash", "arguments": {"command": "sh hold.sh"}}
+    script = place.root / "sleep.json"
+    responses = [{"content": [call]}, {"content": [{"type": "text", "text": "answered"}]}]
+    script.write_text(json.dumps({"responses": responses}))
+    argv = [*FAUX, "--faux-script", str(script), "--permission-mode", "auto"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "-p", "go", *argv],
+        cwd=place.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + WAIT
+    while not started.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the bash call never started"
+        time.sleep(0.05)
+    sleeper = int(started.read_text())
+
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=5)  # never the 30 s of the command
+
+    assert process.returncode == status, err
+    gone = time.monotonic() + 5
+    while _alive(sleeper):
+        assert time.monotonic() < gone, f"the command's process {sleeper} outlived pidurable"
+        time.sleep(0.05)
+    continued = run(place.project, "-c", "-p", *argv)
+    assert (continued.status, continued.out) == (0, "answered\n"), continued.err
+    assert "pidurable: bash `sh hold.sh` was cut by the crash while running" in continued.err
+    assert "the model gets it as interrupted" in continued.err
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
