@@ -346,3 +346,32 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_signal_during_a_retry_wait_exits_at_once_not_after_the_backoff(
+    place: Place, stop: signal.Signals, status: int
+) -> None:
+    script = place.root / "limited.json"
+    error = {"message": "rate limited", "status": 429, "retryable": True, "retry_after_ms": 30000}
+    script.write_text(json.dumps({"responses": [{"error": error}]}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "-p", "go", *FAUX, "--faux-script", str(script)],
+        cwd=place.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    waiting = process.stderr.readline()
+    assert waiting == "pidurable: retrying in 30s (attempt 2): rate limited\n"
+
+    stopped = time.monotonic()
+    process.send_signal(stop)
+    rest = process.stderr.read()
+    process.wait(timeout=5)
+
+    assert time.monotonic() - stopped < 3
+    assert process.returncode == status, rest
+    assert "the session is saved: `pidurable -c -p` continues it" in rest
