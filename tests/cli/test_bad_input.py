@@ -85,6 +85,24 @@ def a_truncated_store(place: Place) -> list[str]:
     return ["--session", "cut.sqlite", *ask(place, "again")]
 
 
+def _continued_store_made_a_directory(place: Place) -> None:
+    made = run(place.project, *ask(place))
+    assert made.status == 0, made.err
+    store = only_store(place.home)
+    store.unlink()
+    store.mkdir()
+
+
+def continue_a_store_that_is_a_directory(place: Place) -> list[str]:
+    _continued_store_made_a_directory(place)
+    return ["-c", *ask(place, "again")]
+
+
+def export_a_store_that_is_a_directory(place: Place) -> list[str]:
+    _continued_store_made_a_directory(place)
+    return ["export", "--format", "markdown"]
+
+
 def a_store_another_client_holds(place: Place) -> list[str]:
     store = place.project / "held.sqlite"
     made = run(place.project, "--session", str(store), *ask(place))
@@ -140,6 +158,11 @@ BAD_INPUTS: list[tuple[Callable[[Place], list[str]], str]] = [
     (export_missing, "pidurable export: No session store at"),
     (an_empty_store, "is empty (0 bytes): it holds no session"),
     (a_truncated_store, "is damaged or not a SQLite database"),
+    (
+        continue_a_store_that_is_a_directory,
+        "session.sqlite is a directory, not a SQLite file; move",
+    ),
+    (export_a_store_that_is_a_directory, "is a directory, not a SQLite file; move it aside"),
     (a_store_another_client_holds, "is locked by another SQLite client (process "),
     (a_read_only_home, "the file system is read-only; make it writable, or set PIDURABLE_HOME"),
     (a_full_disk, "is full; free some space and run again"),
