@@ -196,6 +196,10 @@ def busy_run(project: Path, *args: str) -> Pidurable:
     return Pidurable(project, *args, "-p", "go", "--mode", "json", "--faux-script", busy)
 
 
+RESUMES = "pidurable: The turn in the main conversation resumes (task 10, phase request).\n"
+"""The recovery report of a run cut in the middle of its answer (on stderr in print mode)."""
+
+
 def test_a_run_killed_mid_stream_is_finished_by_continue_and_continued_by_a_new_prompt_r22(
     project: Path,
 ) -> None:
@@ -208,7 +212,7 @@ def test_a_run_killed_mid_stream_is_finished_by_continue_and_continued_by_a_new_
     resumed = pidurable(project, "-c", "-p", "--faux-script", fast)
     continued = pidurable(project, "-c", "-p", "more", "--faux-script", fast)
 
-    assert resumed == (0, ANSWER + "\n", "")
+    assert resumed == (0, ANSWER + "\n", RESUMES)  # the recovery report, as on the screen
     assert continued == (0, "Second answer.\n", "")
     [store] = (project.parent / "home" / "sessions").glob("*/*/session.sqlite")
     go, (cut, partial), *rest = stored_messages(store)
@@ -230,7 +234,7 @@ def test_a_prompt_resubmitted_with_its_request_id_after_a_kill_is_not_added_twic
 
     again = pidurable(project, *options, "-p", "go", "--faux-script", fast_script(project))
 
-    assert again == (0, ANSWER + "\n", "")
+    assert again == (0, ANSWER + "\n", RESUMES)
     assert [role for role, _ in stored_messages(store)].count("user") == 1
 
 
@@ -303,7 +307,7 @@ def test_a_stop_signal_at_any_moment_ends_with_one_line_and_a_store_that_reopens
     resumed = pidurable(
         project, "--session", str(stores[-1]), "-p", "--faux-script", fast_script(project)
     )
-    assert resumed == (0, ANSWER + "\n", "")
+    assert resumed == (0, ANSWER + "\n", RESUMES)
 
 
 @pytest.fixture

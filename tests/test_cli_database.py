@@ -23,6 +23,7 @@ from pi_durable_tui.harness import text_of
 from pi_durable_tui.storage.postgres import redact
 from tests.test_cli import (
     ANSWER,
+    RESUMES,
     Pidurable,
     busy_script,
     fast_script,
@@ -89,7 +90,7 @@ def test_another_machine_continues_a_session_that_a_killed_process_left(
     resumed = pidurable(project, "-c", "-p", "--faux-script", fast)
     continued = pidurable(project, "-c", "-p", "more", "--faux-script", fast)
 
-    assert resumed == (0, ANSWER + "\n", "")
+    assert resumed == (0, ANSWER + "\n", RESUMES)
     assert continued == (0, "Next.\n", "")
     go, (cut, partial), *rest = transcript(project)
     assert go == ("user", "go")

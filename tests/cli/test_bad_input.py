@@ -18,6 +18,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,24 @@ def a_truncated_store(place: Place) -> list[str]:
     return ["--session", "cut.sqlite", *ask(place, "again")]
 
 
+def _continued_store_made_a_directory(place: Place) -> None:
+    made = run(place.project, *ask(place))
+    assert made.status == 0, made.err
+    store = only_store(place.home)
+    store.unlink()
+    store.mkdir()
+
+
+def continue_a_store_that_is_a_directory(place: Place) -> list[str]:
+    _continued_store_made_a_directory(place)
+    return ["-c", *ask(place, "again")]
+
+
+def export_a_store_that_is_a_directory(place: Place) -> list[str]:
+    _continued_store_made_a_directory(place)
+    return ["export", "--format", "markdown"]
+
+
 def a_store_another_client_holds(place: Place) -> list[str]:
     store = place.project / "held.sqlite"
     made = run(place.project, "--session", str(store), *ask(place))
@@ -139,6 +158,11 @@ BAD_INPUTS: list[tuple[Callable[[Place], list[str]], str]] = [
     (export_missing, "pidurable export: No session store at"),
     (an_empty_store, "is empty (0 bytes): it holds no session"),
     (a_truncated_store, "is damaged or not a SQLite database"),
+    (
+        continue_a_store_that_is_a_directory,
+        "session.sqlite is a directory, not a SQLite file; move",
+    ),
+    (export_a_store_that_is_a_directory, "is a directory, not a SQLite file; move it aside"),
     (a_store_another_client_holds, "is locked by another SQLite client (process "),
     (a_read_only_home, "the file system is read-only; make it writable, or set PIDURABLE_HOME"),
     (a_full_disk, "is full; free some space and run again"),
@@ -202,7 +226,8 @@ def test_a_disk_that_fills_during_a_run_keeps_the_store_and_the_session_continue
     assert integrity(store) == "ok"
     filler.unlink()
     continued = run(place.project, "-c", "-p", env=env)
-    assert (continued.status, continued.out, continued.err) == (0, BIG + "\n", "")
+    resumes = "pidurable: The turn in the main conversation resumes (task 10, phase request).\n"
+    assert (continued.status, continued.out, continued.err) == (0, BIG + "\n", resumes)
     assert user_texts(store) == ["go"]
 
 
@@ -293,3 +318,83 @@ def test_sighup_stops_print_mode_like_sigterm_with_exit_129(place: Place) -> Non
     assert process.returncode == 129
     assert err == ("pidurable: hung up; the session is saved: `pidurable -c -p` continues it\n")
     assert integrity(only_store(place.home)) == "ok"
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_stop_signal_during_a_bash_call_ends_its_process_group_and_continue_reports_the_call(
+    place: Place, stop: signal.Signals, status: int
+) -> None:
+    started = place.root / "started"
+    (place.project / "hold.sh").write_text(
+        f"echo $$ > {started}.tmp && mv {started}.tmp {started} && exec sleep 30\n"
+    )
+    call = {"type": "tool_call", "name": "bash", "arguments": {"command": "sh hold.sh"}}
+    script = place.root / "sleep.json"
+    responses = [{"content": [call]}, {"content": [{"type": "text", "text": "answered"}]}]
+    script.write_text(json.dumps({"responses": responses}))
+    argv = [*FAUX, "--faux-script", str(script), "--permission-mode", "auto"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "-p", "go", *argv],
+        cwd=place.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + WAIT
+    while not started.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the bash call never started"
+        time.sleep(0.05)
+    sleeper = int(started.read_text())
+
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=5)  # never the 30 s of the command
+
+    assert process.returncode == status, err
+    gone = time.monotonic() + 5
+    while _alive(sleeper):
+        assert time.monotonic() < gone, f"the command's process {sleeper} outlived pidurable"
+        time.sleep(0.05)
+    continued = run(place.project, "-c", "-p", *argv)
+    assert (continued.status, continued.out) == (0, "answered\n"), continued.err
+    assert "pidurable: bash `sh hold.sh` was cut by the crash while running" in continued.err
+    assert "the model gets it as interrupted" in continued.err
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_signal_during_a_retry_wait_exits_at_once_not_after_the_backoff(
+    place: Place, stop: signal.Signals, status: int
+) -> None:
+    script = place.root / "limited.json"
+    error = {"message": "rate limited", "status": 429, "retryable": True, "retry_after_ms": 30000}
+    script.write_text(json.dumps({"responses": [{"error": error}]}))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_durable_tui", "-p", "go", *FAUX, "--faux-script", str(script)],
+        cwd=place.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    waiting = process.stderr.readline()
+    assert waiting == "pidurable: retrying in 30s (attempt 2): rate limited\n"
+
+    stopped = time.monotonic()
+    process.send_signal(stop)
+    rest = process.stderr.read()
+    process.wait(timeout=5)
+
+    assert time.monotonic() - stopped < 3
+    assert process.returncode == status, rest
+    assert "the session is saved: `pidurable -c -p` continues it" in rest

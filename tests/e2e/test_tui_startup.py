@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,6 +88,51 @@ def test_sighup_in_an_open_session_closes_it_and_exits_129(terminals: list[Termi
     assert first.wait_dead() == "status 129"
     printed = flat(first.history())
     assert "pidurable: hung up; the session is saved: `pidurable -c` continues it" in printed
+
+
+def test_closing_the_pane_during_a_bash_call_ends_the_app_and_the_command_and_continue_says_so(
+    tmp_path: Path,
+) -> None:
+    require_tmux()
+    call = {"type": "tool_call", "name": "bash", "arguments": {"command": "sh hold.sh"}}
+    script = tmp_path / "sleep.json"
+    script.write_text(json.dumps({"responses": [{"content": [call]}, SCRIPT["responses"][0]]}))
+    terminal = Terminal(tmp_path / "pane", script)
+    started = tmp_path / "started"
+    (terminal.work / "hold.sh").write_text(
+        f"echo $$ > {started}.tmp && mv {started}.tmp {started} && exec sleep 30\n"
+    )
+    try:
+        terminal.start("--model", "faux/faux-1")
+        terminal.wait_for(contains("/compact"), "the first frame")
+        terminal.submit("go")
+        terminal.wait_for(lambda _: started.exists(), "the command to start")
+        app, sleeper = terminal.pid(), int(started.read_text())
+
+        terminal.tmux("kill-pane", "-t", "app")  # the terminal closes: SIGHUP
+
+        for pid, what in ((app, "pidurable"), (sleeper, "the command")):
+            end = time.monotonic() + 5
+            while _alive(pid):
+                assert time.monotonic() < end, f"{what} (process {pid}) outlived its pane"
+                time.sleep(0.05)
+        terminal.starts = 0  # the pane is gone: start in a new one
+        terminal.start("--model", "faux/faux-1", "--continue")
+        terminal.wait_for(
+            contains("bash `sh hold.sh` was cut by the crash while running"), "the recovery report"
+        )
+        terminal.wait_for(contains("READY-ANSWER"), "the answer after the interrupted call")
+    finally:
+        terminal.close()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_sigterm_at_the_first_frame_restores_the_terminal_and_exits_143(

@@ -39,7 +39,7 @@ unanswered (a provider error, a missing key, no model, an abort).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
@@ -260,6 +260,7 @@ async def run_headless(
     mode: HeadlessMode = "text",
     request_id: str | None = None,
     follow: Follow | None = None,
+    report: Sequence[str] | None = None,
 ) -> int:
     """Run one prompt (or, with ``None``, resume the newest) to its answer and print it.
 
@@ -273,6 +274,9 @@ async def run_headless(
             finds the first submission instead of adding another (R59).
         follow: What prints the run while it goes (``follow_notices`` by
             default); required for ``json`` (``app.host.follow_wire``).
+        report: The recovery report, printed on ``err`` first, one line each (by
+            default what this layer knows: processes and jobs an earlier run
+            left, and the app's notices).
 
     Returns:
         0 when the input was answered, 1 when it was left unanswered.
@@ -283,12 +287,11 @@ async def run_headless(
     # printed text is always made terminal-safe; JSON escapes instead.
     printed = RedactedWriter(out, redact, terminal=mode == "text")
     errors = RedactedWriter(err, redact, terminal=True)
-    if app.leftovers is not None:
-        _line(errors, f"pidurable: {app.leftovers}\n")  # issue 13
-    for line in app.job_report:
+    if report is None:  # issues 13 and 16
+        leftovers = [] if app.leftovers is None else [app.leftovers]
+        report = [*leftovers, *app.job_report, *app.notices]
+    for line in report:
         _line(errors, f"pidurable: {line}\n")
-    for notice in app.notices:
-        _line(errors, f"pidurable: {notice}\n")  # issue 16
     if follow is None:
         if mode == "json":
             raise ValueError("JSON mode prints the wire: pass app.host's follow_wire")

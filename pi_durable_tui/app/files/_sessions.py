@@ -301,11 +301,23 @@ def newest_session(cwd: str | os.PathLike[str]) -> Path:
 
     Raises:
         NoSession: ``No session exists for <cwd>``.
+        SessionUnavailable: Its store is a directory (SQLite would only say "unable
+            to open database file", and ``--session``'s advice does not fit a store
+            pidurable chose).
     """
     sessions = list_sessions(cwd, limit=1)
     if not sessions:
         raise NoSession(f"No session exists for {os.path.realpath(os.fspath(cwd))}")
-    return sessions[0].path
+    store = sessions[0].path
+    if store.is_dir():
+        from pi_durable_tui.storage import StorageCorrupted  # loaded only on this rare path
+
+        cause = StorageCorrupted(
+            f"the session store {store} is a directory, not a SQLite file; move it aside "
+            "and start a new session (run without -c), or restore the file from a backup"
+        )
+        raise SessionUnavailable(store, cause)
+    return store
 
 
 async def remember_title(store: Path, storage: Storage, text: str) -> None:

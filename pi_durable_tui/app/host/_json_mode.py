@@ -33,6 +33,7 @@ from pi_durable_tui.app._wire import PROTOCOL, encode
 from pi_durable_tui.app.agent import answer_text
 from pi_durable_tui.app.agent import run_headless as run_without_screen
 from pi_durable_tui.app.host._host import SessionHost
+from pi_durable_tui.app.screen import recovery_report
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -157,6 +158,9 @@ async def run_headless(
     Args and returns as ``app.agent.run_headless`` (``follow`` chosen by ``mode``).
     """
     follow = follow_wire if mode == "json" else None
+    # What the screen shows on --continue (the turn that resumes, the call that was
+    # interrupted and why), read before the run resumes, goes to stderr here.
+    report = await recovery_report(app)
     return await run_without_screen(
-        app, prompt, out, err, mode=mode, request_id=request_id, follow=follow
+        app, prompt, out, err, mode=mode, request_id=request_id, follow=follow, report=report
     )
