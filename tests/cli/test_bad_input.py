@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -398,3 +399,47 @@ def test_a_stop_signal_during_a_retry_wait_exits_at_once_not_after_the_backoff(
     assert time.monotonic() - stopped < 3
     assert process.returncode == status, rest
     assert "the session is saved: `pidurable -c -p` continues it" in rest
+
+
+def _without_root_powers() -> list[str]:
+    """A command prefix under which file modes apply (root ignores them), or skip the test."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is missing: root would write a 0444 file anyway")
+    dropped = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--inh-caps={dropped}", f"--bounding-set={dropped}"]
+
+
+def test_a_store_file_that_is_read_only_is_refused_at_open_and_left_as_it_was(
+    place: Place,
+) -> None:
+    made = run(place.project, *ask(place))
+    assert made.status == 0, made.err
+    store = only_store(place.home)
+    store.chmod(0o444)
+    before = store.read_bytes(), tree(place.root)
+
+    done = subprocess.run(
+        [
+            *_without_root_powers(),
+            sys.executable,
+            "-m",
+            "pi_durable_tui",
+            "-c",
+            *ask(place, "more"),
+        ],
+        cwd=place.project,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == (
+        f"pidurable: the session store {store} cannot be written (read-only file system or "
+        "no permission); make it writable, or start a session elsewhere\n"
+    )
+    assert (store.read_bytes(), tree(place.root)) == before  # no -wal, no -shm beside it

@@ -231,6 +231,7 @@ class AgentApp:
         else:
             created = not store.exists()
         try:
+            _refuse_read_only(store)
             if options.demo is not None and created:
                 demo = DEMOS[options.demo].paced(options.demo_pace)
                 write_marker(store, demo, create_workspace(demo, home()))
@@ -461,6 +462,20 @@ class AgentApp:
     def settings_now(self) -> AppSettings:
         """The settings as they are now."""
         return self.settings.current()
+
+
+def _refuse_read_only(store: Path) -> None:
+    """Refuse a session whose store file this process may not write.
+
+    SQLite opens such a file (mode 0444, another user's) for reading without a
+    word, so the session would open and its first commit fail: the screen would
+    show the transcript, then stop at the first prompt. ``export`` still reads it.
+
+    Raises:
+        PermissionError: The file exists and is not writable (``EACCES``).
+    """
+    if store.is_file() and not os.access(store, os.W_OK):
+        raise PermissionError(errno.EACCES, "the session store is read-only", str(store))
 
 
 def _store_failure(error: BaseException) -> TypeGuard[Exception]:
