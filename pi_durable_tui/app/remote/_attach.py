@@ -23,7 +23,7 @@ from pi_durable_tui.app.screen import LiveScreenModel
 
 TAKE_OVER = "quit (Ctrl+D) and run `pidurable --continue` to take over: nothing committed is lost"
 
-HOST_GONE = "Stopped: the session's host is gone (ctrl+d quits; see the notice)"
+HOST_GONE = "Stopped: the session's host is gone (ctrl+c twice quits; see the notice)"
 """The status line once the host is gone: nothing runs on here, whatever was last shown."""
 
 

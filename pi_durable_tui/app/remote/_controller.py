@@ -40,7 +40,7 @@ ONLY_THE_HOST = "the terminal that hosts this session"
 
 TAKE_OVER = "leave here (Ctrl+D) and take over with `pidurable --continue`"
 
-GONE = "the session's host is gone (see the notice); ctrl+d quits"
+GONE = "the session's host is gone (see the notice); ctrl+c twice quits"
 """Why an action fails once the host is gone, after ``<action> failed: ``."""
 
 _ACTIONS: dict[HostAction, str] = {

@@ -28,7 +28,7 @@ from pi_durable_tui.app._view import TaskNode
 if TYPE_CHECKING:
     from pi_durable_tui.app.agent import AgentApp
 
-STOPPED = "Stopped: the session store cannot be written (ctrl+d quits; see the notice)"
+STOPPED = "Stopped: the session store cannot be written (ctrl+c twice quits; see the notice)"
 """The status line once the store failed: nothing runs on, whatever ``pi.live`` says."""
 
 
@@ -40,7 +40,7 @@ class StoreStopped(Exception):
     """
 
     def __init__(self) -> None:
-        super().__init__("the session store cannot be written (see the notice); ctrl+d quits")
+        super().__init__("the session store cannot be written (see the notice); ctrl+c twice quits")
 
 
 def stopped_tasks(nodes: Sequence[TaskNode]) -> tuple[TaskNode, ...]:

@@ -223,7 +223,7 @@ async def test_a_screen_whose_host_is_gone_stops_saying_the_agent_works(
     assert model.footer.attached == 0
     assert "--continue" in [n.text for n in model.notices if n.level == "error"][-1]
     with pytest.raises(
-        ValueError, match=r"^the session's host is gone \(see the notice\); ctrl\+d"
+        ValueError, match=r"^the session's host is gone \(see the notice\); ctrl\+c twice quits"
     ):
         await within(controller.submit("anyone?"))
     served.rig.release()
