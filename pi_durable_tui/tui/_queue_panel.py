@@ -54,9 +54,11 @@ class QueuePanel(PanelList):
             Option(self._line(item), id=str(item.submission_id)) for item in self._items
         )
         self._set_title()
-        self.display = bool(self._items)
         if not self._items and self.has_focus:
+            # REMINDER: before hiding: a hidden focused panel hands the focus on by
+            # Textual's order, and keys typed meanwhile went there, not the editor.
             self.app.action_focus_editor()  # type: ignore[attr-defined]
+        self.display = bool(self._items)
 
     def _set_title(self, focused: bool | None = None) -> None:
         focused = self.has_focus if focused is None else focused

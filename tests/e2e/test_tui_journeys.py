@@ -58,7 +58,10 @@ def fork_and_work(terminal: Terminal) -> None:
     terminal.wait_for(lambda s: "fork of hello u001" in footer(s), "the fork shown")
     terminal.press("C-u")  # the forked message's text came back into the editor
     terminal.submit("in the fork u003")
-    terminal.wait_for(contains("in the fork u003"), "the fork's message")
+    # The answer, not the message: the typed text shows in the editor before it is
+    # sent. The script answers by position: the fork's second message gets a002 (the
+    # fork shows none of the main conversation's second exchange).
+    terminal.wait_for(contains("in the fork u003", "a002"), "the fork's answer")
 
 
 def test_continue_after_working_in_a_fork_reopens_on_the_fork(terminal: Terminal) -> None:
