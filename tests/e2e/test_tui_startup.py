@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import Terminal, contains, flat, require_tmux
+from tests.e2e.tui_terminal import DEADLINE, Terminal, contains, flat, require_tmux
 
 SCRIPT = {"responses": [{"content": [{"type": "text", "text": "READY-ANSWER"}]}]}
 
@@ -112,7 +112,7 @@ def test_closing_the_pane_during_a_bash_call_ends_the_app_and_the_command_and_co
         terminal.tmux("kill-pane", "-t", "app")  # the terminal closes: SIGHUP
 
         for pid, what in ((app, "pidurable"), (sleeper, "the command")):
-            end = time.monotonic() + 5
+            end = time.monotonic() + DEADLINE  # a wait on a condition, not a timing
             while _alive(pid):
                 assert time.monotonic() < end, f"{what} (process {pid}) outlived its pane"
                 time.sleep(0.05)
