@@ -8,25 +8,19 @@ writes nothing, and the app runs on with no traceback in its log.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import Terminal, contains, flat, require_tmux
+from tests.e2e.tui_terminal import Terminal, contains, flat, scripted_terminal
 
 SCRIPT = {"responses": [{"content": [{"type": "text", "text": "EXPORTED-ANSWER"}]}]}
 
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    require_tmux()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    made = Terminal(tmp_path / "t", script)
-    yield made
-    made.close()
+    yield from scripted_terminal(tmp_path, SCRIPT)
 
 
 def test_export_to_a_tilde_path_writes_there_and_a_missing_directory_is_a_notice(

@@ -12,13 +12,12 @@ The real ``pidurable`` runs in tmux (``tui_terminal``) on a faux script:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.tui_terminal import Terminal, contains, require_tmux
+from tests.e2e.tui_terminal import Terminal, contains, scripted_terminal
 
 SCRIPT = {
     "when_exhausted": "echo",
@@ -31,12 +30,7 @@ SCRIPT = {
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    require_tmux()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    made = Terminal(tmp_path / "t", script)
-    yield made
-    made.close()
+    yield from scripted_terminal(tmp_path, SCRIPT)
 
 
 def footer(screen: str) -> str:

@@ -19,7 +19,6 @@ answer streams slowly, so the agent works while the keys are pressed:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pytest
 
 from tests.e2e.agent_store import text_of
 from tests.e2e.tui_store import read_store
-from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, require_tmux
+from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, scripted_terminal
 
 PASTED = "".join(f"log line l{n:03d}\n" for n in range(1, 41)) + "l040 end of log"
 WORDS = " ".join(f"w{n:03d}" for n in range(1, 400))
@@ -46,12 +45,7 @@ SCRIPT = {
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    require_tmux()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    made = Terminal(tmp_path / "t", script, size=(80, 24))
-    yield made
-    made.close()
+    yield from scripted_terminal(tmp_path, SCRIPT, size=(80, 24))
 
 
 def changed_from(before: str) -> ScreenTest:

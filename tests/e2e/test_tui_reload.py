@@ -11,7 +11,6 @@ the new.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 from pi_durable_tui.harness import TOOL_RESULT
 from tests.app.agent.test_extension_files import write_version
 from tests.app.support import stored_entries
-from tests.e2e.tui_terminal import Terminal, contains, require_tmux
+from tests.e2e.tui_terminal import Terminal, contains, scripted_terminal
 from tests.harness.run_support import message
 
 CALL = {"content": [{"type": "tool_call", "name": "probe", "arguments": {}}]}
@@ -30,12 +29,7 @@ SCRIPT = {"responses": [CALL, CALL, {"content": [{"type": "text", "text": "Both 
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    require_tmux()
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    made = Terminal(tmp_path / "t", script)
-    yield made
-    made.close()
+    yield from scripted_terminal(tmp_path, SCRIPT)
 
 
 def wait_for_file(path: Path, what: str) -> None:

@@ -18,6 +18,7 @@ screen, the exit status and the tail of the app's crash log.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -25,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -309,3 +310,20 @@ class Terminal:
         if len(stores) != 1:
             raise TerminalError(f"expected one session store under {self.home}, found {stores}")
         return stores[0]
+
+
+def scripted_terminal(
+    tmp_path: Path, script: object, size: tuple[int, int] = (WIDTH, HEIGHT)
+) -> Iterator[Terminal]:
+    """A ``Terminal`` serving the faux ``script`` (JSON data), closed afterwards.
+
+    For a test file's ``terminal`` fixture: ``yield from scripted_terminal(tmp_path, SCRIPT)``.
+    """
+    require_tmux()
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    made = Terminal(tmp_path / "t", path, size=size)
+    try:
+        yield made
+    finally:
+        made.close()
