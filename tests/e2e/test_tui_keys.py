@@ -19,6 +19,7 @@ answer streams slowly, so the agent works while the keys are pressed:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,9 +49,32 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
     yield from scripted_terminal(tmp_path, SCRIPT, size=(80, 24))
 
 
-def changed_from(before: str) -> ScreenTest:
-    """A screen test: the screen is no longer ``before``."""
-    return lambda now: now != before
+def help_box(screen: str) -> list[str]:
+    """The help overlay's rows, cut to its box: the transcript streaming around it is left out."""
+    rows = screen.splitlines()
+    top = next(n for n, row in enumerate(rows) if "╭" in row)
+    left, right = rows[top].index("╭"), rows[top].index("╮")
+    bottom = next(n for n in range(top + 1, len(rows)) if rows[n][left : left + 1] == "╰")
+    return [row[left : right + 1] for row in rows[top : bottom + 1]]
+
+
+def scrolled_from(before: str, still: float = 0.3) -> ScreenTest:
+    """A screen test: the help box moved from ``before`` and has stood still for ``still`` s.
+
+    A page press animates the scroll; pressing again mid-animation (a slow machine)
+    scrolls from wherever it got to, so the next press waits for the box to settle.
+    """
+    last, since = help_box(before), time.monotonic()
+
+    def test(screen: str) -> bool:
+        nonlocal last, since
+        box = help_box(screen)
+        if box != last:
+            last, since = box, time.monotonic()
+            return False
+        return box != help_box(before) and time.monotonic() - since >= still
+
+    return test
 
 
 def start(terminal: Terminal) -> None:
@@ -91,7 +115,7 @@ def test_the_help_fits_a_24_row_screen_and_page_down_scrolls_it(terminal: Termin
         if "Esc, F1 or q closes this help." in screen:
             break
         terminal.press("NPage")
-        screen = terminal.wait_for(changed_from(screen), "the help scrolled")
+        screen = terminal.wait_for(scrolled_from(screen), "the help scrolled a page")
     assert "Esc, F1 or q closes this help." in screen
     terminal.press("Escape")
     screen = terminal.wait_for(lambda s: "closes this help" not in s, "the help closed")
