@@ -24,6 +24,7 @@ restored.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
@@ -36,6 +37,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
+from textual.worker import Worker, WorkerCancelled
 
 from pi_durable_tui.app import (
     ActionRefused,
@@ -160,6 +162,8 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         self._startup_problems = [*self._catalog.problems(wanted), *([problem] if problem else [])]
         self.ctx = RenderContext(spec.palette(), spec.syntax_theme, verbose=verbose)
         self._local_notices: list[Notice] = []
+        self._sending: list[Worker[None]] = []
+        """The workers of messages sent and maybe not stored yet (``request_exit``)."""
         self.init_prompts()
         self._unsubscribe: Callable[[], None] | None = None
         self.transcript = Transcript(model, self.ctx, id="transcript")
@@ -332,7 +336,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         then: Callable[[T], None] | None = None,
         *,
         on_error: Callable[[], None] | None = None,
-    ) -> None:
+    ) -> Worker[None]:
         """Run a controller action in a worker; a failure becomes an error notice.
 
         Args:
@@ -340,6 +344,9 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             action: Makes the awaitable (called inside the worker).
             then: Called with the result on success.
             on_error: Called after a failure was reported (to restore the editor).
+
+        Returns:
+            The worker (``request_exit`` waits for the ones that send a message).
         """
 
         async def run() -> None:
@@ -353,7 +360,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             if then is not None:
                 then(result)
 
-        self.run_worker(run(), group="controller", exit_on_error=False)
+        return self.run_worker(run(), group="controller", exit_on_error=False)
 
     def report_failure(self, what: str, error: Exception) -> None:
         """Say that an action failed, and log its traceback unless the user can fix it.
@@ -443,6 +450,7 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
         try:
             parsed = parse_command(text, self.controller.custom_commands())
         except CommandError as error:
+            self.editor.keep_sent()
             self.notice("error", str(error))
             return
         self.editor.consume(event.raw)
@@ -454,19 +462,33 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             self.call(f"/{command.name}", lambda: command.run(self, arg))
             return
         self.transcript.follow()
-        self.call(
+        sending = self.call(
             "follow-up" if follow_up else "submit",
             lambda: self.controller.submit(as_message(text), follow_up=follow_up),
             on_error=lambda: self.editor.put_text(text),
         )
+        self._sending = [*(worker for worker in self._sending if not worker.is_finished), sending]
 
     @on(PromptEditor.ExitRequested)
     def _exit_requested(self) -> None:
         self.request_exit()
 
     def request_exit(self) -> None:
-        """Leave the app; with background jobs running, ask first what becomes of them."""
-        self.call("exit", self.controller.running_jobs, self._exit_with_jobs, on_error=self.exit)
+        """Leave the app once every message sent is stored; with jobs running, ask first.
+
+        A message whose Enter came just before the exit key (or while the session
+        was still opening) is committed first: the editor showed it as sent.
+        """
+
+        async def running_jobs_once_sent() -> int:
+            # REMINDER: leaving closes the session, which cancels a send still waiting
+            # for it; the text had already left the editor, so it would be lost.
+            for worker in self._sending:
+                with contextlib.suppress(WorkerCancelled):
+                    await worker.wait()
+            return await self.controller.running_jobs()
+
+        self.call("exit", running_jobs_once_sent, self._exit_with_jobs, on_error=self.exit)
 
     def _exit_with_jobs(self, count: int) -> None:
         if count == 0:

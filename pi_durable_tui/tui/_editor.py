@@ -173,6 +173,8 @@ class PromptEditor(TextArea):
         self._recalled = ""
         self._draft = ""
         self._completed_for: tuple[int, int, str] | None = None
+        self._sent: str | None = None
+        """The document as sent, until the app takes it out (``consume``) or keeps it."""
         """The cursor and its line the menu was computed for (``_sync_completion``)."""
 
     async def _on_key(self, event: events.Key) -> None:
@@ -274,6 +276,7 @@ class PromptEditor(TextArea):
         fast typist, or a terminal burst of Enter and the next words): those stay,
         with the cursor after them. Text changed otherwise is cleared as before.
         """
+        self._sent = None
         current = self.text
         if not raw or current == raw or not current.startswith(raw):
             self.clear_input()
@@ -302,7 +305,12 @@ class PromptEditor(TextArea):
             return
         self._history_index = None
         self._menu.show_completion(None)
+        self._sent = self.text
         self.post_message(self.Submitted(text, follow_up, self.text))
+
+    def keep_sent(self) -> None:
+        """The app refused what was sent (a command line with an error): it stays as typed."""
+        self._sent = None
 
     def action_newline(self) -> None:
         """Insert a newline at the cursor."""
@@ -386,10 +394,15 @@ class PromptEditor(TextArea):
             self.action_cursor_line_end()
 
     def action_exit_if_empty(self) -> None:
-        """Exit on an empty editor; otherwise delete forward as usual."""
-        if self.text:
+        """Exit on an empty editor; otherwise delete forward as usual.
+
+        Text sent a moment ago that the app has not taken out yet counts as gone:
+        Enter then Ctrl+D in one burst exits (after the message is stored).
+        """
+        if self.text and self.text != self._sent:
             self.action_delete_right()
             return
+        # REMINDER: posted after ``Submitted``, so the app handles the send first.
         self.post_message(self.ExitRequested())
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.tui_store import read_store
 from tests.e2e.tui_terminal import DEADLINE, Terminal, contains, flat, require_tmux
 
 SCRIPT = {"responses": [{"content": [{"type": "text", "text": "READY-ANSWER"}]}]}
@@ -78,6 +79,28 @@ def test_a_prompt_on_the_command_line_is_sent_as_the_first_message(
 
     first.wait_for(contains("READY-ANSWER"), "the answer to the argv prompt")
     assert "the prompt from argv" in first.screen()
+
+
+@pytest.mark.parametrize("when", ["while the session opens", "in an open session"])
+def test_enter_then_ctrl_d_at_once_stores_the_message_before_leaving_and_continue_answers_it(
+    terminals: list[Terminal], when: str
+) -> None:
+    first, _ = terminals
+    if when == "in an open session":
+        start_answered(first, "hello")
+    else:
+        first.start("--model", "faux/faux-1")
+        first.wait_for(contains("/compact"), "the first frame")
+    # One burst, as a fast typist sends it: the Ctrl+D reaches the editor before the
+    # app has taken the sent text out, and the exit comes before the send is stored.
+    first.tmux("send-keys", "-t", "app", "-l", "sent then left q001")
+    first.press("Enter", "C-d")
+
+    assert first.wait_dead() == "status 0"
+    assert "q001" in read_store(first.store()).tokens()
+    first.start("-c")
+    first.wait_for(contains("sent then left q001"), "the message, kept")
+    first.wait_for(contains("READY-ANSWER"), "its answer, after --continue")
 
 
 def test_sighup_in_an_open_session_closes_it_and_exits_129(terminals: list[Terminal]) -> None:

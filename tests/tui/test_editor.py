@@ -139,6 +139,29 @@ async def test_ctrl_d_right_after_typing_keeps_the_app_and_the_text(app: Pidurab
         assert app.editor.text == "ab"
 
 
+async def test_ctrl_d_right_after_enter_sends_the_text_then_exits(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    async with app.run_test() as pilot:
+        # The Ctrl+D reaches the editor before the app has taken the sent text out.
+        _burst(app, *"fix it", "enter", "ctrl+d")
+        await settle(pilot)
+        assert controller.called("submit") == [("fix it", False)]
+        assert not running(app)
+
+
+async def test_ctrl_d_on_a_refused_command_line_deletes_forward_instead_of_exiting(
+    app: PidurableApp,
+) -> None:
+    async with app.run_test() as pilot:
+        await pilot.press(*"/nope", "enter")  # an unknown command: the line stays
+        await settle(pilot)
+        await pilot.press("home", "ctrl+d")
+        await settle(pilot)
+        assert running(app)
+        assert app.editor.text == "nope"
+
+
 async def test_enter_after_a_burst_past_a_command_name_sends_the_line_not_a_stale_completion(
     app: PidurableApp, controller: RecordingController
 ) -> None:
