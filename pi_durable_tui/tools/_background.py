@@ -59,9 +59,7 @@ async def _record(shown: str, job: JobProcess, api: ToolApi) -> int:
     entry = {"command": shown, "pid": job.pid, "mark": job.mark, "log": job.log_path}
     conversation_id = api.conversation_id
     try:
-        return int(
-            await api.commit(lambda tx: create_job(tx, definition, conversation_id, entry))
-        )
+        return int(await api.commit(lambda tx: create_job(tx, definition, conversation_id, entry)))
     except BaseException:
         RUNNING.pop(job.mark, None)
         await job.stop()

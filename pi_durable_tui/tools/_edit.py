@@ -89,9 +89,7 @@ def create_edit_tool(*, allow_outside_cwd: AllowOutside = False) -> Tool[EditArg
                 ) from None
             specs = [EditSpec(item.oldText, item.newText) for item in args.edits]
             outcome = apply_edits(display, original, specs)
-            await env.write_file(
-                absolute, outcome.content, beneath=beneath, abort=api.aborted
-            )
+            await env.write_file(absolute, outcome.content, beneath=beneath, abort=api.aborted)
         details: dict[str, object] = {
             "path": display,
             "diff": _cap(display_diff(outcome.before, outcome.after)),

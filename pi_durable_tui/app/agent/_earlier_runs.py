@@ -67,9 +67,7 @@ async def end_earlier_runs(store: Path) -> str | None:
     tokens = _earlier_tokens(store)
     kept = {mark for mark in kept_marks(store) if processes_of_run(mark)}
     spared = {info.pid for mark in kept for info in processes_of_run(mark)}
-    found = [
-        info for token in tokens for info in processes_of_run(token) if info.pid not in spared
-    ]
+    found = [info for token in tokens for info in processes_of_run(token) if info.pid not in spared]
     if found:
         await end_processes([info.pid for info in found], _GRACE_SECONDS)
     for token in tokens:

@@ -568,4 +568,3 @@ class LiveScreenModel:
 def _feed_of(source: AgentApp | ScreenFeed) -> ScreenFeed:
     """An open ``AgentApp`` is read through a ``LocalFeed``; a feed is used as it is."""
     return LocalFeed(source) if isinstance(source, AgentApp) else source
-

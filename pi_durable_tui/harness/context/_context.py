@@ -37,6 +37,7 @@ MISSING_RESULT_TEXT = "Tool result unavailable: history ends before this call co
 EXCLUDED_STOP_REASONS = frozenset({"aborted", "error", "deferred"})
 """Assistant messages that never reach a later request (R73)."""
 
+
 class EntryNotVisible(LookupError):
     """A context cutoff names an entry outside the conversation's visible history (R71)."""
 

@@ -314,7 +314,6 @@ async def test_closing_the_host_says_bye_and_a_waiting_call_ends(serve: ServeFac
         await follower.link.call("submit", text="too late")
 
 
-
 ATTACH_SCRIPT = """\
 import os, socket, sys
 found = open(sys.argv[1]).read()
