@@ -57,6 +57,8 @@ async def name_session(app: AgentApp, text: str) -> str:
         ActionRefused: ``text`` holds nothing printable.
     """
     name = clean_name(text)
+    # REMINDER: the store first, the mirror second: a crash between them leaves a
+    # committed name that the next open mirrors, never a mirror of an uncommitted one.
     await app.harness.session.commit(_record(name))
     await _mirror(app, name)
     return name
