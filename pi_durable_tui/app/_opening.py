@@ -37,6 +37,7 @@ from pi_durable_tui.app._view import (
     ModelChoice,
     Notice,
     QueueItem,
+    SessionDetails,
     SessionInfo,
     SkillInfo,
     TaskNode,
@@ -223,6 +224,18 @@ class OpeningSession:
     async def clients(self) -> list[str]:
         """Who is attached once the session is open."""
         return await (await self._controlled()).clients()
+
+    async def session_details(self) -> SessionDetails:
+        """What ``/session`` lists, once the session is open."""
+        return await (await self._controlled()).session_details()
+
+    async def session_name(self) -> str:
+        """The session's name, once it is open."""
+        return await (await self._controlled()).session_name()
+
+    async def name_session(self, name: str) -> str:
+        """Name the session once it is open."""
+        return await (await self._controlled()).name_session(name)
 
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers: none until the session is open."""

@@ -21,6 +21,7 @@ from pi_durable_tui.app._view import (
     ModelChoice,
     Notice,
     QueueItem,
+    SessionDetails,
     SessionInfo,
     SkillInfo,
     TaskNode,
@@ -173,6 +174,29 @@ class Controller(Protocol):
 
     async def clients(self) -> list[str]:
         """Who is attached to the session (``/clients``), one line each, this terminal first."""
+        ...
+
+    async def session_details(self) -> SessionDetails:
+        """What ``/session`` lists: the store, the name, spend, conversations and tasks.
+
+        The shown conversation's figures (model, thinking level, permission
+        mode, context use) are those of ``ScreenModel.footer``.
+        """
+        ...
+
+    async def session_name(self) -> str:
+        """The name ``/name`` gave the session, or empty."""
+        ...
+
+    async def name_session(self, name: str) -> str:
+        """Commit a name for the session (``/name NAME``); returns it as kept.
+
+        The name is made one terminal-safe line and capped; it then shows in
+        ``/session`` and in the ``--resume`` picker.
+
+        Raises:
+            ActionRefused: The name holds nothing printable.
+        """
         ...
 
     def models(self) -> list[ModelChoice]:

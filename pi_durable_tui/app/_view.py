@@ -13,7 +13,7 @@ model, a tool, a file or a path reaches the screen inert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pi_durable_tui.app._terminal_text import TerminalSafe
@@ -225,6 +225,59 @@ class SessionInfo(TerminalSafe):
     first_message: str
     last_activity_ms: int
     size_bytes: int
+    name: str = ""
+    """The name ``/name`` gave it (shown before the first message), or empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDetails(TerminalSafe):
+    """What ``/session`` lists, each figure read from committed state.
+
+    The session's own facts (its store, name, spend, conversations and tasks)
+    come from the process holding the store; what depends on the shown
+    conversation (working directory, model, thinking level, permission mode,
+    context use) from the screen's footer (``with_footer``).
+    """
+
+    store: str
+    """The store file, or the database (password hidden) and the store's name in it."""
+    session_id: str
+    """``<13-digit ms>-<uuid>``, or empty for a store named by its path."""
+    created_ms: int | None
+    """When the session was created (``None``: not recorded, a store named by path)."""
+    name: str = ""
+    entries: int = 0
+    """Entries in the shown conversation's visible history (a fork's parent's included)."""
+    entries_capped: bool = False
+    """``entries`` stopped counting at its cap (shown as ``N+``)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    """Spend of every conversation of the session (R116)."""
+    subagents: int = 0
+    """Subagent conversations (conversations a task owns)."""
+    background_tasks: int = 0
+    """Live background tasks (background subagents, jobs)."""
+    cwd: str = ""
+    model: str = ""
+    thinking_level: str = "off"
+    permission_mode: str = ""
+    context_tokens: int | None = None
+    context_window: int = 0
+
+    def with_footer(self, footer: Footer) -> SessionDetails:
+        """These details with the shown conversation's figures from ``footer``."""
+        return replace(
+            self,
+            cwd=footer.cwd,
+            model=footer.model,
+            thinking_level=footer.thinking_level,
+            permission_mode=footer.permission_mode,
+            context_tokens=footer.context_tokens,
+            context_window=footer.context_window,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,10 +109,17 @@ METHODS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "stop_task": {"task_id": int},
     "background_command": {},
     "conversations": {},
+    "session": {},
+    "session_name": {},
+    "name_session": {"name": str},
 }
 """Each intent a client may call and its arguments' types (all optional but ``text``,
 ``submission_id``, ``call_id``, ``choice``, ``ref``, ``before``, ``after``, ``count``,
-``task_id``).
+``task_id``, ``name``).
+
+``session`` answers ``/session`` (the session's facts, the caller's followed
+conversation's entries counted); ``session_name`` and ``name_session`` read and
+commit the name ``/name`` gives the session.
 
 ``stop_task`` is ``/tasks stop N``; ``background_command`` is Ctrl+B (the running
 command moves to the background); ``conversations`` lists the session's
@@ -131,6 +138,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "older": ("before", "count"),
     "history": ("after", "count"),
     "stop_task": ("task_id",),
+    "name_session": ("name",),
 }
 
 

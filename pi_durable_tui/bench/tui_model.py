@@ -24,6 +24,7 @@ from pi_durable_tui.app import (
     ModelChoice,
     Notice,
     QueueItem,
+    SessionDetails,
     SessionInfo,
     SkillInfo,
     TaskNode,
@@ -164,6 +165,8 @@ class RecordingController:
         settings_refreshes: How often the screen asked to re-read the settings.
         jobs_running: What ``running_jobs`` returns.
         refusals: What ``refusal`` answers, by action (an attached screen's lines).
+        details: What ``session_details`` returns.
+        name: The session's name (``name_session`` sets it).
     """
 
     model: StaticScreenModel | None = None
@@ -184,6 +187,12 @@ class RecordingController:
     settings_refreshes: int = 0
     jobs_running: int = 0
     refusals: dict[str, str] = field(default_factory=dict)
+    details: SessionDetails = field(
+        default_factory=lambda: SessionDetails(
+            store="/tmp/session.sqlite", session_id="", created_ms=None
+        )
+    )
+    name: str = ""
 
     def _record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -245,6 +254,22 @@ class RecordingController:
         """Record the call; only this terminal."""
         self._record("clients")
         return ["this terminal"]
+
+    async def session_details(self) -> SessionDetails:
+        """Record the call; ``details`` with the current ``name``."""
+        self._record("session_details")
+        return replace(self.details, name=self.name)
+
+    async def session_name(self) -> str:
+        """Record the call; ``name``."""
+        self._record("session_name")
+        return self.name
+
+    async def name_session(self, name: str) -> str:
+        """Record the call; keep ``name`` as given (stripped)."""
+        self._record("name_session", name)
+        self.name = name.strip()
+        return self.name
 
     async def cycle_thinking(self) -> str:
         """Record the cycle; return the next level."""

@@ -16,7 +16,6 @@ instead of starting it (issue 15).
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -33,6 +32,7 @@ from pi_durable_tui.app import (
     TaskNode,
 )
 from pi_durable_tui.tui._picker import PickerItem
+from pi_durable_tui.tui._session_commands import ago, name_session, show_session
 from pi_durable_tui.tui._terminal_text import Content
 
 T = TypeVar("T")
@@ -255,14 +255,6 @@ async def _new(host: CommandHost, arg: str) -> None:
     await host.controller.new_session()
 
 
-def _ago(ms: int) -> str:
-    seconds = max(0, int(time.time() - ms / 1000))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit} ago"
-    return "just now"
-
-
 def _size(size: int) -> str:
     return f"{size / 1024:.0f} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
 
@@ -271,18 +263,33 @@ SESSIONS_TITLE = "Sessions of this directory"
 
 
 def session_items(sessions: Sequence[SessionInfo]) -> list[PickerItem[str]]:
-    """The rows of the session picker (``/resume``, ``pidurable -r``): first message, age, size."""
-    return [
-        PickerItem(
-            Content.assemble(
-                session.first_message.splitlines()[0] if session.first_message else "(empty)",
-                (f"  {_ago(session.last_activity_ms)}  {_size(session.size_bytes)}", "$text-muted"),
-            ),
-            session.path,
-            search=session.first_message,
+    """The rows of the session picker (``/resume``, ``pidurable -r``).
+
+    A named session (``/name``) shows its name, then its first message muted;
+    any other its first message. Then its age and size.
+    """
+    items = []
+    for session in sessions:
+        first = session.first_message.splitlines()[0] if session.first_message else ""
+        label = (
+            Content.assemble((session.name, "bold"), (f"  {first}" if first else "", "$text-muted"))
+            if session.name
+            else Content(first or "(empty)")
         )
-        for session in sessions
-    ]
+        items.append(
+            PickerItem(
+                Content.assemble(
+                    label,
+                    (
+                        f"  {ago(session.last_activity_ms)}  {_size(session.size_bytes)}",
+                        "$text-muted",
+                    ),
+                ),
+                session.path,
+                search=f"{session.name} {session.first_message}".strip(),
+            )
+        )
+    return items
 
 
 async def _resume(host: CommandHost, arg: str) -> None:
@@ -407,6 +414,15 @@ COMMANDS: tuple[Command, ...] = (
         "Write the transcript to a file",
         _export,
         "export",
+    ),
+    Command(
+        "session", "", "Show the session: store, ID, model, spend, context, tasks", show_session
+    ),
+    Command(
+        "name",
+        "[name]",
+        "Name the session (the resume picker shows it); alone, show it",
+        name_session,
     ),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),

@@ -184,6 +184,8 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "new",
         "resume",
         "export",
+        "session",
+        "name",
         "theme",
         "skills",
         "reload",

@@ -6,7 +6,11 @@
 "Newest" is the lexicographically last directory name of that pattern (the
 timestamp leads, so it is also the most recently created). Listing a directory's
 sessions reads only directory entries and file sizes, plus, for the picker, the
-first user message from each session's ``title.txt`` when present.
+first user message from each session's ``title.txt`` and the name ``/name`` gave
+it from ``name.txt``, when present. The name itself is committed in the store
+(``app.screen``'s ``pi.session`` document); ``name.txt`` is its mirror for the
+listing, which opens no store (another process may hold one), rewritten from the
+store whenever it is opened, so a crash between the two heals at the next open.
 
 With a database (``PIDURABLE_DATABASE_URL``, or ``"database"`` in the user's
 settings: ``database_url``), sessions live in PostgreSQL instead, keyed the same
@@ -14,7 +18,8 @@ way: the store of a session is named ``<cwd key>/<timestamp>-<uuid>``
 (``store_name``), so every machine with the same URL and the same working
 directory path finds the same sessions. Listing reads the database's store rows
 (their label is the title); the session directory in the home stays, for what
-is this machine's own (the log, a remembered faux script, a demo's marker), and
+is this machine's own (the log, a remembered faux script, a demo's marker, the
+name's mirror: another machine's picker shows the name once it opened the session), and
 its ``session.sqlite`` path stands for the session in the code (``open_store``
 knows which it is). A session file made before the URL was set still opens from
 its file when named; ``-c`` and ``-r`` list the database's.
@@ -46,6 +51,8 @@ T = TypeVar("T")
 
 STORE_NAME = "session.sqlite"
 TITLE_NAME = "title.txt"
+NAME_NAME = "name.txt"
+"""Beside a session's store: the mirror of the name ``/name`` committed in it."""
 FAUX_SCRIPT_NAME = "faux-script.txt"
 ENV_NAME = "env.txt"
 """Beside a session's store: the ``ssh://`` URL its tools run at, when remote."""
@@ -133,6 +140,8 @@ class StoredSession:
     last_activity_ms: int
     size_bytes: int
     title: str
+    name: str = ""
+    """The name ``/name`` gave it (its mirror, ``name.txt``), or empty."""
 
 
 def database_url() -> str | None:
@@ -247,8 +256,9 @@ def _database_sessions(url: str, cwd: str | os.PathLike[str], limit: int) -> lis
             store = home() / "sessions" / key / name / STORE_NAME
             created = int(name[:13])
             last = max(created, summary.opened_ms)
+            title = summary.label or ""
             found.append(
-                StoredSession(store, created, last, summary.size_bytes, summary.label or "")
+                StoredSession(store, created, last, summary.size_bytes, title, read_name(store))
             )
     return found
 
@@ -284,14 +294,16 @@ def list_sessions(cwd: str | os.PathLike[str], *, limit: int = 1000) -> list[Sto
             last = max(last, stat.st_mtime)
         title_file = directory / TITLE_NAME
         title = title_file.read_text("utf-8", "replace").strip() if title_file.exists() else ""
-        found.append(StoredSession(store, int(name[:13]), int(last * 1000), size, title))
+        found.append(
+            StoredSession(store, int(name[:13]), int(last * 1000), size, title, read_name(store))
+        )
     return found
 
 
 def session_infos(cwd: str | os.PathLike[str]) -> list[SessionInfo]:
     """The sessions of ``cwd`` as the ``--resume`` picker shows them, newest first."""
     return [
-        SessionInfo(str(s.path), s.title, s.last_activity_ms, s.size_bytes)
+        SessionInfo(str(s.path), s.title, s.last_activity_ms, s.size_bytes, s.name)
         for s in list_sessions(cwd)
     ]
 
@@ -340,6 +352,39 @@ def write_title(store: Path, text: str) -> None:
     if not title_file.exists():
         line = " ".join(text.split())[:200]
         title_file.write_text(line + "\n", "utf-8")
+
+
+def read_name(store: Path) -> str:
+    """The mirror of a session's name beside its store (empty when it has none)."""
+    try:
+        return (store.parent / NAME_NAME).read_text("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def write_name(store: Path, name: str) -> None:
+    """Mirror a session's committed name beside its store, for the ``--resume`` picker.
+
+    Written whole to a temporary file, then renamed over the old one: a crash
+    leaves the old name or the new one, never a torn line.
+    """
+    target = store.parent / NAME_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{NAME_NAME}.{os.getpid()}")
+    partial.write_text(name + "\n", "utf-8")
+    os.replace(partial, target)
+
+
+def session_dir_id(store: Path) -> str:
+    """A session's ID (``<13-digit ms>-<uuid>``, its directory); empty for a store named by path."""
+    name = store.parent.name
+    return name if store.name == STORE_NAME and _SESSION_DIR.match(name) else ""
+
+
+def session_created_ms(store: Path) -> int | None:
+    """When a session was created (its ID's timestamp); ``None`` for a store named by path."""
+    session_id = session_dir_id(store)
+    return int(session_id[:13]) if session_id else None
 
 
 def remember_faux_script(store: Path, script: str) -> None:

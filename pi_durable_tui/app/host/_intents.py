@@ -6,7 +6,8 @@ follow-up is ``Conversation.submit``; Esc is ``Conversation.abort`` (R57; the
 withdrawn queued texts come back, for the client's editor); an approval
 decision is ``Harness.decide`` (a call decided elsewhere first is refused with
 the harness's words); ``older`` and ``history`` read a page of entries and
-``conversations`` lists the session's conversations (reads, never writes).
+``conversations`` lists the session's conversations and ``session`` the
+session's facts (reads, never writes); ``name_session`` commits ``/name``.
 Its effect reaches every client, the caller included, only as committed state
 through the commit frames: no client sees an optimistic echo.
 """
@@ -19,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._view import missing_key_hint
 from pi_durable_tui.app.host._frames import history_page, older_page
-from pi_durable_tui.app.screen import list_conversations
+from pi_durable_tui.app.screen import (
+    list_conversations,
+    name_session,
+    session_details,
+    session_name,
+)
 from pi_durable_tui.harness import (
     AGENT_DOC,
     INBOX_DOC,
@@ -93,6 +99,15 @@ async def perform(app: AgentApp, conversation_id: int, method: str, args: dict[s
     if method == "conversations":
         listed = await list_conversations(app, conversation_id)
         return [dataclasses.asdict(info) for info in listed]
+    if method == "session":
+        return dataclasses.asdict(await session_details(app, conversation_id))
+    if method == "session_name":
+        return await session_name(app)
+    if method == "name_session":
+        try:
+            return await name_session(app, args["name"])
+        except ValueError as error:
+            raise IntentRefused(str(error)) from None
     raise IntentRefused(f"Unknown method {method!r}")
 
 

@@ -4,7 +4,8 @@ The same ``Controller`` protocol as ``AgentController``, so the TUI calls one
 interface whether it hosts the session or is attached. Every change is a
 ``call`` the host runs through its own harness (``app.host._intents``): a
 prompt, a steer, a follow-up, Esc, withdrawing a queued item, an approval
-decision, ``/compact``, ``/model``, Shift+Tab. Its effect comes back to this
+decision, ``/compact``, ``/model``, Shift+Tab, ``/name``; ``/session`` asks the
+host for the session's facts. Its effect comes back to this
 screen, like to every other, only as committed state.
 
 What acts on the host's process rather than on the shared session (``/fork``,
@@ -20,6 +21,7 @@ empty rather than wrong.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 
 from pi_durable_tui.app._ports import ActionRefused, ExportFormat, HostAction
@@ -27,6 +29,7 @@ from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
     ModelChoice,
+    SessionDetails,
     SessionInfo,
     SkillInfo,
 )
@@ -155,6 +158,23 @@ class RemoteController:
     async def clients(self) -> list[str]:
         """Who is attached, as the host last said."""
         return describe_clients(self.feed.clients, self.feed.client_id)
+
+    async def session_details(self) -> SessionDetails:
+        """The host's facts of the session, with this screen's footer figures."""
+        found = await self._call("session")
+        if not isinstance(found, dict):
+            raise ValueError(f"The host answered /session with {type(found).__name__}")
+        known = {f.name for f in dataclasses.fields(SessionDetails)}
+        details = SessionDetails(**{k: v for k, v in found.items() if k in known})
+        return details.with_footer(self.model.footer)
+
+    async def session_name(self) -> str:
+        """The name the host's store holds."""
+        return str(await self._call("session_name") or "")
+
+    async def name_session(self, name: str) -> str:
+        """``/name`` on the host: committed in its store, mirrored beside it."""
+        return str(await self._call("name_session", name=name))
 
     def models(self) -> list[ModelChoice]:
         """The host knows its providers; ``/model provider/id`` still works."""

@@ -20,6 +20,9 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_shown``: which conversation a reopened session shows (``pi.screen``);
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
+- ``_session_name``: the session's name (``pi.session``) and its mirror for the picker;
+- ``_session_details``: what ``/session`` lists;
+- ``_trust_answers``: the user's answer to a trust question;
 - ``_editor_aids``: ``@`` path completion and the prompt history;
 - ``_controller``: ``AgentController``, every action the screen takes;
 - ``_screen_start``: starting both on an open session.
@@ -30,7 +33,8 @@ answers their intents with once its store failed); ``entry_blocks`` and
 ``with_result`` are how an editor's ``session/load`` turns a stored page of
 history into blocks (``app.acp``); ``list_conversations`` is what a host answers a
 client's ``conversations`` call with, ``conversation_title`` names a followed
-subagent in a snapshot.
+subagent in a snapshot; ``session_details``, ``session_name`` and
+``name_session`` are how a host answers a client's ``/session`` and ``/name``.
 
 The highest part of the app: it imports ``app._view``, ``app._ports`` and the
 parts ``agent`` and ``files``.
@@ -53,10 +57,13 @@ from pi_durable_tui.app.screen._names import conversation_title
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
+from pi_durable_tui.app.screen._session_details import session_details
+from pi_durable_tui.app.screen._session_name import SESSION_DOC, name_session, session_name
 from pi_durable_tui.app.screen._store_failure import StoreStopped, watch_store_failure
 from pi_durable_tui.app.screen._task_tree import TaskTree
 
 __all__ = [
+    "SESSION_DOC",
     "AgentController",
     "CompactionFailure",
     "Frame",
@@ -73,7 +80,10 @@ __all__ = [
     "conversation_title",
     "entry_blocks",
     "list_conversations",
+    "name_session",
     "recovery_report",
+    "session_details",
+    "session_name",
     "start_screen",
     "watch_store_failure",
     "with_result",

@@ -17,6 +17,8 @@ anything: each action's effect reaches the screen as committed state through the
 - ``new_session`` / ``open_session``: open another session of the directory with
   the same providers (a new one with the shown model and thinking level), then
   close this one; a stored one shows its recovery report, like ``--continue``.
+- ``session_details`` / ``name_session``: ``/session`` and ``/name`` (``_session_details``,
+  ``_session_name``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pi_durable_tui.app._view import (
     CommandInfo,
     ConversationInfo,
     ModelChoice,
+    SessionDetails,
     SessionInfo,
     SkillInfo,
     missing_key_hint,
@@ -62,8 +65,11 @@ from pi_durable_tui.app.screen._export_file import open_export_file
 from pi_durable_tui.app.screen._names import entry_text
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._session_details import session_details
+from pi_durable_tui.app.screen._session_name import mirror_name, name_session, session_name
 from pi_durable_tui.app.screen._shown import show_conversation, shown_conversation
 from pi_durable_tui.app.screen._store_failure import StoreStopped
+from pi_durable_tui.app.screen._trust_answers import answer_trust
 from pi_durable_tui.harness import (
     MODES,
     PERMISSIONS_DOC,
@@ -281,6 +287,19 @@ class AgentController:
             return ["this terminal (the session is not served to others)"]
         return self.presence()
 
+    async def session_details(self) -> SessionDetails:
+        """What ``/session`` lists, the shown conversation's figures from the footer."""
+        found = await session_details(self.app, self.model.conversation_id)
+        return found.with_footer(self.model.footer)
+
+    async def session_name(self) -> str:
+        """The session's committed name, or empty."""
+        return await session_name(self.app)
+
+    async def name_session(self, name: str) -> str:
+        """Commit the session's name (``/name``), then mirror it for the picker."""
+        return await self._serial(lambda: name_session(self.app, name))
+
     def models(self) -> list[ModelChoice]:
         """The models ``/model`` offers."""
         return [
@@ -373,6 +392,7 @@ class AgentController:
         model = f"{footer.model}:{footer.thinking_level}" if footer.model else None
         opened = await self.app.open_another(path, model=model)
         report = await recovery_report(opened) if path is not None else []
+        await mirror_name(opened)
         await self.model.close()
         old, self.app = self.app, opened
         self._unwatch_settings()
@@ -472,33 +492,8 @@ class AgentController:
         self.show_permission_mode()
 
     async def answer_trust(self, question_id: str, trusted: bool) -> None:
-        """Trust, or not, the project settings content the user was shown (issue 13).
-
-        An answer about a content that is no longer the one waiting (the file
-        changed again meanwhile) does nothing: the new content is asked about.
-        """
-        settings = self.app.settings
-        request = settings.waiting
-        if request is None or request.digest != question_id:
-            return
-        keys = ", ".join(request.widening)
-        if not trusted:
-            settings.decline(request)
-            self.model.add_notice(
-                "info", f"Not trusted: {keys} from {request.where} stay off in this session."
-            )
-        else:
-            try:
-                settings.trust(request)
-            except OSError as error:
-                self.model.add_notice(
-                    "warning",
-                    f"Trusted for this session only: {keys} apply, but the trust could not "
-                    f"be remembered ({error.strerror})",
-                )
-            else:
-                self.model.add_notice("info", f"Trusted: {keys} from {request.where} now apply.")
-        self.model.trust_changed()
+        """Trust, or not, the project settings content the user was shown (issue 13)."""
+        answer_trust(self.app, self.model, question_id, trusted)
 
     async def decide(self, call_id: str, choice: str, message: str | None = None) -> None:
         """Commit the user's decision on a call waiting for approval (issue 13).

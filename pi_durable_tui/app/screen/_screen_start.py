@@ -25,6 +25,7 @@ from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
 from pi_durable_tui.app.screen._screen_model import LiveScreenModel
+from pi_durable_tui.app.screen._session_name import mirror_name
 from pi_durable_tui.app.screen._shown import shown_conversation
 
 NO_MODEL = (
@@ -55,6 +56,8 @@ async def start_screen(
         report = await recovery_report(app) if reopened else []
         await model.attach(await shown_conversation(app) if reopened else app.root.id)
         await controller.read_permission_mode()
+        if reopened:
+            await mirror_name(app)  # a crash between ``/name``'s commit and its mirror
         model.show_recovery(report)
         app.harness.resume()
         if app.demo is not None:
