@@ -9,15 +9,17 @@ commits, before the seal, one session document saying which live tasks it
 stopped and why: ``pi.stop`` = ``{"tasks": {"<task id>": "<cause>"}}``, the
 cause a signal's name (``SIGTERM``, ``SIGINT``, ``SIGHUP``) or ``closed`` (no
 signal: the terminal app quit, or ``/new`` and ``/resume`` left the session,
-while work ran). It is an app document, not task state: the
-tasks and their recovery (R95: an interrupted call comes back to the model as
-``interrupted`` whatever cut it) are untouched. A process killed with SIGKILL
+while work ran). It is an app document, not task state: the tasks and their
+recovery (R95: an interrupted call comes back to the model as ``interrupted``
+whatever cut it) are untouched. A process killed with SIGKILL
 commits nothing, so a task absent from the marker was cut by a crash.
 
 The next opening takes the marker (reads it, and empties it in one commit
 before anything is scheduled, R23), so a marker only ever speaks of the run
 before: if that opening is killed in turn, the marker is gone and the report
-says crash. What the taking run never reserved (a stop during its own start, or
+says crash, even for a call the earlier stop cut and the killed run never ran
+again (the safe side: a stop is never claimed where a crash may have cut the
+call). What the taking run never reserved (a stop during its own start, or
 before the task's turn came) keeps the cause it had: the taking run hands it on
 at its own close. A task the taking run did run and that is still live at its
 close gets that run's cause.

@@ -153,8 +153,9 @@ def stopped_message(seq: int, submission: int | None, signal_name: str) -> dict[
     The fields of every ``result``: ``seq`` the last commit published when the
     printing stopped (the lines before hold every frame of the followed
     conversation up to it; commits the closing run makes later are not printed),
-    ``submission`` the input that was left unsettled (``None`` when none was
-    submitted yet), ``reason`` the signal's name; no answer. The input stays
+    ``submission`` the input that was left unsettled (``None`` while the run
+    knew none: before the prompt was submitted, or while a prompt-less ``-c``
+    waited for the resumed turn), ``reason`` the signal's name; no answer. The input stays
     durable: ``--continue`` (with the same ``--request-id``) finishes it.
     """
     return {
