@@ -297,10 +297,17 @@ def test_a_stop_signal_at_any_moment_ends_with_one_line_and_a_store_that_reopens
         process.process.send_signal(signum)
 
     for process, delay in zip(processes, delays, strict=True):
-        status, _, err = process.finish()
+        status, out, err = process.finish()
         assert status == 128 + signum, f"signal {delay} s after start: {err}"
         assert err.startswith(f"pidurable: {STOPS[signum]}"), err
         assert err.count("\n") == 1, err
+        printed = messages(out)
+        if printed:  # once the printing started, it ends with the stop's own result line
+            assert (printed[-1]["t"], printed[-1]["status"], printed[-1]["reason"]) == (
+                "result",
+                "stopped",
+                signum.name,
+            ), f"signal {delay} s after start: {printed[-1]}"
     for store in stores:
         if store.exists():  # a signal during start-up may come before the store is created
             assert integrity(store) == "ok"

@@ -232,6 +232,7 @@ async def _run_headless(args: argparse.Namespace, session: str | None, signals: 
     except Exception as error:
         return _startup_failed(error, describe_startup_error(error))
     app.leave_jobs_running = bool(args.leave_jobs_running)
+    signals.notify(app.stop_by)  # JSON mode's last line and the stop marker name the signal
     work = run_headless(
         app,
         args.prompt,
@@ -323,6 +324,7 @@ async def _run_screen(args: argparse.Namespace, session: str | None, signals: Si
         screen.log_path = app.store.parent / "pidurable.log"
         screen.redact = app.harness.redactor.text
         app.leave_jobs_running = bool(args.leave_jobs_running)
+        signals.notify(app.stop_by)  # the stop marker says which signal stopped the work
         return await start_hosted_screen(
             app, reopened=reopened, prompt=args.prompt, linger=lingering
         )

@@ -4,6 +4,10 @@ Every path closes the harness and the store, start-up included: one line on
 stderr, never a traceback, and the exit status ``128 + signal`` (130, 143, 129).
 SIGHUP (the terminal was closed, or a parent hung up its ``-p`` child) is a stop
 like SIGTERM, not Python's default (an instant death with the store left open).
+The session learns which signal stopped it (``SignalGuard.notify``) before its
+work is cancelled: ``--mode json`` ends with a ``result`` naming it, and the
+session's stop marker lets the next ``--continue`` say the work was stopped, not
+cut by a crash.
 """
 
 from __future__ import annotations
@@ -21,6 +25,14 @@ if TYPE_CHECKING:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that stop the command in order: Ctrl-C, ``kill``, a closed terminal."""
 _WORDS: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGHUP: "hung up"}
+
+
+def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15: how JSON mode and the recovery report name a stop signal."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class Interrupted(KeyboardInterrupt):
@@ -66,6 +78,7 @@ class SignalGuard:
         self._target: asyncio.Task[int] | None = None
         self._deferring = False
         self._previous: dict[int, Any] = {}
+        self._listeners: list[Callable[[str], None]] = []
 
     def install(self) -> None:
         """Take the stop signals over before the event loop exists (main thread only).
@@ -108,11 +121,24 @@ class SignalGuard:
         for signum in self._previous:
             loop.add_signal_handler(signum, self._cancel, signum)
 
+    def notify(self, listener: Callable[[str], None]) -> None:
+        """Tell ``listener`` the signal's name (``SIGTERM``) when a stop signal cuts the work.
+
+        Called before the work is cancelled, so whatever runs on the way out (JSON
+        mode's last line, the session's stop marker) knows why; at once when a
+        signal already cut the work.
+        """
+        self._listeners.append(listener)
+        if self.cancelled and self.received is not None:
+            listener(signal_name(self.received))
+
     def _cancel(self, signum: int) -> None:
         if self.received is None:
             self.received = signum
             if self._target is not None:
                 self.cancelled = True
+                for listener in self._listeners:
+                    listener(signal_name(signum))
                 self._target.cancel()
 
     async def guarded(

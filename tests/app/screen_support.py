@@ -249,7 +249,9 @@ async def crash_mid_run(open_screen: ScreenFactory) -> ScreenRig:
     foreground subagent ``[fg] check the tests`` and a background subagent ``[bg]
     review the docs``, whose children each run a command (gated by ``fg-go`` and
     ``bg-go``). Once the three commands run and the main one committed output,
-    the session closes (``Harness.close()`` writes no outcome, R27). Reopen with
+    the session closes (``Harness.close()`` writes no outcome, R27: the tasks are as
+    ``kill -9`` leaves them; only the stop marker the close commits, which words the
+    report "cut when the session was closed", differs). Reopen with
     ``continue_session=True``; the children then answer to ``[fg]`` and ``[bg]``.
     """
     rig = await open_screen(

@@ -142,7 +142,8 @@ def test_closing_the_pane_during_a_bash_call_ends_the_app_and_the_command_and_co
         terminal.starts = 0  # the pane is gone: start in a new one
         terminal.start("--model", "faux/faux-1", "--continue")
         terminal.wait_for(
-            contains("bash `sh hold.sh` was cut by the crash while running"), "the recovery report"
+            contains("bash `sh hold.sh` was cut when pidurable was stopped (SIGHUP) while running"),
+            "the recovery report (a stop, not a crash)",
         )
         terminal.wait_for(contains("READY-ANSWER"), "the answer after the interrupted call")
     finally:

@@ -24,6 +24,8 @@ Its private modules, lowest first (each imports only the ones before it):
 - ``_job_exit``: the background jobs at exit (ended, or left running), the
   recovery line of each after a reopen, ``/tasks stop`` (issue 13);
 - ``_earlier_runs``: what earlier runs left running, ended at an opening;
+- ``_stop_marker``: how the previous run ended (the live tasks an orderly close
+  stopped, and the signal), for the recovery report;
 - ``_agent_app``: ``AgentApp``, the product opened on one session;
 - ``_headless``: print and JSON modes (R59, R87, R125);
 - ``_export``: ``pidurable export``, a session's transcript as a file.

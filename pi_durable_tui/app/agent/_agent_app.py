@@ -17,6 +17,8 @@ It owns everything a front end (print mode, JSON mode, the TUI) shares:
   the model and the thinking level; ``--model`` on a continued session switches it.
 
 ``close()`` closes the harness and the store on every path; it is idempotent.
+Before the harness closes it commits the stop marker (``_stop_marker``): which
+live tasks this orderly close stops, and why, for the next recovery report.
 Opening and closing run to their end even when the caller is cancelled
 (``_uncancelled``), so Ctrl-C or SIGTERM at any moment leaves the store closed.
 """
@@ -54,6 +56,7 @@ from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
 from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
 from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
+from pi_durable_tui.app.agent._stop_marker import CLOSED, commit_stop_marker, take_stop_marker
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
 from pi_durable_tui.app.agent._uncancelled import complete
 from pi_durable_tui.app.files import (
@@ -156,6 +159,15 @@ class AgentApp:
     """What became of each job an earlier run left live (the recovery report's lines)."""
     leave_jobs_running: bool = False
     """Whether closing leaves the background jobs running (issue 13); else they end."""
+    stopped_by: str | None = None
+    """The stop signal ending this run (``SIGTERM``, ``SIGINT``, ``SIGHUP``), once one came.
+
+    Set by the front end (``stop_by``) the moment the signal arrives: JSON mode's
+    last line names it, and ``close`` records it in the stop marker."""
+    earlier_stops: dict[int, str] = field(default_factory=dict)
+    """The tasks the previous run's orderly close stopped, and why (``_stop_marker``).
+
+    Read at opening, for the recovery report: a task absent from it was cut by a crash."""
     _reopen: Callable[[AppOptions, DemoMarker | None], Awaitable[AgentApp]] | None = None
     _closing: asyncio.Future[None] | None = None
     _titled: bool = False
@@ -346,6 +358,7 @@ class AgentApp:
         app.remote = remote
         app._reopen = lambda other, demo: cls._open_completely(other, on_report, faux, clock, demo)
         try:
+            app.earlier_stops = await take_stop_marker(harness)  # before scheduling (R23)
             app.job_report = await reopened_jobs(harness)  # issue 13: before scheduling
             app.leftovers = await end_earlier_runs(store)  # issue 13
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
@@ -401,6 +414,10 @@ class AgentApp:
                 await keep_jobs(self.harness, self.store)
             else:
                 await end_jobs(self.harness)
+        # REMINDER: before the seal, or the marker cannot be committed; a failed
+        # store commits nothing, and the next report says crash (as after SIGKILL).
+        with contextlib.suppress(Exception):
+            await commit_stop_marker(self.harness, self.stopped_by or CLOSED, self.earlier_stops)
         with contextlib.suppress(Exception):
             await self.harness.close()
         await self.mcp_servers.close()
@@ -408,6 +425,11 @@ class AgentApp:
         if closing is not None:
             with contextlib.suppress(Exception):
                 await closing()
+
+    def stop_by(self, signal_name: str) -> None:
+        """A stop signal ends this run: say so in its last JSON line and its stop marker."""
+        if self.stopped_by is None:
+            self.stopped_by = signal_name
 
     @property
     def session_key(self) -> str:

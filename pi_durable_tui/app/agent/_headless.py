@@ -20,7 +20,8 @@ lines escape every control character:
   to a host reads) on ``out`` as commits publish them: ``follow`` prints them
   (``app.host``'s ``follow_wire``; this layer cannot build a host). A refused
   call shows as ``permission_request`` then ``permission_decision`` with
-  ``"by": "headless"``; the last line is the ``result``.
+  ``"by": "headless"``; the last line is the ``result`` (``"status":
+  "stopped"`` and the signal's name when a stop signal cut the run).
 
 A settings edit during the run that cannot be used (malformed) prints one line
 on ``err``; the settings from before stay in force. So does each skill or command
@@ -33,7 +34,10 @@ widening keys the user has not confirmed (issue 13) are not asked about: the
 keys are ignored, with one line on ``err`` per run saying how to trust them.
 
 Exit status: 0 for an answer; 1 with one line on ``err`` for an input left
-unanswered (a provider error, a missing key, no model, an abort).
+unanswered (a provider error, a missing key, no model, an abort). A stop signal
+(Ctrl-C, SIGTERM, SIGHUP) cancels the run wherever it is: the CLI prints its one
+line and exits with ``128 + signal``; JSON mode's last line says the run stopped
+and names the signal (``AgentApp.stopped_by``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import Literal, Protocol, TextIO
 from pi_durable_tui.app.agent._agent_app import AgentApp
 from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
+from pi_durable_tui.app.agent._uncancelled import complete
 from pi_durable_tui.app.files import (
     FrontMatterError,
     TrustRequest,
@@ -65,11 +70,14 @@ HeadlessMode = Literal["text", "json"]
 class Following(Protocol):
     """What prints a run while it goes, attached before anything runs."""
 
-    async def stop(self, record: SubmissionRecord | None) -> None:
+    async def stop(self, record: SubmissionRecord | None, *, submission: int | None) -> None:
         """Print what the run's last commits left, then what ends it; detach.
 
         Args:
-            record: The input the run settled (``None``: none, or the run failed).
+            record: The input the run settled (``None``: none, the run failed, or
+                a stop signal cut it: ``AgentApp.stopped_by`` names the signal).
+            submission: The ID of the input the run submitted or resumed, if any
+                (settled or not).
         """
         ...
 
@@ -165,8 +173,8 @@ class _NoticePrinter:
         self._requests: dict[str, JsonObject] = {}
         self._printing = asyncio.ensure_future(self._run())
 
-    async def stop(self, record: SubmissionRecord | None) -> None:
-        """Print the events already queued, then stop."""
+    async def stop(self, record: SubmissionRecord | None, *, submission: int | None) -> None:
+        """Print the events already queued, then stop (a stop signal's line is the CLI's)."""
         # The settling commit was published before the submission settled, so its
         # events are queued: drain them, then stop.
         await self._stream.stop(drain=True)
@@ -230,17 +238,22 @@ def _line(err: TextSink, text: str) -> None:
 
 
 async def _settle(
-    app: AgentApp, prompt: str | None, request_id: str | None
+    app: AgentApp, prompt: str | None, request_id: str | None, submitted: Callable[[int], None]
 ) -> SubmissionRecord | None:
-    """Submit the prompt (or find the newest input) and wait until it settles."""
+    """Submit the prompt (or find the newest input) and wait until it settles.
+
+    ``submitted`` hears the input's ID as soon as it is known.
+    """
     if prompt is not None:
         await app.remember_title(prompt)
         submission = await app.root.submit(Input(prompt, request_id=request_id))
+        submitted(submission.id)
         return await submission.wait()
     await app.root.wait_for_idle()
     found = await newest_input(app)
     if found is None:
         return None
+    submitted(found.id)
     handle = await app.harness.submission(found.id)
     return await handle.wait() if handle is not None else found
 
@@ -346,15 +359,25 @@ async def _run(
     waiting = app.settings.pending()
     if waiting is not None:
         untrusted(waiting)
-    following = await follow(app, out, err)
+    # A stop signal while the printing starts: it starts, then stops (its last line).
+    following = await complete(
+        follow(app, out, err), undo=lambda started: started.stop(None, submission=None)
+    )
     record: SubmissionRecord | None = None
+    submitted: list[int] = []
     try:
         app.harness.resume()
-        record = await _settle(app, prompt, request_id)
+        record = await _settle(app, prompt, request_id, submitted.append)
     finally:
-        await following.stop(record)
-        unwatch()
-        unwatch_trust()
+        try:
+            # REMINDER: a stop signal cancels the run wherever it is, in this
+            # ``stop`` too: it runs to its end all the same, so JSON mode's last
+            # line is printed and its host closed on every path.
+            last = submitted[-1] if submitted else None
+            await complete(following.stop(record, submission=last))
+        finally:
+            unwatch()
+            unwatch_trust()
     if record is None:
         err.write("pidurable: the session has no prompt to resume; give one with -p TEXT\n")
         err.flush()

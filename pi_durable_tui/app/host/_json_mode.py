@@ -12,7 +12,9 @@ window of entries, the documents, the task tree) taken on the line before the
 run resumes, then per commit a ``commit`` message with its sequence number
 (entries, document operations, submission states), ``permission_request`` /
 ``permission_decision`` for the calls headless mode refuses (issue 13),
-``tasks`` and ``clients``; and last the ``result`` of the settled input.
+``tasks`` and ``clients``; and last the ``result`` of the settled input, or,
+when a stop signal (Ctrl-C, SIGTERM, SIGHUP) cut the run first, a ``result``
+with ``"status": "stopped"`` naming the signal (``stopped_message``).
 
 Why no second event stream: the old R125 agent events (``message_update``,
 ``tool_execution_*``, ...) said the same commits in other words, and every
@@ -106,10 +108,17 @@ class _WirePrinter:
         await asyncio.wait({following, self._serving}, return_when=asyncio.FIRST_COMPLETED)
         following.cancel()
 
-    async def stop(self, record: SubmissionRecord | None) -> None:
-        """Flush the run's frames, print its ``result``, close the host."""
+    async def stop(self, record: SubmissionRecord | None, *, submission: int | None) -> None:
+        """Flush the run's frames, print its ``result``, close the host.
+
+        A run a stop signal cut (``AgentApp.stopped_by``) before its input settled
+        ends with ``stopped_message`` instead: a client reading the lines sees how
+        the run ended, not a stream that just stops.
+        """
         # The settling commit was published before the submission settled, so its
         # frames are in the outbox already: ``end`` lets the host flush them.
+        # REMINDER: read before ``end``: every commit up to it has its frames queued.
+        seq = self._app.harness.session.published_seq
         self._transport.end()
         try:
             await self._serving
@@ -117,6 +126,9 @@ class _WirePrinter:
             await self._host.close()
         if record is not None:
             await self._transport.send(encode(await result_message(self._app, record)))
+        elif self._app.stopped_by is not None:
+            message = stopped_message(seq, submission, self._app.stopped_by)
+            await self._transport.send(encode(message))
 
 
 async def result_message(app: AgentApp, record: SubmissionRecord) -> dict[str, Any]:
@@ -132,6 +144,29 @@ async def result_message(app: AgentApp, record: SubmissionRecord) -> dict[str, A
         "detail": record.detail,
         "answer": record.answer,
         "text": text,
+    }
+
+
+def stopped_message(seq: int, submission: int | None, signal_name: str) -> dict[str, Any]:
+    """The last message of a run a stop signal cut: a ``result`` whose status is ``stopped``.
+
+    The fields of every ``result``: ``seq`` the last commit published when the
+    printing stopped (the lines before hold every frame of the followed
+    conversation up to it; commits the closing run makes later are not printed),
+    ``submission`` the input that was left unsettled (``None`` while the run
+    knew none: before the prompt was submitted, or while a prompt-less ``-c``
+    waited for the resumed turn), ``reason`` the signal's name; no answer. The input stays
+    durable: ``--continue`` (with the same ``--request-id``) finishes it.
+    """
+    return {
+        "t": "result",
+        "seq": seq,
+        "submission": submission,
+        "status": "stopped",
+        "reason": signal_name,
+        "detail": f"pidurable was stopped by {signal_name}; --continue resumes the session",
+        "answer": None,
+        "text": None,
     }
 
 

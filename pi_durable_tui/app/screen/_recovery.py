@@ -1,7 +1,7 @@
-"""The recovery report: what ``--continue`` found a killed process had left (issue 8).
+"""The recovery report: what ``--continue`` found an earlier run had left (issue 8).
 
 Read from committed state before scheduling resumes: the live tasks of the
-session as the crash left them. A turn in progress resumes; a tool call whose
+session as the crash or the stop left them. A turn in progress resumes; a tool call whose
 intent was committed (phase ``execute``) runs again only if it is replay-safe
 (``read``, a foreground subagent), otherwise it comes back to the model as
 ``interrupted`` with the output it had committed (R95); background tasks (a
@@ -10,6 +10,13 @@ them (issue 12). Processes an earlier run left running
 (``AgentApp.leftovers``, issue 13) come first, then what became of each
 background job (``AgentApp.job_report``: ended with its run, or still running
 because the user left it running).
+
+What cut a tool call is said as the store knows it: a call the previous run's
+orderly close stopped (``AgentApp.earlier_stops``, the stop marker) was "cut
+when pidurable was stopped (SIGTERM)", or "cut when the session was closed"
+after a quit (or ``/new``); any other was cut by a process that died without closing (``kill -9``,
+an out-of-memory kill, a power cut): "cut by the crash". Either way the call is
+recovered the same way (R95); only the words differ.
 """
 
 from __future__ import annotations
@@ -34,6 +41,20 @@ def _background_label(record: TaskRecord, root_id: int) -> str:
 
 def _describe(name: str, what: str) -> str:
     return f"{name} `{what}`" if what else name
+
+
+def cut_by(cause: str | None) -> str:
+    """What cut a call, as the report words it: ``by the crash`` unless a stop is known.
+
+    Args:
+        cause: The stop marker's cause for the call's task (a signal's name, or
+            ``closed``), or ``None`` when the store knows of no orderly stop.
+    """
+    if cause is None:
+        return "by the crash"
+    if cause == "closed":
+        return "when the session was closed"
+    return f"when pidurable was stopped ({cause})"
 
 
 async def recovery_report(app: AgentApp) -> list[str]:
@@ -76,13 +97,12 @@ async def recovery_report(app: AgentApp) -> list[str]:
         elif record.kind == "pi.tool" and phase == "execute":
             call = describe_call(*await tool_call_of(app.harness.session, record), 60)
             stored_safe = isinstance(checkpoint, dict) and checkpoint.get("replay") == "safe"
+            cut = cut_by(app.earlier_stops.get(record.id))
             if stored_safe:
-                lines.append(
-                    f"{_describe(*call)} was cut by the crash; it is replay-safe and runs again."
-                )
+                lines.append(f"{_describe(*call)} was cut {cut}; it is replay-safe and runs again.")
             else:
                 lines.append(
-                    f"{_describe(*call)} was cut by the crash while running; it is not "
+                    f"{_describe(*call)} was cut {cut} while running; it is not "
                     "replay-safe, so it does not run again: the model gets it as interrupted, with "
                     "the output it had committed."
                 )
