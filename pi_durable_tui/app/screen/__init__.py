@@ -19,6 +19,8 @@ Its private modules, lowest first (each imports only the ones before it):
   ``StoreStopped`` for an action tried after it (issue 12);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_shown``: which conversation a reopened session shows (``pi.screen``);
+- ``_user_shell``: the editor's shell mode (``!cmd``, ``!!cmd``): the user's
+  command run in the conversation's environment, committed through the harness;
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
 - ``_editor_aids``: ``@`` path completion and the prompt history;
 - ``_controller``: ``AgentController``, every action the screen takes;
