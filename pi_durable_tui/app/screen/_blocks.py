@@ -313,7 +313,7 @@ def shell_block(key: str, entry_id: int | None, data: Mapping[str, Any], timesta
         "error": str(data.get("error") or "It could not run."),
     }.get(status, "")
     card = ToolCard(
-        call_id="",
+        call_id=key,  # no model call: its key, so it never stands for a tool call's card
         name="bash",
         status=status,
         command=str(data.get("command", "")),

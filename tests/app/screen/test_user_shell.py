@@ -196,3 +196,17 @@ async def test_a_command_cut_by_a_crash_is_interrupted_on_continue_and_never_run
     assert sent_user_texts(again)[0].startswith(
         "I ran `touch once.txt; echo half`; it was interrupted"
     )
+
+
+async def test_an_export_shows_each_command_the_user_ran_with_its_output(
+    open_screen: ScreenFactory, tmp_path: Path
+) -> None:
+    rig = await open_screen()
+    await within(rig.controller.run_shell("echo c003", context=True))
+    await within(rig.controller.run_shell("echo d004; exit 1", context=False))
+    markdown = Path(await within(rig.controller.export("markdown", str(tmp_path / "t.md"))))
+    text = markdown.read_text()
+    assert "## Shell command (you)\n\n```\n$ echo c003\nc003\n```\n\n_(exit 0)_" in text
+    assert "## Shell command (you, not sent to the model)\n\n```\n$ echo d004; exit 1\nd004" in text
+    page = Path(await within(rig.controller.export("html", str(tmp_path / "t.html"))))
+    assert "<pre>$ echo c003\nc003</pre><p>(exit 0)</p>" in page.read_text()
