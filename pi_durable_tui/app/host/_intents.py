@@ -3,7 +3,8 @@
 Clients never open the store. An intent runs here, in the process that holds
 it, exactly as the host's own screen would run it: a prompt, a steer or a
 follow-up is ``Conversation.submit``; Esc is ``Conversation.abort`` (R57; the
-withdrawn queued texts come back, for the client's editor); an approval
+withdrawn queued texts come back, for the client's editor), and it stops a shell
+command the host's user runs there (``!cmd``); an approval
 decision is ``Harness.decide`` (a call decided elsewhere first is refused with
 the harness's words); ``older`` and ``history`` read a page of entries and
 ``conversations`` lists the session's conversations (reads, never writes).
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._view import missing_key_hint
 from pi_durable_tui.app.host._frames import history_page, older_page
-from pi_durable_tui.app.screen import list_conversations
+from pi_durable_tui.app.screen import list_conversations, stop_user_command
 from pi_durable_tui.harness import (
     AGENT_DOC,
     INBOX_DOC,
@@ -102,6 +103,7 @@ async def _abort(app: AgentApp, conversation_id: int) -> list[str]:
     inbox = await harness.session.snapshot(INBOX_DOC, conversation_id) or {}
     items = inbox.get("items") or []
     queued = [item for item in items if isinstance(item, dict) and item.get("mode") != "write"]
+    stop_user_command(conversation_id)  # a ``!cmd`` the host's user runs stops too
     await harness.conversation(conversation_id).abort()
     texts: list[str] = []
     for item in queued:

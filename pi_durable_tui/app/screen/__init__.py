@@ -57,6 +57,7 @@ from pi_durable_tui.app.screen._screen_model import LiveScreenModel
 from pi_durable_tui.app.screen._screen_start import start_screen
 from pi_durable_tui.app.screen._store_failure import StoreStopped, watch_store_failure
 from pi_durable_tui.app.screen._task_tree import TaskTree
+from pi_durable_tui.app.screen._user_shell import stop_user_command
 
 __all__ = [
     "AgentController",
@@ -77,6 +78,7 @@ __all__ = [
     "list_conversations",
     "recovery_report",
     "start_screen",
+    "stop_user_command",
     "watch_store_failure",
     "with_result",
 ]

@@ -40,6 +40,22 @@ LIMITS = OutputLimits(retain="tail")
 PROGRESS_INTERVAL_S = 0.1
 """How often streamed output is committed (R103's 100 ms)."""
 
+RUNNING: dict[int, asyncio.Event] = {}
+"""The Esc of the user command running in each conversation of this process.
+
+A client attached to this session's host presses Esc as an ``abort`` intent, which
+reaches the host's command through ``stop_user_command`` (the bash tool's Ctrl+B
+finds its command the same way, ``tools._jobs.MOVABLE``)."""
+
+
+def stop_user_command(conversation_id: int) -> bool:
+    """Esc for a conversation: kill its running user command's process group; whether one ran."""
+    abort = RUNNING.get(conversation_id)
+    if abort is None:
+        return False
+    abort.set()
+    return True
+
 
 async def run_user_command(
     harness: Harness, conversation_id: int, command: str, *, context: bool, abort: asyncio.Event
@@ -61,6 +77,7 @@ async def run_user_command(
     """
     conversation = harness.conversation(conversation_id)
     await conversation.begin_shell(command, context=context)
+    RUNNING[conversation_id] = abort  # REMINDER: removed in ``_finish``, whatever happens
     buffer = ToolOutputBuffer(LIMITS)
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -129,6 +146,7 @@ async def _finish(
     outcome: ShellOutcome,
 ) -> int | None:
     progress, stop, dirty = stopping
+    RUNNING.pop(conversation_id, None)
     stop.set()
     dirty.set()
     with contextlib.suppress(Exception):
