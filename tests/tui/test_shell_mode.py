@@ -9,8 +9,9 @@ then); Esc stops a running command; while the agent works it is refused.
 from __future__ import annotations
 
 from pi_durable_tui.ai import FauxMatch, FauxProvider, faux_response, faux_text
+from pi_durable_tui.app import Block
 from pi_durable_tui.harness import SHELL_BUSY
-from tests.app.screen_support import ScreenFactory, call, gate_command, say
+from tests.app.screen_support import ScreenFactory, ScreenRig, call, gate_command, say
 from tests.tui.test_real_harness import (
     Run,
     busy,
@@ -23,6 +24,11 @@ from tests.tui.test_real_harness import (
 )
 
 __all__ = ["pidurable"]
+
+
+def stored_shell(rig: ScreenRig) -> list[Block]:
+    """The shell cards of committed ``pi.shell`` entries (not the live one while it runs)."""
+    return [b for b in rig.blocks("shell") if b.entry_id is not None]
 
 
 def seen_only_with(marker: str) -> FauxProvider:
@@ -41,8 +47,8 @@ async def test_a_bang_line_shows_the_users_card_and_the_next_prompt_carries_its_
     rig = await open_screen(faux=seen_only_with("a001"))
     async with pidurable(rig) as (app, pilot):
         await type_line(pilot, "!echo a001")
-        await until(pilot, lambda: bool(rig.blocks("shell")), "the shell card")
-        [block] = rig.blocks("shell")
+        await until(pilot, lambda: bool(stored_shell(rig)), "the stored shell card")
+        [block] = stored_shell(rig)
         await until(pilot, lambda: "a001" in shown_text(app, block.key), "its output")
         card = shown_text(app, block.key)
         assert card.startswith("! echo a001  (you)  ✓")
@@ -59,8 +65,8 @@ async def test_a_double_bang_line_is_shown_sanitised_and_the_model_never_sees_it
     rig = await open_screen(faux=seen_only_with("b002"))
     async with pidurable(rig) as (app, pilot):
         await type_line(pilot, r"!!printf 'b002\033]0;pwned\007 \033[31mred\n'")
-        await until(pilot, lambda: bool(rig.blocks("shell")), "the shell card")
-        [block] = rig.blocks("shell")
+        await until(pilot, lambda: bool(stored_shell(rig)), "the stored shell card")
+        [block] = stored_shell(rig)
         await until(pilot, lambda: "red" in shown_text(app, block.key), "its output")
         card = shown_text(app, block.key)
         assert "(you, not sent to the model)" in card

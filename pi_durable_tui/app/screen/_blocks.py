@@ -307,10 +307,13 @@ def shell_block(key: str, entry_id: int | None, data: Mapping[str, Any], timesta
     status = _SHELL_STATUS.get(str(data.get("status", "")), "done")
     exit_code = data.get("exit_code")
     duration = data.get("duration_ms")
+    if status == "done" and isinstance(exit_code, int) and exit_code != 0:
+        status = "error"  # shown as a failed bash call is: ✗, then ``exit N``
+        data = {**data, "error": ""}
     error = {
         "aborted": "Stopped (Esc).",
         "interrupted": "Interrupted: the app was killed while it ran; it did not run again.",
-        "error": str(data.get("error") or "It could not run."),
+        "error": str(data.get("error", "It could not run.")),
     }.get(status, "")
     card = ToolCard(
         call_id=key,  # no model call: its key, so it never stands for a tool call's card

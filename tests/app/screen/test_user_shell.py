@@ -85,6 +85,8 @@ async def test_a_failing_command_says_its_exit_code_to_the_model(
     [block] = rig.blocks("shell")
     assert block.tool is not None
     assert block.tool.exit_code == 3
+    assert block.tool.status == "error"  # a ✗ card, as a failed bash call has
+    assert block.tool.error == ""  # its outcome line is the exit code
     await rig.ask("and?")
     assert sent_user_texts(rig)[0] == "I ran `echo oops >&2; exit 3` (exit 3):\noops"
 
