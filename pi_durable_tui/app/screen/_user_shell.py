@@ -123,6 +123,8 @@ async def run_user_command(
     except FileError as error:
         status = "aborted" if error.code == "aborted" else "failed"
         outcome = _outcome(buffer, status, loop.time() - started, error=str(error))
+    except Exception as error:  # the environment could not be built: say why, run nothing
+        outcome = _outcome(buffer, "failed", loop.time() - started, error=str(error))
     except asyncio.CancelledError:
         # The screen went away mid-command: the group is killed by ``exec``; say so.
         outcome = _outcome(buffer, "aborted", loop.time() - started)

@@ -14,7 +14,7 @@ import pytest
 
 from pi_durable_tui.ai import TextContent, UserMessage
 from pi_durable_tui.app import ActionRefused
-from pi_durable_tui.harness import LIVE_DOC, SHELL, SHELL_BUSY
+from pi_durable_tui.harness import LIVE_DOC, SHELL, SHELL_BUSY, AgentChange
 from tests.app.screen_support import ScreenFactory, ScreenRig, call, gate_command, say
 from tests.harness.run_support import within
 
@@ -212,3 +212,26 @@ async def test_an_export_shows_each_command_the_user_ran_with_its_output(
     assert "## Shell command (you, not sent to the model)\n\n```\n$ echo d004; exit 1\nd004" in text
     page = Path(await within(rig.controller.export("html", str(tmp_path / "t.html"))))
     assert "<pre>$ echo c003\nc003</pre><p>(exit 0)</p>" in page.read_text()
+
+
+async def test_a_command_that_cannot_start_is_a_failed_entry_and_nothing_stays_running(
+    open_screen: ScreenFactory,
+) -> None:
+    rig = await open_screen(say("ok"))
+    gone = rig.workdir / "gone"
+    gone.mkdir()
+    await within(
+        rig.app.harness.conversation(rig.model.conversation_id).configure(
+            AgentChange(cwd=str(gone))
+        )
+    )
+    gone.rmdir()
+    await within(rig.controller.run_shell("echo x", context=True))
+    [block] = rig.blocks("shell")
+    assert block.tool is not None
+    assert block.tool.status == "error"
+    assert block.tool.error
+    live = await rig.app.harness.conversation(rig.model.conversation_id).snapshot(LIVE_DOC)
+    assert "shell" not in (live or {})
+    await rig.ask("and?")
+    assert sent_user_texts(rig)[0].startswith("I ran `echo x`; it failed (")
