@@ -185,6 +185,10 @@ class OpeningSession:
         """Submit once the session is open."""
         await (await self._controlled()).submit(text, follow_up=follow_up)
 
+    async def run_shell(self, command: str, *, context: bool) -> None:
+        """Run the user's command once the session is open."""
+        await (await self._controlled()).run_shell(command, context=context)
+
     async def abort(self) -> list[str]:
         """Nothing runs while the session opens: nothing to abort."""
         return []

@@ -41,12 +41,13 @@ class ActionRefused(ValueError):
     """
 
 
-HostAction = Literal["fork", "new", "resume", "export", "permission_mode"]
+HostAction = Literal["fork", "new", "resume", "export", "permission_mode", "shell"]
 """What acts on the process that holds the session rather than on the shared session.
 
-``/fork``, ``/new``, ``/resume``, ``/export`` and a permission-mode change (F4)
-need the store, the directory's files or the settings of that process; the
-screen asks ``Controller.refusal`` before it starts one (issue 15).
+``/fork``, ``/new``, ``/resume``, ``/export``, a permission-mode change (F4) and a
+shell command typed in the editor (``!cmd``: it runs on the host's machine) need
+the store, the directory's files or the settings of that process; the screen asks
+``Controller.refusal`` before it starts one (issue 15).
 """
 
 
@@ -130,6 +131,19 @@ class Controller(Protocol):
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit text: a prompt when idle; a steer when busy, or a follow-up if asked."""
+        ...
+
+    async def run_shell(self, command: str, *, context: bool) -> None:
+        """Run the user's shell command in the shown conversation (``!cmd``; ``!!cmd``).
+
+        It runs in the conversation's working directory, its command and output
+        committed as a ``pi.shell`` entry before the screen shows them; with
+        ``context`` the model's next request sees them, without it they are only
+        shown. It starts no turn; Esc (``abort``) stops it.
+
+        Raises:
+            ActionRefused: The agent works (Esc first, or wait), or a command runs.
+        """
         ...
 
     async def abort(self) -> list[str]:

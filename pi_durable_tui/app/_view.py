@@ -22,6 +22,7 @@ BlockKind = Literal[
     "user",  # a user message (pi.user)
     "assistant",  # assistant text (Markdown) with its thinking parts; may be streaming
     "tool",  # one tool call: its card
+    "shell",  # a shell command the user ran from the editor (``!cmd``): a bash card
     "compaction",  # a compaction summary (collapsed by default)
     "reset",  # "[new context]"
     "error",  # a failed model attempt (retry or final failure), or a harness error

@@ -211,6 +211,10 @@ class RecordingController:
         """Record a submission."""
         self._record("submit", text, follow_up)
 
+    async def run_shell(self, command: str, *, context: bool) -> None:
+        """Record a shell command (``!cmd``)."""
+        self._record("run_shell", command, context)
+
     async def abort(self) -> list[str]:
         """Record an abort; return ``abort_texts``."""
         self._record("abort")

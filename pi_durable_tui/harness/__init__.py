@@ -68,7 +68,17 @@ from pi_durable_tui.harness._settings import (
 )
 from pi_durable_tui.harness._submission_types import EntryDraft, Input, WhenBusy, Write
 from pi_durable_tui.harness.context import ContextView
-from pi_durable_tui.harness.conversations import INTERRUPTED_PARTIAL, Conversation, Submission
+from pi_durable_tui.harness.conversations import (
+    INTERRUPTED_PARTIAL,
+    SHELL_BUSY,
+    SHELL_RUNNING,
+    Conversation,
+    ShellOutcome,
+    ShellRefused,
+    ShellStatus,
+    Submission,
+    shell_message_text,
+)
 from pi_durable_tui.harness.extensions import (
     BoundedText,
     Continue,
@@ -135,6 +145,7 @@ from pi_durable_tui.harness.state import (
     PERMISSIONS_DOC,
     PROVIDER_DOC,
     RESET,
+    SHELL,
     SYSTEM,
     TOOL_RESULT,
     UNSET,
@@ -174,6 +185,9 @@ __all__ = [
     "PERMISSIONS_DOC",
     "PROVIDER_DOC",
     "RESET",
+    "SHELL",
+    "SHELL_BUSY",
+    "SHELL_RUNNING",
     "SYSTEM",
     "TOOL_RESULT",
     "UNSET",
@@ -229,6 +243,9 @@ __all__ = [
     "SectionInput",
     "SectionWrapper",
     "Settings",
+    "ShellOutcome",
+    "ShellRefused",
+    "ShellStatus",
     "Submission",
     "SubmissionRejected",
     "Tool",
@@ -263,6 +280,7 @@ __all__ = [
     "parse_rule",
     "schema_parameters",
     "section",
+    "shell_message_text",
     "text_of",
     "truncation_notice",
     "watch_events",

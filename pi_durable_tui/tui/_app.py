@@ -74,6 +74,7 @@ from pi_durable_tui.tui._picker import PickerItem, PickerScreen
 from pi_durable_tui.tui._prompt_keys import PromptScreen
 from pi_durable_tui.tui._queue_panel import QueuePanel, Withdraw
 from pi_durable_tui.tui._render_context import RenderContext
+from pi_durable_tui.tui._shell_mode import start_shell_line
 from pi_durable_tui.tui._task_panel import TaskPanel
 from pi_durable_tui.tui._themes import DEFAULT_THEME, load_themes
 from pi_durable_tui.tui._transcript import NeedOlder, Transcript
@@ -462,6 +463,8 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
             self.call(f"/{command.name}", lambda: command.run(self, arg))
             return
         self.transcript.follow()
+        if start_shell_line(self, text):  # ``!cmd``, ``!!cmd``
+            return
         sending = self.call(
             "follow-up" if follow_up else "submit",
             lambda: self.controller.submit(as_message(text), follow_up=follow_up),

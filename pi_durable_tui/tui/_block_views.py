@@ -52,6 +52,17 @@ class BlockView(Static):
     BlockView.block-tool.-failed {
         border-left: wide $error;
     }
+    BlockView.block-shell {
+        background: $user-message-background;
+        border-left: wide $border;
+        padding: 0 1;
+    }
+    BlockView.block-shell.-live {
+        border-left: wide $accent;
+    }
+    BlockView.block-shell.-failed {
+        border-left: wide $error;
+    }
     BlockView.block-system {
         display: none;
     }

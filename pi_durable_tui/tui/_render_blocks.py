@@ -11,6 +11,7 @@ transcript shows (durable-behavior.md 5.3, issue 8):
   next attempt answers again below it, is one dim line until expanded, so the
   same paragraph never reads twice (issue 12);
 - ``tool``: the card of ``_render_tools``;
+- ``shell``: a command the user ran (``!cmd``), the bash card of ``_render_shell``;
 - ``compaction``: ``Earlier context summarized (ctrl+o to expand)`` until expanded;
 - ``reset``: ``[new context]``; ``error``: the message and detail in red;
 - ``resumed``: a separator with the recovery report;
@@ -28,6 +29,7 @@ from rich.rule import Rule
 
 from pi_durable_tui.app import Block, ThinkingPart
 from pi_durable_tui.tui._render_context import EXPAND_KEY, THINKING_KEY, RenderContext, count_of
+from pi_durable_tui.tui._render_shell import render_shell
 from pi_durable_tui.tui._render_tools import render_tool_card
 from pi_durable_tui.tui._terminal_text import Text, markdown
 
@@ -163,6 +165,7 @@ _RENDERERS: dict[str, Callable[[Block, RenderContext], RenderableType]] = {
     "user": _user,
     "assistant": _assistant,
     "tool": _tool,
+    "shell": render_shell,
     "compaction": _compaction,
     "reset": _reset,
     "error": _error,

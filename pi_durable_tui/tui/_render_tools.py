@@ -43,22 +43,32 @@ _STATUS = {
 }
 
 
-def render_tool_card(card: ToolCard, ctx: RenderContext) -> RenderableType:
+def render_tool_card(
+    card: ToolCard, ctx: RenderContext, header: Text | None = None
+) -> RenderableType:
     """Render one tool card.
 
     Args:
         card: The card's values.
         ctx: Theme colours and the expanded flag.
+        header: A header line of the caller's (a user's shell command), else the
+            tool's own.
 
     Returns:
         A Rich renderable: a header line, the body and an outcome line.
     """
     body = _BODIES.get(card.name, _generic_body)(card, ctx)
-    parts: list[RenderableType] = [_header(card, ctx), *body]
+    parts: list[RenderableType] = [header or _header(card, ctx), *body]
     outcome = _outcome(card, ctx)
     if outcome is not None:
         parts.append(outcome)
     return Group(*parts)
+
+
+def status_word(card: ToolCard, ctx: RenderContext) -> Text:
+    """The card's status as its header ends with it (``running``, a check mark...)."""
+    word, token = _STATUS[card.status]
+    return Text(word, style=ctx.palette.style(token))
 
 
 def _header(card: ToolCard, ctx: RenderContext) -> Text:

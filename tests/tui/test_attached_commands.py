@@ -2,7 +2,7 @@
 
 The real app runs headless over ``attach_screen``'s model and controller, joined
 over the real socket to a served session (``tests.app.host.conftest.serve``).
-``/fork``, ``/new``, ``/resume``, ``/export`` and F4 each say why and what to do
+``/fork``, ``/new``, ``/resume``, ``/export``, ``!cmd`` and F4 each say why and what to do
 instead, open no picker, and leave the host's session as it was.
 """
 
@@ -68,6 +68,7 @@ def refusals(app: PidurableApp) -> list[str]:
         ("/new", "/new"),
         ("/resume", "/resume"),
         ("/export markdown {target}", "/export"),
+        ("!touch {target}", "A shell command (!cmd)"),
     ],
 )
 async def test_a_command_that_acts_on_the_hosts_process_is_refused_in_one_line(

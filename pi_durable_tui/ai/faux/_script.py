@@ -26,7 +26,8 @@ Format (every key not listed is rejected, naming it)::
                       "arguments": {"path": "README.md"}, "id": "optional"}],
          "stop_reason": "stop" | "length" | "toolUse" | "error" | "aborted",
          "usage": {"input": 10, "output": 5, "cache_read": 0, "cache_write": 0},
-         "match": "text" | {"user": "...", "system": "...", "tool_result": "..."},
+         "match": "text" | {"user": "...", "system": "...", "tool_result": "...",
+                            "history": "..."},
          "error": {"message": "...", "status": 529, "retryable": true,
                    "retry_after_ms": 1000}}
       ]
@@ -49,7 +50,9 @@ and restarted gives the same next response for the same context):
   responses whose rule fits answers, or the last of them when fewer fit. A
   subagent's conversation (its own context, its own ``k``) walks through the
   responses matching its task or system prompt; a ``tool_result`` rule reacts
-  at whatever position the tool result arrives.
+  at whatever position the tool result arrives; a ``history`` rule to what any
+  user message or tool result of the context holds (an earlier turn's, a shell
+  command the user ran).
 - Nothing is used up: a retry of the same context (failed responses never enter
   a context) gets the same response, so a scripted error repeats on every retry.
 - Tool calls without an ``id`` get ``call_<k>_<i>`` (``i`` is the block's index
@@ -106,7 +109,7 @@ _BLOCK_KEYS = {
 }
 _STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error", "aborted")
 _USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
-_MATCH_KEYS = ("user", "system", "tool_result")
+_MATCH_KEYS = ("user", "system", "tool_result", "history")
 _ERROR_KEYS = ("message", "status", "retryable", "retry_after_ms")
 _MODEL_KEYS = (
     "id",

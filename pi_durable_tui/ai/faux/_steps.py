@@ -54,12 +54,15 @@ class FauxMatch:
         tool_result: Found in the text of the tool results that end the context
             (those after the last assistant message).
         text: Found in any of the three (a plain-string ``match`` in a script).
+        history: Found in the text of any user message or tool result of the
+            request, not only the newest (what earlier turns put in the context).
     """
 
     user: str | None = None
     system: str | None = None
     tool_result: str | None = None
     text: str | None = None
+    history: str | None = None
 
     def fits(self, context: Context) -> bool:
         """Tell whether a request with this context fits the rule.
@@ -78,6 +81,8 @@ class FauxMatch:
         if self.system is not None and self.system not in system:
             return False
         if self.tool_result is not None and self.tool_result not in results:
+            return False
+        if self.history is not None and self.history not in history_text(context):
             return False
         return self.text is None or any(self.text in part for part in (user, results, system))
 
@@ -308,6 +313,15 @@ def newest_user_text(context: Context) -> str:
         if isinstance(message, UserMessage):
             return message_text(message.content)
     return ""
+
+
+def history_text(context: Context) -> str:
+    """Return the text of every user message and tool result of a context, in order."""
+    return "\n".join(
+        message_text(message.content)
+        for message in context.messages
+        if isinstance(message, (UserMessage, ToolResultMessage))
+    )
 
 
 def trailing_tool_result_text(context: Context) -> str:

@@ -4,7 +4,8 @@ The transcript is every visible entry of the main conversation, oldest first
 (compaction summaries and resets included, so nothing is hidden). JSON lines
 hold one stored entry per line, exactly as committed; Markdown and HTML render
 user and assistant text, thinking, tool calls with their arguments and tool
-results with their output. An entry that holds only part of what it would have
+results with their output, a shell command the user ran (``!cmd``) with its
+output and how it ended. An entry that holds only part of what it would have
 is marked under it (``cut_of``: an answer aborted with Esc, the partial a crash
 left, one at the model's output limit, a tool call that came back ``interrupted``
 or ``aborted``): ``_(answer cut: aborted)_`` in Markdown, a ``cut`` note in HTML,
@@ -107,6 +108,9 @@ def _markdown_entry(entry: EntryRecord) -> str:
         return ""
     if entry.kind == "pi.compaction":
         return "## Earlier context (summary)\n\n" + text_of(message) + "\n"
+    if entry.kind == "pi.shell":
+        title, shown, outcome = _shell_parts(entry)
+        return f"## {title}\n\n{_fenced(shown)}\n_({outcome})_\n"
     if entry.kind == "pi.reset":
         return "---\n\n*New context*\n"
     title = {"user": "User", "assistant": "Assistant", "toolResult": "Tool result"}.get(
@@ -133,6 +137,16 @@ def _markdown_entry(entry: EntryRecord) -> str:
     if note is not None:
         parts.append(f"_({note})_\n")
     return "\n".join(parts)
+
+
+def _shell_parts(entry: EntryRecord) -> tuple[str, str, str]:
+    """A user's shell command (``!cmd``): its title, command and output, and how it ended."""
+    data = entry.data if isinstance(entry.data, dict) else {}
+    whose = "you" if data.get("context", True) else "you, not sent to the model"
+    shown = f"$ {data.get('command', '')}\n{data.get('output') or ''}"
+    exit_code = data.get("exit_code")
+    outcome = f"exit {exit_code}" if isinstance(exit_code, int) else str(data.get("status"))
+    return f"Shell command ({whose})", shown, outcome
 
 
 def _fenced(text: str) -> str:
@@ -162,6 +176,12 @@ def _html_entry(entry: EntryRecord) -> str:
     role = str(message.get("role", ""))
     if entry.kind == "pi.system":
         return ""
+    if entry.kind == "pi.shell":
+        title, shown, outcome = _shell_parts(entry)
+        return (
+            f"<div class='tool'><h3>{_escaped(title)}</h3><pre>{_escaped(shown)}</pre>"
+            f"<p>({_escaped(outcome)})</p></div>"
+        )
     css = {"user": "user", "assistant": "assistant", "toolResult": "tool"}.get(role, "tool")
     title = {"user": "User", "assistant": "Assistant"}.get(role, entry.kind)
     if role == "toolResult":

@@ -3,7 +3,8 @@
 Clients never open the store. An intent runs here, in the process that holds
 it, exactly as the host's own screen would run it: a prompt, a steer or a
 follow-up is ``Conversation.submit``; Esc is ``Conversation.abort`` (R57; the
-withdrawn queued texts come back, for the client's editor); an approval
+withdrawn queued texts come back, for the client's editor), and it stops a shell
+command the host's user runs there (``!cmd``); an approval
 decision is ``Harness.decide`` (a call decided elsewhere first is refused with
 the harness's words); ``older`` and ``history`` read a page of entries and
 ``conversations`` lists the session's conversations and ``session`` the
@@ -25,6 +26,7 @@ from pi_durable_tui.app.screen import (
     name_session,
     session_details,
     session_name,
+    stop_user_command,
 )
 from pi_durable_tui.harness import (
     AGENT_DOC,
@@ -117,6 +119,7 @@ async def _abort(app: AgentApp, conversation_id: int) -> list[str]:
     inbox = await harness.session.snapshot(INBOX_DOC, conversation_id) or {}
     items = inbox.get("items") or []
     queued = [item for item in items if isinstance(item, dict) and item.get("mode") != "write"]
+    stop_user_command(conversation_id)  # a ``!cmd`` the host's user runs stops too
     await harness.conversation(conversation_id).abort()
     texts: list[str] = []
     for item in queued:

@@ -52,6 +52,7 @@ _ACTIONS: dict[HostAction, str] = {
     "resume": "/resume",
     "export": "/export",
     "permission_mode": "Changing the permission mode (F4)",
+    "shell": "A shell command (!cmd)",
 }
 
 
@@ -115,6 +116,10 @@ class RemoteController:
     async def submit_line(self, line: str) -> None:
         """A typed line (custom commands expand on the host's side: sent as typed)."""
         await self.submit(line)
+
+    async def run_shell(self, command: str, *, context: bool) -> None:
+        """Refused (``refusal``): the command would run on the host's machine."""
+        raise ActionRefused(self.refusal("shell"))
 
     async def abort(self) -> list[str]:
         """Esc: the host aborts the foreground work for every client."""

@@ -19,6 +19,8 @@ Its private modules, lowest first (each imports only the ones before it):
   ``StoreStopped`` for an action tried after it (issue 12);
 - ``_screen_model``: ``LiveScreenModel``, the shown conversation (R123);
 - ``_shown``: which conversation a reopened session shows (``pi.screen``);
+- ``_user_shell``: the editor's shell mode (``!cmd``, ``!!cmd``): the user's
+  command run in the conversation's environment, committed through the harness;
 - ``_recovery``: what ``--continue`` found a killed process had left (R95);
 - ``_session_name``: the session's name (``pi.session``) and its mirror for the picker;
 - ``_session_details``: what ``/session`` lists;
@@ -61,6 +63,7 @@ from pi_durable_tui.app.screen._session_details import session_details
 from pi_durable_tui.app.screen._session_name import SESSION_DOC, name_session, session_name
 from pi_durable_tui.app.screen._store_failure import StoreStopped, watch_store_failure
 from pi_durable_tui.app.screen._task_tree import TaskTree
+from pi_durable_tui.app.screen._user_shell import stop_user_command
 
 __all__ = [
     "SESSION_DOC",
@@ -85,6 +88,7 @@ __all__ = [
     "session_details",
     "session_name",
     "start_screen",
+    "stop_user_command",
     "watch_store_failure",
     "with_result",
 ]

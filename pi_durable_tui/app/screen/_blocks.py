@@ -17,6 +17,8 @@ shown conversation's ``pi.live`` value, and gets ``Block`` values back.
   details (a ``read`` range, a ``write`` preview, an ``edit`` diff, ``bash``'s
   exit code and duration or the background job it runs on as, a subagent's
   conversation).
+- ``pi.shell`` (a command the user ran, ``!cmd``) is a ``shell`` block holding a
+  bash card; ``pi.live.shell`` the same card while it runs (``live/shell``).
 - ``pi.live`` adds what streams: the partial assistant message (``live``), cards
   of calls the stream has produced (``live/<call id>``), and the running slots'
   committed output on their cards.
@@ -279,11 +281,62 @@ def entry_blocks(entry: EntryRecord) -> list[Block]:
         ]
     if entry.kind == "pi.reset":
         return [Block(key, "reset", entry.id, text=_text(message))]
+    if entry.kind == "pi.shell":
+        return [shell_block(key, entry.id, _obj(entry.data), timestamp)]
     if entry.kind == "pi.system":
         sections = _obj(message.get("sections"))
         changed = ", ".join(sorted(sections)) or "tools"
         return [Block(key, "system", entry.id, text=f"System prompt changed: {changed}")]
     return []
+
+
+_SHELL_STATUS: dict[str, ToolStatus] = {
+    "running": "running",
+    "done": "done",
+    "aborted": "aborted",
+    "interrupted": "interrupted",
+    "failed": "error",
+}
+
+
+def shell_block(key: str, entry_id: int | None, data: Mapping[str, Any], timestamp: int) -> Block:
+    """The card of a shell command the user ran (``!cmd``): a ``pi.shell`` entry or a live one.
+
+    ``detail`` says when the model does not see it (``!!cmd``).
+    """
+    status = _SHELL_STATUS.get(str(data.get("status", "")), "done")
+    exit_code = data.get("exit_code")
+    duration = data.get("duration_ms")
+    if status == "done" and isinstance(exit_code, int) and exit_code != 0:
+        status = "error"  # shown as a failed bash call is: ✗, then ``exit N``
+        data = {**data, "error": ""}
+    error = {
+        "aborted": "Stopped (Esc).",
+        "interrupted": "Interrupted: the app was killed while it ran; it did not run again.",
+        "error": str(data.get("error", "It could not run.")),
+    }.get(status, "")
+    card = ToolCard(
+        call_id=key,  # no model call: its key, so it never stands for a tool call's card
+        name="bash",
+        status=status,
+        command=str(data.get("command", "")),
+        output=str(data.get("output") or ""),
+        dropped_lines=int(data.get("dropped_lines") or 0),
+        dropped_bytes=int(data.get("dropped_bytes") or 0),
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        duration_ms=duration if isinstance(duration, int) else None,
+        error=error,
+    )
+    detail = "" if data.get("context", True) else "not sent to the model"
+    return Block(
+        key,
+        "shell",
+        entry_id,
+        tool=card,
+        detail=detail,
+        streaming=status == "running",
+        timestamp_ms=timestamp,
+    )
 
 
 def live_blocks(
@@ -303,6 +356,9 @@ def live_blocks(
     appended: list[Block] = []
     if isinstance(generation, dict) and isinstance(generation.get("message"), dict):
         appended = assistant_blocks(None, "live", generation["message"], streaming=True)
+    shell = live.get("shell")
+    if isinstance(shell, dict):
+        appended.append(shell_block("live/shell", None, {**shell, "status": "running"}, 0))
     changed: dict[str, Block] = {}
     for slot in live.get("tools") or []:
         if not isinstance(slot, dict):
@@ -340,6 +396,10 @@ def _status(live: Mapping[str, Any], now_ms: float) -> str:
     for slot in live.get("tools") or []:
         if isinstance(slot, dict) and slot.get("status") == "running":
             return f"Running {slot.get('name')}... (esc to abort)"
+    shell = live.get("shell")
+    if isinstance(shell, dict):
+        first = str(shell.get("command", "")).partition("\n")[0]
+        return f"Running !{first}... (esc to stop)"
     if "run" in live:
         return "Working... (esc to abort)"
     return ""

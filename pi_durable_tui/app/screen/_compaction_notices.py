@@ -141,3 +141,10 @@ def compaction_notice(outcome: Mapping[str, Any]) -> tuple[NoticeLevel, str]:
         "error",
         f"Compaction {status}: {message}. The conversation goes on uncompacted; {WHAT_TO_DO}",
     )
+
+
+def written_outcome(status: str, reason: str | None) -> dict[str, Any]:
+    """The outcome ``compaction_notice`` reads for a summary placed as a write (or dropped)."""
+    if status == "done":
+        return {"status": "completed", "result": {"entry_id": 0}}
+    return {"status": "dropped", "error": {"message": reason or status}}

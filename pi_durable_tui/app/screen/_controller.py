@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pi_durable_tui.ai import ModelRef, clamp_thinking_level, supported_thinking_levels
 from pi_durable_tui.app._ports import ActionRefused, ExportFormat, HostAction
@@ -58,7 +58,7 @@ from pi_durable_tui.app.files import (
     expand_command_line,
     session_infos,
 )
-from pi_durable_tui.app.screen._compaction_notices import compaction_notice
+from pi_durable_tui.app.screen._compaction_notices import compaction_notice, written_outcome
 from pi_durable_tui.app.screen._conversation_list import list_conversations
 from pi_durable_tui.app.screen._editor_aids import complete_path, read_history, remember
 from pi_durable_tui.app.screen._export_file import open_export_file
@@ -70,6 +70,7 @@ from pi_durable_tui.app.screen._session_name import mirror_name, name_session, s
 from pi_durable_tui.app.screen._shown import show_conversation, shown_conversation
 from pi_durable_tui.app.screen._store_failure import StoreStopped
 from pi_durable_tui.app.screen._trust_answers import answer_trust
+from pi_durable_tui.app.screen._user_shell import UserShell
 from pi_durable_tui.harness import (
     MODES,
     PERMISSIONS_DOC,
@@ -109,6 +110,7 @@ class AgentController:
         self._session_mode: str | None = None  # the mode F4 chose (pi.permissions)
         self.model = model
         self._lock = asyncio.Lock()
+        self._shell = UserShell()  # ``!cmd``: never behind the lock, Esc stops it
         self._closed = False
         self._waiters: set[asyncio.Future[None]] = set()
         self._project_files: ProjectFiles | None = None
@@ -161,6 +163,7 @@ class AgentController:
 
     async def submit(self, text: str, *, follow_up: bool = False) -> None:
         """Submit text: a prompt when idle, a steer when busy, or a follow-up if asked."""
+        self._shell.refuse_while_running()  # a turn never interleaves with it
 
         async def submit() -> None:
             when_busy: WhenBusy = "follow_up" if follow_up else "steer"
@@ -177,6 +180,7 @@ class AgentController:
         return await _unless_stopped(self._abort)
 
     async def _abort(self) -> list[str]:
+        self._shell.stop()
         queued = [item for item in self.model.queue if item.mode != "write"]
         await self._conversation.abort()
         texts: list[str] = []
@@ -186,6 +190,11 @@ class AgentController:
             if record is not None and record.status == "unanswered" and record.reason == "aborted":
                 texts.append(item.text)
         return texts
+
+    async def run_shell(self, command: str, *, context: bool) -> None:
+        """``!cmd`` (``!!cmd`` without ``context``) in the shown conversation (``_user_shell``)."""
+        shown, harness = self.model.conversation_id, self.app.harness
+        await _unless_stopped(lambda: self._shell.run(harness, shown, command, context=context))
 
     async def withdraw(self, submission_id: int) -> str | None:
         """Withdraw one queued item; its text for the editor (``None`` if placed)."""
@@ -227,7 +236,7 @@ class AgentController:
                 if written.status == "queued":
                     self.model.add_notice(*compaction_notice(outcome))
                     written = await handle.wait()
-                outcome = _written_outcome(written.status, written.reason)
+                outcome = written_outcome(written.status, written.reason)
             self.model.add_notice(*compaction_notice(outcome))
 
     async def cycle_thinking(self) -> str:
@@ -578,12 +587,6 @@ async def _unless_stopped(action: Callable[[], Awaitable[T]]) -> T:
 def settings_notice(error: SettingsError) -> str:
     """The notice for a settings edit that cannot be used (issue 12)."""
     return f"{error}; the settings from before stay in force until it is fixed"
-
-
-def _written_outcome(status: str, reason: str | None) -> dict[str, Any]:
-    if status == "done":
-        return {"status": "completed", "result": {"entry_id": 0}}
-    return {"status": "dropped", "error": {"message": reason or status}}
 
 
 def _model_of(ref: str) -> ModelRef | None:

@@ -9,7 +9,9 @@ background subagent) keep running, named by their task id as ``/tasks`` lists
 them (issue 12). Processes an earlier run left running
 (``AgentApp.leftovers``, issue 13) come first, then what became of each
 background job (``AgentApp.job_report``: ended with its run, or still running
-because the user left it running).
+because the user left it running). A shell command the user ran from the editor
+(``!cmd``) that the crash cut becomes an ``interrupted`` entry here, with the
+output it had committed; it never runs again (``_user_shell``).
 
 What cut a tool call is said as the store knows it: a call the previous run's
 orderly close stopped (``AgentApp.earlier_stops``, the stop marker) was "cut
@@ -24,7 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pi_durable_tui.app.screen._names import conversation_label, conversation_title
+from pi_durable_tui.app.screen._shown import shown_conversation
 from pi_durable_tui.app.screen._task_tree import describe_call, tool_call_of
+from pi_durable_tui.app.screen._user_shell import settle_shell_commands
 from pi_durable_tui.storage import LIVE_TASK_STATUSES, TaskRecord
 
 if TYPE_CHECKING:
@@ -71,6 +75,9 @@ async def recovery_report(app: AgentApp) -> list[str]:
     lines: list[str] = [] if app.leftovers is None else [app.leftovers]
     lines.extend(app.job_report)  # issue 13: what became of each background job
     lines.extend(app.notices)  # issue 16: an MCP server that did not start
+    # A shell command of the user's that the crash cut: recorded as interrupted, not rerun.
+    shown = await shown_conversation(app)
+    lines.extend(await settle_shell_commands(app.harness, [app.root.id, shown]))
     if not records:
         return lines
     label = {app.root.id: "the main conversation"}

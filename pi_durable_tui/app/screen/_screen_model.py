@@ -146,7 +146,7 @@ class LiveScreenModel:
 
     @property
     def busy(self) -> bool:
-        """Whether the shown conversation runs."""
+        """Whether the shown conversation runs, or a shell command of the user's does."""
         return self._busy
 
     @property
@@ -453,7 +453,7 @@ class LiveScreenModel:
                 added.append(block.key)
         self._live = live
         status = self._stopped or status_line(self._live_doc, self._feed.now())
-        busy = not self._stopped and "run" in self._live_doc
+        busy = not self._stopped and ("run" in self._live_doc or "shell" in self._live_doc)
         moved = (status, busy) != (self._status, self._busy)
         self._status, self._busy = status, busy
         self._tick_while_retrying()

@@ -13,6 +13,8 @@ Its private modules, lowest first (each imports only the ones before it):
   (R48, R57, R59-R70);
 - ``_run_end``: answers, failures, aborts and scheduler cleanup (R45, R64, R65,
   R83, R84, R86, R91, R92);
+- ``_shell``: the commits of a shell command the user runs from the editor
+  (``!cmd``): its live output, its ``pi.shell`` entry, an interrupted one on reopen;
 - ``_submissions``: the ``Submission`` handle a host holds (R23, R66, R68);
 - ``_conversation``: the ``Conversation`` handle: submit, abort, configure, fork,
   compact, read (R24-R26, R57-R69, R123, R124).
@@ -39,14 +41,27 @@ from pi_durable_tui.harness.conversations._run_end import (
     convert_partial,
     fail_run,
 )
+from pi_durable_tui.harness.conversations._shell import (
+    SHELL_BUSY,
+    SHELL_RUNNING,
+    ShellOutcome,
+    ShellRefused,
+    ShellStatus,
+    shell_message_text,
+)
 from pi_durable_tui.harness.conversations._submissions import Submission
 
 __all__ = [
     "INTERRUPTED_PARTIAL",
+    "SHELL_BUSY",
+    "SHELL_RUNNING",
     "Conversation",
     "ConversationCreated",
     "CreationHook",
     "Init",
+    "ShellOutcome",
+    "ShellRefused",
+    "ShellStatus",
     "Submission",
     "admit",
     "answer",
@@ -56,6 +71,7 @@ __all__ = [
     "finish_creation",
     "run_boundary",
     "settle",
+    "shell_message_text",
     "start_run",
     "withdraw",
     "withdraw_inputs",

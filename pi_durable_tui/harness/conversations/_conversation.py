@@ -9,7 +9,7 @@ and neither do views and watches (``view_state``, ``watch``, R123, R124).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_durable_tui.harness._errors import ConversationBusy, SubmissionRejected
 from pi_durable_tui.harness._services import HarnessServices
@@ -17,6 +17,13 @@ from pi_durable_tui.harness._submission_types import EntryDraft, Input, Write
 from pi_durable_tui.harness.context import ContextView, load_context
 from pi_durable_tui.harness.conversations._creation import CreationHook
 from pi_durable_tui.harness.conversations._inbox import PlannedRequest, admit
+from pi_durable_tui.harness.conversations._shell import (
+    ShellOutcome,
+    begin_shell,
+    finish_shell,
+    settle_interrupted_shell,
+    shell_progress,
+)
 from pi_durable_tui.harness.conversations._submissions import Submission
 from pi_durable_tui.harness.state import (
     INBOX_DOC,
@@ -41,6 +48,9 @@ from pi_durable_tui.kernel import (
 from pi_durable_tui.storage.errors import StorageRejected
 from pi_durable_tui.storage.json_ops import JsonObject
 from pi_durable_tui.storage.records import ConversationRecord, EntryRecord
+
+if TYPE_CHECKING:
+    from pi_durable_tui.env import ExecutionEnv
 
 Init = Callable[[Tx, int], "Awaitable[None] | None"]
 """``init(tx, conversation_id)``: runs last in a creating commit (R24-R26)."""
@@ -305,6 +315,57 @@ class Conversation:
         """Return the model context as of an entry (or now) (R71-R76)."""
         self._services.check_open()
         return await load_context(self._services.session.storage, self.id, at)
+
+    # -- the user's shell commands (``_shell``) --
+
+    async def environment(self) -> ExecutionEnv | None:
+        """Build the conversation's execution environment now (R118), as its tools get it."""
+        self._services.check_open()
+        agent = await self._services.agent(self.id)
+        return self._services.build_env(self.id, agent.cwd)
+
+    async def begin_shell(self, command: str, *, context: bool) -> None:
+        """Commit that the user runs ``command`` (``!cmd``; ``!!cmd`` without ``context``).
+
+        Raises:
+            ShellRefused: The conversation runs, or another user command runs.
+        """
+        self._services.check_open()
+        now = self._services.session.clock.now()
+        await self._services.session.commit(
+            lambda tx: begin_shell(tx, self.id, command, context, now)
+        )
+
+    async def shell_progress(self, output: str, dropped_lines: int, dropped_bytes: int) -> None:
+        """Commit the running user command's retained output so far."""
+        self._services.check_open()
+        await self._services.session.commit(
+            lambda tx: shell_progress(tx, self.id, output, dropped_lines, dropped_bytes)
+        )
+
+    async def finish_shell(self, outcome: ShellOutcome) -> int | None:
+        """Commit how the running user command ended; the write's submission ID (R59)."""
+        self._services.check_open()
+        services = self._services
+        now = services.session.clock.now()
+        submission_id = await services.session.commit(
+            lambda tx: finish_shell(tx, services, self.id, outcome, now)
+        )
+        services.session.resume()
+        return submission_id
+
+    async def settle_interrupted_shell(self) -> str | None:
+        """On reopen: the user command a killed process left becomes ``interrupted``.
+
+        Returns:
+            Its command, or ``None`` when none was left running.
+        """
+        self._services.check_open()
+        services = self._services
+        now = services.session.clock.now()
+        return await services.session.commit(
+            lambda tx: settle_interrupted_shell(tx, services, self.id, now)
+        )
 
 
 async def finish_creation(

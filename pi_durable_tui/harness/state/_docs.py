@@ -40,7 +40,12 @@ RESET = "pi.reset"
 """Entry kind of a fresh context marker (``head`` is itself, R69)."""
 COMPACTION = "pi.compaction"
 """Entry kind of a compaction summary (``head`` is the first kept entry, R112)."""
-ENTRY_KINDS = (USER, ASSISTANT, SYSTEM, TOOL_RESULT, RESET, COMPACTION)
+SHELL = "pi.shell"
+"""Entry kind of a shell command the user ran from the editor (``!cmd``, ``!!cmd``).
+
+Its ``data`` holds the command, how it ended and its bounded output; its ``model``
+is one user message quoting them, or absent for ``!!`` (shown, not sent)."""
+ENTRY_KINDS = (USER, ASSISTANT, SYSTEM, TOOL_RESULT, RESET, COMPACTION, SHELL)
 """The entry kinds the harness writes (reference 1.4)."""
 
 
@@ -50,7 +55,7 @@ def _always(_value: JsonObject, _ops: Any, _deltas: int) -> bool:
 
 def _live_idle(value: JsonObject, _ops: Any, _deltas: int) -> bool:
     # REMINDER: a base whenever nothing runs bounds replay to one run's deltas.
-    if "generation" in value:
+    if "generation" in value or "shell" in value:
         return False
     tools = value.get("tools")
     return not (isinstance(tools, list) and any(s.get("status") == "running" for s in tools))

@@ -284,6 +284,23 @@ async def test_esc_from_a_client_aborts_the_run_for_everyone_and_returns_the_que
     assert served.rig.card("bash").tool.status == "aborted"  # type: ignore[union-attr]
 
 
+async def test_esc_from_a_client_stops_the_shell_command_the_hosts_user_runs(
+    serve: ServeFactory,
+) -> None:
+    served = await serve()
+    follower = await served.follower()
+    await follower.next("snapshot")
+    running = asyncio.ensure_future(
+        served.rig.controller.run_shell("echo started; sleep 30", context=True)
+    )
+    await follower.until(lambda m: "shell" in (m.docs.get(LIVE_DOC.kind) or {}), "it runs")
+    await within(follower.link.call("abort"))
+    await within(running)
+    [block] = served.rig.blocks("shell")
+    assert block.tool is not None
+    assert block.tool.status == "aborted"
+
+
 async def test_clients_see_who_joins_and_leaves_and_the_host_knows_when_it_is_alone(
     serve: ServeFactory,
 ) -> None:
