@@ -157,7 +157,7 @@ class KeyActions:
         focused: Any
         screen_stack: list[Any]
 
-        call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
+        call: Callable[..., Any]  # PidurableApp.call(what, action, then, on_error=...)
 
         def notice(self, level: NoticeLevel, text: str) -> int: ...
 

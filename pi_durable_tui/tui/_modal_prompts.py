@@ -40,7 +40,7 @@ class ModalPrompts:
         clock: Callable[[], float]
         screen: Any
 
-        call: Callable[..., None]  # PidurableApp.call(what, action, then, on_error=...)
+        call: Callable[..., Any]  # PidurableApp.call(what, action, then, on_error=...)
         push_screen: Callable[..., Any]  # Textual's App methods
         set_timer: Callable[..., Any]
         call_after_refresh: Callable[..., bool]
