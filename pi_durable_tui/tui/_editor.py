@@ -185,6 +185,8 @@ class PromptEditor(TextArea):
         self._draft = ""
         self._completed_for: tuple[int, int, str] | None = None
         self._sent: str | None = None
+        self.out_for_edit = False
+        """Whether the draft is in the external editor (Ctrl+G) now."""
         """The document as sent, until the app takes it out (``consume``) or keeps it."""
         """The cursor and its line the menu was computed for (``_sync_completion``)."""
 

@@ -73,6 +73,17 @@ async def edit_draft(host: DraftHost) -> None:
     Args:
         host: The app.
     """
+    editor = host.editor
+    if editor.out_for_edit:
+        return  # a second Ctrl+G of the same burst: one editor owns the terminal
+    editor.out_for_edit = True
+    try:
+        await _edit(host, editor)
+    finally:
+        editor.out_for_edit = False
+
+
+async def _edit(host: DraftHost, editor: PromptEditor) -> None:
     # REMINDER: imported here, not at the top: the screen's first paint imports no
     # layer below the app (tests/tui/test_opening.py), and this one reads ``env``.
     from pi_durable_tui.app import EditorUnavailable, editor_command
@@ -85,7 +96,7 @@ async def edit_draft(host: DraftHost) -> None:
     label = terminal_safe(command.label)
     # REMINDER: no frame may be painted while the editor owns the terminal: the loop
     # keeps running (a streaming answer repaints), so the batch spans the suspension.
-    with _draft_file(host.editor.message_text) as path, host.batch_update():
+    with _draft_file(editor.message_text) as path, host.batch_update():
         try:
             with host.suspend():
                 status = await _run(command.argv, command.environment, path)
@@ -103,7 +114,7 @@ async def edit_draft(host: DraftHost) -> None:
         except OSError:
             host.notice("warning", f"{label} left no file to read: the draft is unchanged.")
             return
-        host.editor.replace_draft(edited_text(edited))
+        editor.replace_draft(edited_text(edited))
 
 
 def edited_text(text: str) -> str:

@@ -200,3 +200,14 @@ def test_visual_else_editor_else_vi_and_the_editor_sees_no_secrets(tmp_path: Pat
     visual = editor_command({**base, "EDITOR": "nano", "VISUAL": "code --wait"})
     assert visual.argv == (str(bin_dir / "code"), "--wait")
     assert visual.label == "$VISUAL (code --wait)"
+
+
+async def test_two_ctrl_g_in_one_burst_open_one_editor(
+    app: PidurableApp, suspended: list[bool], script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VISUAL", script('sleep 0.2; printf "more\\n" >> "$1"'))
+    async with app.run_test() as pilot:
+        await pilot.press(*"draft", "ctrl+g", "ctrl+g")
+        await until(pilot, lambda: app.editor.text != "draft" and edit_over(app), "the edit")
+        assert app.editor.text == "draft\nmore"
+    assert suspended == [True]
