@@ -185,10 +185,10 @@ class PromptEditor(TextArea):
         self._draft = ""
         self._completed_for: tuple[int, int, str] | None = None
         self._sent: str | None = None
-        self.out_for_edit = False
-        """Whether the draft is in the external editor (Ctrl+G) now."""
         """The document as sent, until the app takes it out (``consume``) or keeps it."""
         """The cursor and its line the menu was computed for (``_sync_completion``)."""
+        self.out_for_edit = False
+        """Whether the draft is in the external editor (Ctrl+G) now."""
 
     async def _on_key(self, event: events.Key) -> None:
         """Run the editor's own binding of a key here, in typing order (module docstring).
