@@ -79,6 +79,7 @@ PARTS: dict[str, dict[str, int]] = {
         "_view": 1,
         "_wire": 1,
         "_socket": 1,
+        "_editor_command": 1,  # the draft's external editor (Ctrl+G), its environment scrubbed
         "_ports": 2,
         "client": 2,
         "files": 2,

@@ -17,7 +17,8 @@ This module is its one public face. Behind it, in the direction imports run
    terminal; ``_view``: the plain, frozen values the screen renders, each made
    terminal-safe when built; ``_wire``: the messages between a session's host
    and its clients (issue 15); ``_socket``: the socket beside a store, its
-   mode and its peers' credentials;
+   mode and its peers' credentials; ``_editor_command``: the user's editor
+   for the draft (Ctrl+G) and its environment without secrets;
 2. ``_ports``: the ``ScreenModel`` and ``Controller`` protocols; ``files/``:
    sessions, settings files, project files and context files on disk;
 3. ``_opening``: what the screen shows until the session is open;
@@ -77,9 +78,15 @@ from pi_durable_tui.app._view import (
     ToolCard,
     TrustQuestion,
     ViewChange,
+    last_answer,
 )
 
 if TYPE_CHECKING:
+    from pi_durable_tui.app._editor_command import (
+        EditorCommand,
+        EditorUnavailable,
+        editor_command,
+    )
     from pi_durable_tui.app._location import (
         Location,
         LocationError,
@@ -144,6 +151,9 @@ if TYPE_CHECKING:
     from pi_durable_tui.app.web import serve_main
 
 _LAZY: dict[str, str] = {
+    "EditorCommand": "_editor_command",
+    "EditorUnavailable": "_editor_command",
+    "editor_command": "_editor_command",
     "Location": "_location",
     "LocationError": "_location",
     "RemoteUnavailable": "_location",
@@ -233,6 +243,8 @@ __all__ = [
     "Controller",
     "ConversationInfo",
     "Demo",
+    "EditorCommand",
+    "EditorUnavailable",
     "ExportFormat",
     "Footer",
     "HeadlessMode",
@@ -282,8 +294,10 @@ __all__ = [
     "describe_run_failure",
     "describe_startup_error",
     "discover_context_files",
+    "editor_command",
     "export_main",
     "export_transcript",
+    "last_answer",
     "list_models_text",
     "list_sessions",
     "load_settings",

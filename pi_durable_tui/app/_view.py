@@ -13,6 +13,7 @@ model, a tool, a file or a path reaches the screen inert.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -124,6 +125,31 @@ class ToolCard(TerminalSafe):
     error: str = ""
     """The error message for ``error`` / ``interrupted`` / ``aborted``."""
     conversation_id: int | None = None
+
+
+def last_answer(blocks: Sequence[Block]) -> str | None:
+    """The text of the newest answer among ``blocks`` (``/copy``), or ``None`` before one.
+
+    An answer is an ``assistant`` block with text (Markdown as the model wrote
+    it, made terminal-safe like every block) that is committed: not the one
+    still streaming, and not a partial a crash cut (``mark="interrupted"``),
+    which the next attempt answers again. An answer the user aborted counts:
+    its text is what the model wrote before Esc. Tool cards, errors and user
+    messages after it do not hide it.
+
+    Args:
+        blocks: A view model's loaded blocks, oldest first (``ScreenModel.blocks``:
+            the newest page is always loaded).
+    """
+    for block in reversed(blocks):
+        if (
+            block.kind == "assistant"
+            and block.text.strip()
+            and not block.streaming
+            and block.mark != "interrupted"
+        ):
+            return block.text
+    return None
 
 
 @dataclass(frozen=True, slots=True)

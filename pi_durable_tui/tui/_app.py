@@ -62,6 +62,7 @@ from pi_durable_tui.tui._commands import (
 from pi_durable_tui.tui._completion import CompletionMenu
 from pi_durable_tui.tui._editor import FOLLOW_UP_FALLBACK, PromptEditor
 from pi_durable_tui.tui._exit import GuardedApp
+from pi_durable_tui.tui._external_editor import edit_draft
 from pi_durable_tui.tui._footer import FooterBar, StatusLine
 from pi_durable_tui.tui._help import HelpScreen, key_rows
 from pi_durable_tui.tui._jobs_prompt import JobsChoice, JobsExitScreen
@@ -505,6 +506,10 @@ class PidurableApp(KeyActions, ModalPrompts, GuardedApp):
                 self.exit()
 
         self.push_screen(JobsExitScreen(count, self.notice_bar), chosen)
+
+    @on(PromptEditor.ExternalEditRequested)
+    def _external_edit_requested(self) -> None:
+        self.call("external editor", lambda: edit_draft(self))
 
     @on(PromptEditor.JumpRequested)
     def _jump_requested(self, event: PromptEditor.JumpRequested) -> None:

@@ -30,6 +30,7 @@ from pi_durable_tui.app import (
     ScreenModel,
     SessionInfo,
     TaskNode,
+    last_answer,
 )
 from pi_durable_tui.tui._picker import PickerItem
 from pi_durable_tui.tui._session_commands import ago, name_session, show_session
@@ -61,6 +62,10 @@ class CommandHost(Protocol):
 
     def toggle_tasks(self) -> None:
         """Hide or show the task tree."""
+        ...
+
+    def copy_to_clipboard(self, text: str) -> None:
+        """Put text on the terminal's clipboard (``App.copy_to_clipboard``: OSC 52)."""
         ...
 
     def theme_names(self) -> list[str]:
@@ -329,6 +334,17 @@ async def _export(host: CommandHost, arg: str) -> None:
     host.notice("info", f"Exported the transcript to {path}")
 
 
+async def _copy(host: CommandHost, arg: str) -> None:
+    # REMINDER: Textual writes the text base64-encoded inside one OSC 52 sequence,
+    # so nothing in an answer can end the sequence early and inject another.
+    text = last_answer(host.model.blocks)
+    if text is None:
+        host.notice("info", "There is no answer to copy yet.")
+        return
+    host.copy_to_clipboard(text)
+    host.notice("info", f"Copied the last answer to the clipboard ({len(text):,} characters).")
+
+
 async def _theme(host: CommandHost, arg: str) -> None:
     name = arg or await host.pick("Theme", [PickerItem(n, n) for n in host.theme_names()])
     if name:
@@ -424,6 +440,7 @@ COMMANDS: tuple[Command, ...] = (
         "Name the session (the resume picker shows it); alone, show it",
         name_session,
     ),
+    Command("copy", "", "Copy the last answer (its Markdown) to the clipboard (OSC 52)", _copy),
     Command("theme", "[name]", "Pick a colour theme", _theme),
     Command("skills", "", "List the skills the model may use", _skills),
     Command("reload", "", "Import the extension files again (running calls finish)", _reload),

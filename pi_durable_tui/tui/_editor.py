@@ -18,6 +18,8 @@
   instead of sending the line. Without a completion Tab does nothing:
   it never moves the focus out of the editor (issue 12: text typed after a Tab
   went to a panel that dropped it; Alt+Down is the way into the panels).
+- Ctrl+G asks the app to edit the draft in the user's own editor
+  (``_external_editor``); what comes back replaces the draft (``replace_draft``).
 - Ctrl+D on an empty editor asks to exit; otherwise it deletes forward. Home
   and End on an empty editor ask to jump the transcript; otherwise they move
   the cursor as usual.
@@ -61,6 +63,7 @@ from pi_durable_tui.tui._paste import PastedTexts, Span, is_long_paste
 FOLLOW_UP_KEY = "alt+enter"
 FOLLOW_UP_FALLBACK = "ctrl+f"
 EXPAND_PASTE_KEY = "ctrl+r"
+EXTERNAL_EDITOR_KEY = "ctrl+g"
 
 _IDLE_PLACEHOLDER = "Ask anything. / for commands, @ for files, F1 for help."
 _BUSY_PLACEHOLDER = (
@@ -101,6 +104,11 @@ class PromptEditor(TextArea):
             "expand_paste",
             "Expand the pasted-text placeholder at the cursor (or the last one) into its text",
         ),
+        Binding(
+            EXTERNAL_EDITOR_KEY,
+            "external_editor",
+            "Edit the draft in $VISUAL or $EDITOR (vi when neither is set); saved text comes back",
+        ),
         Binding("escape", "close_completion", "", show=False),
         Binding("ctrl+underscore", "undo", "Undo (Ctrl+- in most terminals; Ctrl+Z suspends)"),
         Binding("ctrl+d", "exit_if_empty", "Exit (on an empty editor)"),
@@ -137,6 +145,9 @@ class PromptEditor(TextArea):
 
     class ExitRequested(Message):
         """Ctrl+D on an empty editor."""
+
+    class ExternalEditRequested(Message):
+        """Ctrl+G: edit the draft in the user's editor (``_external_editor``)."""
 
     class JumpRequested(Message):
         """Home (-1) or End (1) on an empty editor: jump the transcript."""
@@ -176,6 +187,8 @@ class PromptEditor(TextArea):
         self._sent: str | None = None
         """The document as sent, until the app takes it out (``consume``) or keeps it."""
         """The cursor and its line the menu was computed for (``_sync_completion``)."""
+        self.out_for_edit = False
+        """Whether the draft is in the external editor (Ctrl+G) now."""
 
     async def _on_key(self, event: events.Key) -> None:
         """Run the editor's own binding of a key here, in typing order (module docstring).
@@ -210,6 +223,19 @@ class PromptEditor(TextArea):
         current = self.text
         text = self._pastes.fold(terminal_safe(text))
         self.text = text + ("\n" + current if current.strip() else "")
+        self.move_cursor(self.document.end)
+        self.focus()
+
+    def replace_draft(self, text: str) -> None:
+        """Make ``text`` the whole draft (back from the external editor), cursor at its end.
+
+        The text is safe (``load_text``) and shown as it is, never folded into a
+        placeholder: the user just read all of it. The earlier pastes are
+        forgotten, since their text is in it now, and so is the undo history
+        (loading a document clears it).
+        """
+        self.clear_input()
+        self.load_text(text)
         self.move_cursor(self.document.end)
         self.focus()
 
@@ -392,6 +418,10 @@ class PromptEditor(TextArea):
             self.action_cursor_line_start()
         else:
             self.action_cursor_line_end()
+
+    def action_external_editor(self) -> None:
+        """Ask the app to open the external editor on the draft."""
+        self.post_message(self.ExternalEditRequested())
 
     def action_exit_if_empty(self) -> None:
         """Exit on an empty editor; otherwise delete forward as usual.

@@ -14,7 +14,11 @@ answer streams slowly, so the agent works while the keys are pressed:
 - Ctrl+C over the help shows "Press Ctrl+C again to exit." on it (the main
   screen's notices are behind it), and a second press exits;
 - Ctrl+Z suspends the app to the shell it was started from, and ``fg`` brings it
-  back with its draft, answering as before.
+  back with its draft, answering as before;
+- Ctrl+G gives the terminal to ``$VISUAL`` (a script that shows the draft, reads
+  a line typed there, and replaces the file), and the text it saved is the draft
+  Enter sends to the model; Ctrl+C there ends the editor, not the app, and the
+  draft stays as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import pytest
 
 from tests.e2e.agent_store import text_of
 from tests.e2e.tui_store import read_store
-from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, scripted_terminal
+from tests.e2e.tui_terminal import ScreenTest, Terminal, contains, flat, scripted_terminal
 
 PASTED = "".join(f"log line l{n:03d}\n" for n in range(1, 41)) + "l040 end of log"
 WORDS = " ".join(f"w{n:03d}" for n in range(1, 400))
@@ -36,6 +40,10 @@ SCRIPT = {
     "responses": [
         {"content": [{"type": "text", "text": f"Streaming slowly: {WORDS} END-SLOW"}]},
         {"content": [{"type": "text", "text": "Steered. END-STEER"}]},
+        {
+            "match": {"user": "replaced by the editor: typed there"},
+            "content": [{"type": "text", "text": "Got the edited draft. END-EDITED"}],
+        },
         {
             "match": {"user": "l040 end of log"},
             "content": [{"type": "text", "text": "Got the whole log. END-PASTE"}],
@@ -168,3 +176,56 @@ def test_ctrl_z_suspends_to_the_shell_and_fg_brings_the_app_back_with_its_draft(
     terminal.type(" go")
     terminal.press("Enter")
     terminal.wait_for(contains("Streaming slowly"), "an answer after the suspension")
+
+
+EDITOR_SCRIPT = """#!/bin/sh
+printf 'EXTERNAL EDITOR on: %s\\n' "$(cat "$1")"
+read -r line
+printf 'replaced by the editor: %s\\n' "$line" > "$1"
+"""
+"""An editor on the real terminal: it shows the draft, reads a line, replaces the file."""
+
+
+@pytest.fixture
+def visual(terminal: Terminal, tmp_path: Path) -> Terminal:
+    """The terminal, its app started with ``EDITOR_SCRIPT`` as ``$VISUAL``."""
+    editor = tmp_path / "editor.sh"
+    editor.write_text(EDITOR_SCRIPT)
+    editor.chmod(0o700)
+    terminal.environment["VISUAL"] = str(editor)
+    start(terminal)
+    return terminal
+
+
+def test_ctrl_g_edits_the_draft_in_visual_and_the_edited_message_is_sent(
+    visual: Terminal,
+) -> None:
+    terminal = visual
+    terminal.type("old draft")
+    terminal.press("C-g")
+    screen = terminal.wait_for(contains("EXTERNAL EDITOR on: old draft"), "the editor running")
+    assert "F1 help" not in screen  # the app gave the terminal to the editor
+    terminal.type("typed there")  # the editor reads the real terminal
+    terminal.press("Enter")
+    terminal.wait_for(
+        contains("replaced by the editor: typed there", "F1 help"), "the app back, edited"
+    )
+    terminal.press("Enter")
+    terminal.wait_for(contains("END-EDITED"), "the model's answer to the edited draft")
+    terminal.kill()
+    users = [text_of(s) for s in read_store(terminal.store()).of_kind("pi.user")]
+    assert users == ["replaced by the editor: typed there"]
+
+
+def test_ctrl_c_in_the_external_editor_ends_the_editor_not_the_app_and_the_draft_stays(
+    visual: Terminal,
+) -> None:
+    terminal = visual
+    terminal.type("old draft")
+    terminal.press("C-g")
+    terminal.wait_for(contains("EXTERNAL EDITOR on: old draft"), "the editor running")
+    terminal.press("C-c")
+    screen = terminal.wait_for(contains("was ended by SIGINT", "F1 help"), "the app back")
+    assert "the draft is unchanged" in flat(screen)
+    assert "old draft" in screen
+    assert not terminal.dead()

@@ -3,7 +3,8 @@
 The real app runs headless over ``attach_screen``'s model and controller, joined
 over the real socket to a served session (``tests.app.host.conftest.serve``).
 ``/fork``, ``/new``, ``/resume``, ``/export``, ``!cmd`` and F4 each say why and what to do
-instead, open no picker, and leave the host's session as it was.
+instead, open no picker, and leave the host's session as it was; ``/copy``,
+which needs only the shared transcript, works there as on the host.
 """
 
 from __future__ import annotations
@@ -110,3 +111,17 @@ async def test_f4_and_esc_esc_are_refused_and_the_hosts_permission_mode_stays(
         assert screen_name(app) != "PickerScreen"
     assert (await harness.permission_policy()).mode == mode
     assert served.rig.model.conversation_id == served.rig.app.root.id
+
+
+async def test_copy_on_an_attached_screen_copies_the_hosts_last_answer(
+    serve: ServeFactory, attached: Attached
+) -> None:
+    served = await serve(say("The **shared** answer."))
+    await served.rig.ask("first question")
+    async with attached(served) as (app, pilot):
+        await until(pilot, lambda: "shared" in transcript(app), "the shared answer")
+        await type_line(pilot, "/copy")
+        await until(pilot, lambda: "Copied" in notices(app), "the copy notice")
+        assert app.clipboard == "The **shared** answer."
+        assert "(22 characters)" in notices(app)
+        assert not refusals(app)

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from textual.widgets import OptionList
 
-from pi_durable_tui.app import ConversationInfo, ModelChoice, SessionInfo, TaskNode
+from pi_durable_tui.app import (
+    Block,
+    ConversationInfo,
+    ModelChoice,
+    SessionInfo,
+    TaskNode,
+    ToolCard,
+)
 from pi_durable_tui.bench.tui_model import RecordingController, StaticScreenModel
 from pi_durable_tui.tui import PidurableApp
 from pi_durable_tui.tui._commands import COMMANDS, CommandError, parse_command
@@ -222,3 +231,59 @@ def test_every_command_parses_and_an_unknown_one_is_an_error() -> None:
     assert parse_command("hello /model") is None
     with pytest.raises(CommandError, match="Unknown command /nope"):
         parse_command("/nope")
+
+
+def clipboard_writes(app: PidurableApp) -> list[str]:
+    """Record what the app writes to the terminal (its driver) from now on."""
+    writes: list[str] = []
+    driver = app._driver
+    assert driver is not None
+    write = driver.write
+
+    def record(data: str) -> None:
+        writes.append(data)
+        write(data)
+
+    driver.write = record  # type: ignore[method-assign]
+    return writes
+
+
+async def test_copy_puts_the_last_answer_on_the_clipboard_as_one_osc_52_sequence(
+    app: PidurableApp, model: StaticScreenModel
+) -> None:
+    answer = "Fixed: `check` was **inverted**.\n\n\x1b]0;evil\x07- done"
+    model.append(
+        Block("e10", "assistant", 10, text=answer),
+        Block("e10/c1", "tool", 10, tool=ToolCard("c1", "bash", "done", command="true")),
+        Block("e11", "user", 11, text="thanks"),
+        Block("live", "assistant", text="still stream", streaming=True),
+    )
+    shown_answer = "Fixed: `check` was **inverted**.\n\n- done"  # the block made it safe
+    async with app.run_test() as pilot:
+        writes = clipboard_writes(app)
+        app.editor.text = "/copy"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert app.clipboard == shown_answer
+        encoded = base64.b64encode(shown_answer.encode()).decode()
+        assert writes == [f"\x1b]52;c;{encoded}\x07"]
+        assert app.notice_bar.shown_notices[-1].text == (
+            f"Copied the last answer to the clipboard ({len(shown_answer)} characters)."
+        )
+
+
+async def test_copy_before_any_answer_says_there_is_none() -> None:
+    model = StaticScreenModel(
+        [
+            Block("e0", "user", 0, text="hello"),
+            Block("live", "assistant", text="Hel", streaming=True),
+        ]
+    )
+    app = PidurableApp(model, RecordingController(model))
+    async with app.run_test() as pilot:
+        writes = clipboard_writes(app)
+        app.editor.text = "/copy"
+        await pilot.press("end", "escape", "enter")
+        await settle(pilot)
+        assert app.notice_bar.shown_notices[-1].text == "There is no answer to copy yet."
+        assert writes == []

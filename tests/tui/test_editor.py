@@ -55,7 +55,7 @@ async def test_ctrl_underscore_undoes_typing_and_ctrl_z_asks_the_app_to_suspend_
 
 async def test_slash_completes_command_names_from_the_command_table(app: PidurableApp) -> None:
     async with app.run_test() as pilot:
-        await pilot.press("/", "c", "o")
+        await pilot.press("/", "c", "o", "m")
         await pilot.pause()
         assert shown(app.completion_menu)
         assert app.completion_menu.option_count == 1

@@ -167,7 +167,8 @@ def test_only_blocks_followed_by_another_block_are_settled(source: str, settled:
 def test_help_lists_every_described_binding_and_every_command() -> None:
     rows = key_rows((KEY_BINDINGS, PromptEditor.BINDINGS, QueuePanel.BINDINGS))
     keys = [key for key, _ in rows]
-    for expected in ("Esc", "Ctrl+C", "Ctrl+O", "Shift+Tab", "F1", "Enter", "Alt+Enter / Ctrl+F"):
+    expected_keys = ("Esc", "Ctrl+C", "Ctrl+O", "Shift+Tab", "F1", "Enter", "Alt+Enter / Ctrl+F")
+    for expected in (*expected_keys, "Ctrl+G"):
         assert expected in keys
     assert len(rows) == sum(
         1
@@ -186,6 +187,7 @@ def test_help_lists_every_described_binding_and_every_command() -> None:
         "export",
         "session",
         "name",
+        "copy",
         "theme",
         "skills",
         "reload",
