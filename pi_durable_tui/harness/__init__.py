@@ -145,6 +145,7 @@ from pi_durable_tui.harness.state import (
     ResolvedAgent,
     ToolRemoval,
     configure,
+    stored_model,
     text_of,
 )
 from pi_durable_tui.harness.tool import (
@@ -263,6 +264,7 @@ __all__ = [
     "parse_rule",
     "schema_parameters",
     "section",
+    "stored_model",
     "text_of",
     "truncation_notice",
     "watch_events",

@@ -75,12 +75,14 @@ from pi_durable_tui.app.files import (
 )
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
+    AGENT_DOC,
     AgentChange,
     Conversation,
     EnvTarget,
     Harness,
     create_registry,
     parse_mcp_servers,
+    stored_model,
 )
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
@@ -259,6 +261,7 @@ class AgentApp:
                 app_settings,
                 faux_script=None if provider is not None else faux_script,
                 faux=provider,
+                base_url=options.base_url,
             )
             choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
             remote = None
@@ -351,6 +354,12 @@ class AgentApp:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
                 await app.root.configure(_model_change(choice))
+            elif options.base_url and not created:
+                # A continued session's own model is served from --base-url too,
+                # as it was when the session started there.
+                stored = stored_model(await app.root.snapshot(AGENT_DOC) or {})
+                if stored is not None:
+                    models.use_base_url(stored, options.base_url)
         except BaseException:
             await app.close()
             raise

@@ -87,6 +87,38 @@ async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_z
     assert (await app.harness.usage())["cost"]["total"] == 0
 
 
+@pytest.mark.parametrize("option", ["ollama/llama3.2", "openai/gpt-5"])
+async def test_a_session_continued_with_the_same_base_url_is_answered_by_that_server(
+    open_app: OpenApp, sse_server: SseServer, option: str
+) -> None:
+    url = f"{sse_server.url}/v1"
+    api = "openai-completions" if option.startswith("ollama") else "openai-responses"
+    sse_server.sse(api, "text")
+    sse_server.sse(api, "text")
+    first = await open_app(model=option, base_url=url)
+    assert (await run(first, "hi")).status == 0
+    await first.close()
+
+    again = await open_app(base_url=url, continue_session=True)  # no --model: the session's own
+    printed = await run(again, "and again")
+
+    assert (printed.status, printed.out, printed.err) == (0, "Hello, world!\n", "")
+    assert [request.json()["model"] for request in sse_server.requests] == [
+        option.partition("/")[2]
+    ] * 2
+    assert (await again.harness.usage())["cost"]["total"] == 0
+
+
+async def test_another_model_of_the_base_url_server_can_be_picked_by_name(
+    open_app: OpenApp, sse_server: SseServer
+) -> None:
+    app = await open_app(model="ollama/llama3.2", base_url=f"{sse_server.url}/v1")
+
+    picked = app.models.resolve("ollama/qwen3:8b")  # what /model ollama/qwen3:8b looks up
+
+    assert (picked.api, picked.base_url) == ("openai-completions", f"{sse_server.url}/v1")
+
+
 async def test_a_catalog_model_on_a_local_base_url_is_not_charged_catalog_prices(
     open_app: OpenApp, sse_server: SseServer
 ) -> None:
