@@ -33,6 +33,9 @@ from pi_durable_tui.ai import (
 )
 from pi_durable_tui.app.agent._config import AppSettings, load_settings
 
+UNSERVED_MODEL_ADVICE = "a local server's model needs the --base-url it was served from"
+"""Said when a session names a model nothing serves now (``Model x/y is not available``)."""
+
 
 class ModelChoiceError(ValueError):
     """The model asked for cannot be used: malformed, unknown, a bad URL, a clashing provider."""
