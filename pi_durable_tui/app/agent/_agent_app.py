@@ -51,7 +51,12 @@ from pi_durable_tui.app.agent._extension_files import ExtensionFiles, extension_
 from pi_durable_tui.app.agent._job_exit import end_jobs, keep_jobs, reopened_jobs
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
-from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._model_setup import (
+    ModelChoiceError,
+    ModelSelection,
+    build_models,
+    choose_model,
+)
 from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._subagent import SUBAGENTS
@@ -263,7 +268,10 @@ class AgentApp:
                 faux=provider,
                 base_url=options.base_url,
             )
-            choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            try:
+                choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            except ModelChoiceError as error:
+                raise ModelChoiceError(f"{error}{_unconfirmed_providers(settings, cwd)}") from None
             remote = None
             if location.remote and marker is None:
                 remote = await open_remote_env(location, tuple(app_settings.env_allow))
@@ -498,6 +506,18 @@ def _store_failure(error: BaseException) -> TypeGuard[Exception]:
 
 _DISK = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 """The errors of a disk that refuses writes (full, read-only, no permission, failing)."""
+
+
+def _unconfirmed_providers(settings: SettingsFiles, cwd: str) -> str:
+    """Why a provider the project declares is unknown: its file is not confirmed yet."""
+    request = settings.pending()
+    if request is None or "providers" not in request.widening:
+        return ""
+    return (
+        f" ({request.where} declares providers, which apply only once you trust that file: "
+        f"run pidurable in {request.project} without --model and answer y, or declare them "
+        f"in {settings_sources(cwd)[0]})"
+    )
 
 
 def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:

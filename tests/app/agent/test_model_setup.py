@@ -194,6 +194,23 @@ async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the
     assert printed.err.count("\n") == 1
 
 
+async def test_a_model_of_providers_a_project_declares_unconfirmed_says_why_it_is_unknown(
+    open_app: OpenApp, home: Path, project: Path
+) -> None:
+    settings = project / ".pidurable" / "settings.json"
+    write_settings(settings, {"providers": [local_provider("http://127.0.0.1:9/v1")]})
+
+    with pytest.raises(ModelChoiceError) as refused:
+        await open_app(model="local/qwen3-8b")
+
+    assert str(refused.value) == (
+        "Unknown model local/qwen3-8b: no provider 'local' (known: anthropic, openai) "
+        f"({settings} declares providers, which apply only once you trust that file: run "
+        f"pidurable in {project.resolve()} without --model and answer y, or declare them in "
+        f"{home / 'settings.json'})"
+    )
+
+
 def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(
     home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
