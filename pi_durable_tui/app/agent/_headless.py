@@ -118,7 +118,8 @@ def describe_failure(record: SubmissionRecord) -> str:
     if record.reason == "no_model":
         # A model the session names but nothing serves now: most often a local
         # server's model, continued without the --base-url it was served from.
-        hint = f"{_NO_MODEL_HINT} ({UNSERVED_MODEL_ADVICE})" if text else _NO_MODEL_HINT
+        unserved = text.endswith("is not available")
+        hint = f"{_NO_MODEL_HINT} ({UNSERVED_MODEL_ADVICE})" if unserved else _NO_MODEL_HINT
         return f"{text or 'No model is configured'}; {hint}"
     head = _REASONS.get(record.reason or "", record.reason or record.status)
     return f"{head}: {text}" if text else head
