@@ -242,7 +242,8 @@ class Models:
         ``provider``, or of any provider when ``None``) with ``use_base_url(ref,
         base_url)`` instead of nothing: the model a continued session names,
         another model picked with ``/model``, a subagent's model. Known models are
-        not moved.
+        not moved, and with ``provider=None`` a custom provider's unknown id is
+        still refused: that provider has a server of its own.
 
         Args:
             base_url: The server, like ``http://localhost:11434/v1``.
@@ -254,8 +255,15 @@ class Models:
         self._unknown_served_from[provider] = checked_base_url(base_url)
 
     def _served_unknown(self, ref: ModelRef) -> Model | None:
-        url = self._unknown_served_from.get(ref.provider) or self._unknown_served_from.get(None)
+        url = self._unknown_served_from.get(ref.provider)
+        if url is None and not self._is_declared(ref.provider):
+            # A declared provider has its own server: an id it lacks is a typo to
+            # refuse (listing its models), not a model of the --base-url server.
+            url = self._unknown_served_from.get(None)
         return None if url is None else self.use_base_url(ref, url)
+
+    def _is_declared(self, provider: str) -> bool:
+        return provider in self._provider_info and provider not in self._catalog.providers
 
     def register_faux(self, faux: FauxProvider) -> list[Model]:
         """Register a faux provider and its models, so ``faux/<id>`` resolves.

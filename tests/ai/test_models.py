@@ -481,6 +481,14 @@ def test_unknown_ids_served_from_a_base_url_resolve_when_looked_up_and_known_one
     assert models.get("not a ref") is None
 
 
+def test_a_declared_providers_unknown_id_is_refused_not_sent_to_the_base_url() -> None:
+    models = Models(declarations=[LLAMA])
+    models.serve_unknown_from("http://localhost:11434/v1")
+
+    with pytest.raises(LookupError, match=r"Unknown model llama/qwen9\. Models of llama: qwen3"):
+        models.resolve("llama/qwen9")
+
+
 @pytest.mark.parametrize(
     ("model", "environ", "hint"),
     [
