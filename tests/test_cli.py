@@ -367,7 +367,7 @@ def test_a_stop_signal_during_the_heavy_imports_ends_the_command_right_after_the
         (
             {".pidurable/settings.json": "{"},
             ["--list-models"],
-            "settings.json: line 1 column 2: Expecting property name",
+            "settings.json: is not valid JSON: line 1 column 2: Expecting property name",
         ),
         ({}, ["-p", "x", "--model", "openai/nope"], "Unknown model openai/nope. Models of openai:"),
         ({}, ["-c", "-p"], "No session exists for"),

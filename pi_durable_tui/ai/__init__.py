@@ -3,14 +3,16 @@
 Layer 2 of DESIGN.md; imports nothing else from the package. The public face of
 a package of private modules and two sub-packages: ``_types`` and ``_events``
 (the vocabulary), ``_protocol`` (what a provider is), ``_handoff``,
-``_thinking``, ``_partial_json``, ``_pricing``, ``_failures`` and ``_tokens``
-(pure helpers), ``providers/`` (the HTTP providers, one module per wire API, and
-custom provider declarations), ``faux/`` (the scripted provider and its script
-files), ``_catalog`` (the packaged model rows) and ``_models`` (``Models``, on
-top of everything). Imports run one way: vocabulary <- helpers <- ``providers``
-and ``faux`` <- ``_models``.
+``_thinking``, ``_partial_json``, ``_pricing``, ``_failures``, ``_base_urls``,
+``_key_refusals`` and ``_tokens`` (pure helpers), ``providers/`` (the HTTP
+providers, one module per wire API, and custom provider declarations),
+``faux/`` (the scripted provider and its script files), ``_catalog`` (the
+packaged model rows) and ``_models`` (``Models``, on top of everything).
+Imports run one way: vocabulary <- helpers <- ``providers`` and ``faux`` <-
+``_models``.
 """
 
+from pi_durable_tui.ai._base_urls import BaseUrlError
 from pi_durable_tui.ai._events import (
     AssistantEvent,
     AssistantStream,
@@ -84,6 +86,7 @@ __all__ = [
     "AssistantEvent",
     "AssistantMessage",
     "AssistantStream",
+    "BaseUrlError",
     "Context",
     "Cost",
     "DoneEvent",

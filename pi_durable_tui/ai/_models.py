@@ -18,7 +18,13 @@ Which api and URL serve ``provider/id``, in order:
    moves to ``url``, with its catalog prices only when ``url`` is not local; an
    unknown id gets zero cost and ``anthropic-messages`` when its provider
    speaks it (a proxy for Anthropic), else ``openai-completions`` (the protocol
-   every local server speaks, also for ``openai/<unknown id>``).
+   every local server speaks, also for ``openai/<unknown id>``);
+4. ``serve_unknown_from(url, provider)``: every id still unknown (of that
+   provider, or of any) is served from ``url`` as ``use_base_url`` serves it, at
+   the moment it is looked up. ``--base-url`` sets it for every provider, so a
+   continued session, ``/model`` and a subagent reach that server's other
+   models; ``OPENAI_BASE_URL`` sets it for ``openai``, so ``openai/qwen3`` works
+   against the local server the variable names.
 
 Keys are looked up by provider name at request time (``KeyResolver``), never
 stored in a ``Model`` or ``StreamOptions``.
@@ -27,17 +33,17 @@ stored in a ``Model`` or ``StreamOptions``.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
 
+from pi_durable_tui.ai._base_urls import checked_base_url, is_local_url
 from pi_durable_tui.ai._catalog import Catalog, ProviderInfo, load_catalog
 from pi_durable_tui.ai._events import AssistantEvent, AssistantStream, ErrorEvent
+from pi_durable_tui.ai._key_refusals import explain_key_refusals, key_refusal_hint
 from pi_durable_tui.ai._pricing import calculate_cost
 from pi_durable_tui.ai._protocol import KeyResolver, Provider
 from pi_durable_tui.ai._types import (
@@ -58,33 +64,6 @@ BASE_URL_API = "openai-completions"
 speaks it."""
 
 _MODEL_FIELDS = frozenset(Model.model_fields)
-
-
-def is_local_url(url: str) -> bool:
-    """Tell whether a base URL names a server on this machine or its local network.
-
-    Local means a loopback, private or link-local address, ``localhost`` (and
-    ``*.localhost``), a ``*.local`` or ``*.internal`` name, or a single-label
-    host name (``http://gpu-box:8080``): servers the user runs, not a vendor.
-
-    Args:
-        url: An http(s) URL.
-
-    Returns:
-        True for a local server.
-    """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if not host:
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return (
-            host == "localhost"
-            or host.endswith((".localhost", ".local", ".internal"))
-            or "." not in host
-        )
-    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class Models:
@@ -122,6 +101,8 @@ class Models:
     ) -> None:
         self._catalog = catalog or load_catalog()
         self._keys = keys
+        self._unknown_served_from: dict[str | None, str] = {}
+        """Base URLs serving ids nothing declares, by provider (``None``: any provider)."""
         self._providers: dict[str, Provider] = {}
         self._models: dict[tuple[str, str], Model] = {}
         self._provider_info: dict[str, ProviderInfo] = dict(self._catalog.providers)
@@ -229,13 +210,8 @@ class Models:
         """
         if isinstance(ref, str):
             ref = ModelRef.parse(ref)
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"--base-url {base_url!r} is not an http(s) URL; "
-                "write it like http://localhost:8080/v1"
-            )
+        url = checked_base_url(base_url)
         known = self._models.get((ref.provider, ref.model_id))
-        url = base_url.rstrip("/")
         if known is not None:
             update: dict[str, Any] = {"base_url": url}
             if (ref.provider, ref.model_id) in self._catalog_prices and is_local_url(url):
@@ -258,6 +234,36 @@ class Models:
             )
         self.add(model)
         return model
+
+    def serve_unknown_from(self, base_url: str, provider: str | None = None) -> None:
+        """Serve every model id nothing else knows from a server, when it is looked up.
+
+        ``get`` and ``resolve`` then answer an unknown ``provider/id`` (of
+        ``provider``, or of any provider when ``None``) with ``use_base_url(ref,
+        base_url)`` instead of nothing: the model a continued session names,
+        another model picked with ``/model``, a subagent's model. Known models are
+        not moved, and with ``provider=None`` a custom provider's unknown id is
+        still refused: that provider has a server of its own.
+
+        Args:
+            base_url: The server, like ``http://localhost:11434/v1``.
+            provider: Only this provider's unknown ids; ``None`` for every provider.
+
+        Raises:
+            ValueError: When ``base_url`` is not an http(s) URL.
+        """
+        self._unknown_served_from[provider] = checked_base_url(base_url)
+
+    def _served_unknown(self, ref: ModelRef) -> Model | None:
+        url = self._unknown_served_from.get(ref.provider)
+        if url is None and not self._is_declared(ref.provider):
+            # A declared provider has its own server: an id it lacks is a typo to
+            # refuse (listing its models), not a model of the --base-url server.
+            url = self._unknown_served_from.get(None)
+        return None if url is None else self.use_base_url(ref, url)
+
+    def _is_declared(self, provider: str) -> bool:
+        return provider in self._provider_info and provider not in self._catalog.providers
 
     def register_faux(self, faux: FauxProvider) -> list[Model]:
         """Register a faux provider and its models, so ``faux/<id>`` resolves.
@@ -291,7 +297,7 @@ class Models:
                 ref = ModelRef.parse(ref)
             except ValueError:
                 return None
-        return self._models.get((ref.provider, ref.model_id))
+        return self._models.get((ref.provider, ref.model_id)) or self._served_unknown(ref)
 
     def resolve(self, ref: ModelRef | str) -> Model:
         """Look a model up, failing with a message that says what exists.
@@ -309,7 +315,7 @@ class Models:
         """
         if isinstance(ref, str):
             ref = ModelRef.parse(ref)
-        model = self._models.get((ref.provider, ref.model_id))
+        model = self._models.get((ref.provider, ref.model_id)) or self._served_unknown(ref)
         if model is not None:
             return model
         siblings = [m.id for m in self.list(ref.provider)]
@@ -355,7 +361,9 @@ class Models:
         """Stream one response from the provider serving a model.
 
         Never raises for an unknown model, a missing provider or a missing key:
-        the stream ends with an ``ErrorEvent`` saying what to fix.
+        the stream ends with an ``ErrorEvent`` saying what to fix. A server that
+        refuses the credentials (401, 403) is answered with the variable to set
+        or check (``key_refusal_hint``).
 
         Args:
             ref: The model (a resolved ``Model`` is used as is).
@@ -394,10 +402,19 @@ class Models:
                 f"{missing} is not set: export it to use {model.provider}/{model.id}",
             )
         try:
-            return provider.stream(model, context, options, abort=abort)
+            stream = provider.stream(model, context, options, abort=abort)
         except Exception as error:  # a provider must not raise; contain it anyway
             text = f"{type(error).__name__}: {error}"
             return error_stream(model.provider, model.id, model.api, text)
+        return explain_key_refusals(stream, lambda: self._key_refusal_hint(model))
+
+    def _key_refusal_hint(self, model: Model) -> str:
+        info = self._provider_info.get(model.provider)
+        key_sent = self._keys is not None and bool(self._keys(model.provider))
+        variable = info.api_key_env if info is not None else None
+        return key_refusal_hint(
+            model.provider, variable, declared=info is not None, key_sent=key_sent
+        )
 
     def provider_keys(self) -> tuple[str, ...]:
         """Return the keys the resolver holds now, one per provider that has one.
@@ -487,7 +504,10 @@ def default_models(
 
     ``OPENAI_BASE_URL``, when set, replaces the base URL of the catalog's OpenAI
     models (the OpenAI SDK convention for proxies and compatible servers); a
-    request there needs no key unless the server asks for one.
+    request there needs no key unless the server asks for one. It serves
+    ``openai/<id>`` for ids the catalog lacks too (a local server's own model
+    names), through Chat Completions, and on a local server (``is_local_url``)
+    the catalog's prices are dropped, as ``--base-url`` does.
 
     Args:
         user_models: Rows from settings; they win over the catalog.
@@ -502,6 +522,7 @@ def default_models(
         The models.
 
     Raises:
+        BaseUrlError: ``OPENAI_BASE_URL`` is not an http(s) URL.
         ValueError: As ``Models`` does, for a malformed row or a clashing name.
     """
     env = os.environ if environ is None else environ
@@ -518,9 +539,13 @@ def default_models(
     keys = env_keys(env, variables)
     openai_base_url = env.get("OPENAI_BASE_URL")
     if openai_base_url:
+        moved: dict[str, Any] = {"base_url": checked_base_url(openai_base_url, "OPENAI_BASE_URL")}
+        if is_local_url(moved["base_url"]):
+            # REMINDER: as with --base-url, a local server is not the vendor: its
+            # tokens cost nothing unless a settings row declares prices.
+            moved["cost"] = ModelCost()
         rows = tuple(
-            m.model_copy(update={"base_url": openai_base_url}) if m.provider == "openai" else m
-            for m in catalog.models
+            m.model_copy(update=moved) if m.provider == "openai" else m for m in catalog.models
         )
         catalog = Catalog(catalog.providers, rows)
     models = Models(
@@ -530,6 +555,10 @@ def default_models(
         keys=keys,
         declarations=declared,
     )
+    if openai_base_url:
+        # openai/<any id> on the server the variable names (a local server's own
+        # model names are not in the catalog), spoken in Chat Completions.
+        models.serve_unknown_from(openai_base_url, "openai")
     if faux is not None:
         models.register_faux(faux)
     return models

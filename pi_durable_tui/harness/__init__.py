@@ -156,6 +156,7 @@ from pi_durable_tui.harness.state import (
     ResolvedAgent,
     ToolRemoval,
     configure,
+    stored_model,
     text_of,
 )
 from pi_durable_tui.harness.tool import (
@@ -281,6 +282,7 @@ __all__ = [
     "schema_parameters",
     "section",
     "shell_message_text",
+    "stored_model",
     "text_of",
     "truncation_notice",
     "watch_events",

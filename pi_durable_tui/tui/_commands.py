@@ -178,6 +178,10 @@ async def _model(host: CommandHost, arg: str) -> None:
         )
         for choice in host.controller.models()
     ]
+    if not items:
+        # Nothing to list while the session opens, or when another process hosts
+        # it (it knows the providers); a name still works in both.
+        raise CommandError(NO_MODEL_LIST)
     chosen = await host.pick("Model", items)
     if chosen is None:
         return
@@ -214,6 +218,12 @@ def _task_rows(nodes: Sequence[TaskNode], depth: int = 0) -> Iterator[tuple[int,
         yield depth, node
         yield from _task_rows(node.children, depth + 1)
 
+
+NO_MODEL_LIST = (
+    "No models to list yet (the session is still opening, or another process hosts it): "
+    "try /model again in a moment, or type /model provider/id"
+)
+"""Said by ``/model`` when the controller offers no models to pick from."""
 
 TASKS_STOP_USAGE = "Usage: /tasks stop N, where N is a task number /tasks lists"
 

@@ -438,3 +438,96 @@ def test_an_unknown_openai_id_on_a_base_url_speaks_chat_completions_not_response
 def test_base_url_must_be_an_http_url() -> None:
     with pytest.raises(ValueError, match="'localhost:8080' is not an http"):
         Models().use_base_url("ollama/qwen3", "localhost:8080")
+
+
+def test_openai_base_url_serves_openai_ids_the_catalog_lacks_and_drops_prices_locally() -> None:
+    models = default_models(environ={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1/"})
+
+    local = models.resolve("openai/qwen3:8b")
+    assert (local.api, local.base_url, local.cost) == (
+        "openai-completions",
+        "http://127.0.0.1:8080/v1",
+        ModelCost(),
+    )
+    assert models.missing_key(local) is None  # a local server needs no key
+    assert models.resolve("openai/gpt-5").cost == ModelCost()  # not OpenAI's server
+    with pytest.raises(LookupError, match="no provider 'ollama'"):
+        models.resolve("ollama/qwen3")  # the variable is OpenAI's, not every provider's
+
+
+def test_openai_base_url_on_a_remote_proxy_keeps_the_catalog_prices() -> None:
+    models = default_models(environ={"OPENAI_BASE_URL": "https://proxy.example.com/v1"})
+
+    assert models.resolve("openai/gpt-5").cost.input > 0
+
+
+def test_an_openai_base_url_that_is_not_http_is_refused_with_an_example() -> None:
+    with pytest.raises(ValueError, match=r"OPENAI_BASE_URL 'localhost:8080' is not an http\(s\)"):
+        default_models(environ={"OPENAI_BASE_URL": "localhost:8080"})
+
+
+def test_unknown_ids_served_from_a_base_url_resolve_when_looked_up_and_known_ones_stay() -> None:
+    models = Models()
+    models.serve_unknown_from("http://localhost:11434/v1")
+
+    found = models.get("ollama/llama3.2")
+    assert found is not None
+    assert (found.api, found.base_url, found.cost) == (
+        "openai-completions",
+        "http://localhost:11434/v1",
+        ModelCost(),
+    )
+    assert models.resolve("anthropic/claude-haiku-4-5").base_url == "https://api.anthropic.com"
+    assert models.get("not a ref") is None
+
+
+def test_a_declared_providers_unknown_id_is_refused_not_sent_to_the_base_url() -> None:
+    models = Models(declarations=[LLAMA])
+    models.serve_unknown_from("http://localhost:11434/v1")
+
+    with pytest.raises(LookupError, match=r"Unknown model llama/qwen9\. Models of llama: qwen3"):
+        models.resolve("llama/qwen9")
+
+
+@pytest.mark.parametrize(
+    ("model", "environ", "hint"),
+    [
+        # --base-url with a provider name nothing declares: no key is ever sent.
+        (
+            "ollama/qwen3",
+            {},
+            'no key was sent: declare this server as a provider in settings with "api_key_env", '
+            "or use --model openai/<id> with OPENAI_API_KEY set",
+        ),
+        ("openai/qwen3", {}, "no key was sent: set OPENAI_API_KEY"),
+        (
+            "openai/qwen3",
+            {"OPENAI_API_KEY": SECRET},
+            "the server refused the key in OPENAI_API_KEY: check it",
+        ),
+        (
+            "llama/qwen3",
+            {},
+            'no key was sent: name the variable holding it with "api_key_env" in the '
+            "'llama' provider of your settings, and export it",
+        ),
+    ],
+)
+async def test_a_server_refusing_the_credentials_is_told_which_variable_to_set(
+    sse_server: SseServer,
+    http_client: httpx.AsyncClient,
+    model: str,
+    environ: dict[str, str],
+    hint: str,
+) -> None:
+    url = f"{sse_server.url}/v1"
+    declared = LLAMA.model_copy(update={"base_url": url})
+    models = default_models(declarations=[declared], environ=environ, client=http_client)
+    models.serve_unknown_from(url)
+    sse_server.error(401, '{"error": {"message": "Invalid API key"}}')
+
+    final = await models.stream(model, user_context("hi")).result()
+
+    assert final.error_status == 401
+    assert final.error_message == f"HTTP 401: Invalid API key ({hint})"
+    assert SECRET not in final.model_dump_json()

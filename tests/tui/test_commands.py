@@ -95,6 +95,19 @@ async def test_model_picker_filters_and_sets_the_chosen_model(
     assert controller.called("set_model") == [("local/qwen",)]
 
 
+async def test_model_with_nothing_to_list_says_to_wait_or_type_the_name(
+    app: PidurableApp, controller: RecordingController
+) -> None:
+    # The session is still opening (or hosted elsewhere): no models yet.
+    controller.model_choices = []
+    await run_command(app, "/model")
+    assert app.notice_bar.shown_notices[-1].text == (
+        "No models to list yet (the session is still opening, or another process hosts it): "
+        "try /model again in a moment, or type /model provider/id"
+    )
+    assert controller.called("set_model") == []
+
+
 async def test_picking_a_model_without_its_key_says_which_variable_to_set(
     app: PidurableApp, controller: RecordingController
 ) -> None:

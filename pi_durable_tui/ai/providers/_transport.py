@@ -8,7 +8,11 @@ over httpx, status checked before the event stream is opened, never
 ``aiter_lines``), the abort and failure rules of 1.4 and the lone-surrogate
 rule of 1.11. A connection failure and a 404 name the URL that was tried, and a
 404 on a path without ``/v1`` says the base URL probably lacks it (the usual
-mistake with local servers, issue 7).
+mistake with local servers, issue 7). A 404 whose message names the model sent
+(Ollama's "model not found", vLLM's "does not exist") says so instead and lists
+the models the server serves (``GET .../models``, one bounded request); a web
+page where an event stream was expected says the URL is not the API's; the idle
+timeout says how to wait longer.
 
 Abort without a task per read: ``AbortWatch`` runs one watcher task per stream.
 When the abort event is set while a read is waiting, the watcher cancels the
@@ -43,6 +47,9 @@ ERROR_TEXT_CHARS = 500
 """Characters of a non-JSON error body kept in the message."""
 
 REDACTED = "[redacted]"
+
+IDLE_TIMEOUT_ADVICE = 'set "stream": {"idle_timeout_s": 600} in settings'
+"""How to wait longer for a server, said when the idle timeout fails a stream."""
 
 
 class StreamFailure(Exception):
@@ -333,7 +340,19 @@ async def stream_sse(
             )
             try:
                 response = await watch.read(lambda: stack.enter_async_context(request))
-                await _check_response(response, url, watch, secrets)
+                if not _is_event_stream(response):
+                    message = await watch.read(lambda: _refusal_of(response, url))
+                    if response.status_code == 404 and _names_the_model(message, body):
+                        served = await watch.read(lambda: served_models(client, url, headers))
+                        message += f" ({unknown_model_hint(str(body['model']), url, served)})"
+                    elif response.status_code == 404:
+                        message += f" ({not_found_hint(url)})"
+                    raise StreamFailure(
+                        redact(message, secrets),
+                        status=response.status_code,
+                        retry_after_ms=parse_retry_after_ms(response.headers),
+                        retryable=False if response.is_success else None,
+                    )
                 events = EventSource(response).aiter_sse()
                 stack.push_async_callback(events.aclose)
                 while True:
@@ -348,29 +367,114 @@ async def stream_sse(
         watch.stop()
 
 
-async def _check_response(
-    response: httpx.Response, url: str, watch: AbortWatch, secrets: tuple[str, ...]
-) -> None:
-    status = response.status_code
+def _is_event_stream(response: httpx.Response) -> bool:
     content_type = response.headers.get("content-type", "")
-    if 200 <= status < 300 and "text/event-stream" in content_type:
-        return
-    body = await watch.read(lambda: _read_limited(response))
-    if 200 <= status < 300:
-        snippet = " ".join(body.decode("utf-8", "replace").split())[:ERROR_TEXT_CHARS]
-        message = (
-            f"Expected an event stream but the server sent "
-            f"{content_type or 'no content type'}: {snippet or 'an empty body'}"
-        )
-        raise StreamFailure(redact(message, secrets), status=status, retryable=False)
-    message = describe_error_body(status, body, response.reason_phrase)
-    if status == 404:
-        message += f" ({not_found_hint(url)})"
-    raise StreamFailure(
-        redact(message, secrets),
-        status=status,
-        retry_after_ms=parse_retry_after_ms(response.headers),
+    return response.is_success and "text/event-stream" in content_type
+
+
+async def _refusal_of(response: httpx.Response, url: str) -> str:
+    """Describe a response that is not an event stream (an error, a page, plain JSON)."""
+    body = await _read_limited(response)
+    if not response.is_success:
+        return describe_error_body(response.status_code, body, response.reason_phrase)
+    content_type = response.headers.get("content-type", "")
+    snippet = " ".join(body.decode("utf-8", "replace").split())[:ERROR_TEXT_CHARS]
+    message = (
+        f"Expected an event stream but the server sent "
+        f"{content_type or 'no content type'}: {snippet or 'an empty body'}"
     )
+    if "html" in content_type:
+        # A web page where an API was expected: the base URL names the server's
+        # site (a web UI, a proxy's landing page), not its API.
+        message += f" (POST {url} answered with a web page, not the API{_v1_advice(url)})"
+    return message
+
+
+def _names_the_model(message: str, body: Mapping[str, Any]) -> bool:
+    """Whether a refusal is about the model asked for (Ollama, vLLM, OpenAI word it so)."""
+    model = body.get("model")
+    lowered = message.lower()
+    named = isinstance(model, str) and bool(model) and model.lower() in lowered
+    return named and "model" in lowered
+
+
+def models_url(url: str) -> str:
+    """The ``/models`` listing beside an endpoint (``/v1/chat/completions`` -> ``/v1/models``).
+
+    Args:
+        url: The endpoint that was tried.
+
+    Returns:
+        The listing URL.
+    """
+    for endpoint in ("/chat/completions", "/responses", "/messages"):
+        if url.endswith(endpoint):
+            return url.removesuffix(endpoint) + "/models"
+    return url.rsplit("/", 1)[0] + "/models"
+
+
+MODELS_LISTED = 20
+"""Model ids a "no such model" message names at most."""
+
+MODELS_LISTING_TIMEOUT_S = 5.0
+"""How long the listing asked for after a "no such model" refusal may take."""
+
+
+async def served_models(
+    client: httpx.AsyncClient, url: str, headers: Mapping[str, str]
+) -> list[str]:
+    """Ask the server which models it serves (``GET .../models``), for a refusal's message.
+
+    Every OpenAI-compatible server (llama.cpp, Ollama, vLLM, LM Studio) and the
+    Anthropic API answer ``{"data": [{"id": ...}, ...]}`` there. Anything else
+    (an error, a timeout, another shape) gives no list: the message then says
+    where to look.
+
+    Args:
+        client: The HTTP client.
+        url: The endpoint the refused request went to.
+        headers: That request's headers (the server may want its key here too).
+
+    Returns:
+        Up to ``MODELS_LISTED`` ids, in the server's order; empty when unknown.
+    """
+    timeout = httpx.Timeout(MODELS_LISTING_TIMEOUT_S)
+    try:
+        async with client.stream(
+            "GET", models_url(url), headers=dict(headers), timeout=timeout
+        ) as response:
+            if not response.is_success:
+                return []
+            data = json.loads(await _read_limited(response))
+    except (httpx.HTTPError, ValueError):
+        return []
+    rows = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(rows, list):
+        return []
+    ids = [row["id"] for row in rows if isinstance(row, dict) and isinstance(row.get("id"), str)]
+    # REMINDER: the ids come from the server: keep them short and printable, the
+    # message is committed and shown.
+    return [" ".join(i.split())[:80] for i in ids if i.strip()][:MODELS_LISTED]
+
+
+def unknown_model_hint(model: str, url: str, served: list[str]) -> str:
+    """Say that the server lacks the model, and which ones it has (or where to look).
+
+    Args:
+        model: The id that was sent.
+        url: The endpoint that was tried.
+        served: What ``served_models`` found.
+
+    Returns:
+        ``the server at <base> has no model '<id>'; it serves: a, b`` or, with no
+        list, where the server lists its models.
+    """
+    listing = models_url(url)
+    base = listing.removesuffix("/models")
+    head = f"the server at {base} has no model {model!r}"
+    if served:
+        return f"{head}; it serves: {', '.join(served)}"
+    return f"{head}; GET {listing} lists the ones it serves"
 
 
 def not_found_hint(url: str) -> str:
@@ -382,13 +486,16 @@ def not_found_hint(url: str) -> str:
     Returns:
         ``POST <url> was not found``, plus the ``/v1`` advice when it applies.
     """
-    hint = f"POST {url} was not found"
-    if "/v1" not in httpx.URL(url).path:
-        hint += (
-            "; the path has no /v1: OpenAI-compatible servers (llama.cpp, Ollama, vLLM, "
-            "LM Studio) usually want a base URL ending in /v1, such as http://localhost:8080/v1"
-        )
-    return hint
+    return f"POST {url} was not found{_v1_advice(url)}"
+
+
+def _v1_advice(url: str) -> str:
+    if "/v1" in httpx.URL(url).path:
+        return ""
+    return (
+        "; the path has no /v1: OpenAI-compatible servers (llama.cpp, Ollama, vLLM, "
+        "LM Studio) usually want a base URL ending in /v1, such as http://localhost:8080/v1"
+    )
 
 
 async def _read_limited(response: httpx.Response) -> bytes:
@@ -407,7 +514,10 @@ def _failure_of(
 ) -> StreamFailure:
     detail = redact(str(error) or type(error).__name__, secrets)
     if isinstance(error, httpx.ReadTimeout) and idle_timeout_s is not None:
-        message = f"Stream idle timeout: no data from the server for {idle_timeout_s:g} s"
+        message = (
+            f"Stream idle timeout: no data from the server for {idle_timeout_s:g} s "
+            f"(a slow local model may need longer: {IDLE_TIMEOUT_ADVICE})"
+        )
     elif isinstance(error, (httpx.ConnectError, httpx.ConnectTimeout)):
         message = redact(f"Connection failed to {url}: {detail} (is the server running?)", secrets)
     elif isinstance(error, httpx.TimeoutException):

@@ -48,6 +48,7 @@ from pi_durable_tui.app.agent._headless import (
 from pi_durable_tui.app.agent._job_exit import live_jobs, moved_notice, stop_task
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._model_setup import (
+    UNSERVED_MODEL_ADVICE,
     ModelChoiceError,
     ModelSelection,
     build_models,
@@ -63,6 +64,7 @@ __all__ = [
     "CODING_PROMPT",
     "DEMOS",
     "SUBAGENTS",
+    "UNSERVED_MODEL_ADVICE",
     "AgentApp",
     "AppOptions",
     "AppSettings",

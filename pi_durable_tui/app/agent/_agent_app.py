@@ -53,7 +53,12 @@ from pi_durable_tui.app.agent._extension_files import ExtensionFiles, extension_
 from pi_durable_tui.app.agent._job_exit import end_jobs, keep_jobs, reopened_jobs
 from pi_durable_tui.app.agent._live_settings import SettingsFiles
 from pi_durable_tui.app.agent._mcp_servers import McpServers, open_mcp_servers
-from pi_durable_tui.app.agent._model_setup import ModelSelection, build_models, choose_model
+from pi_durable_tui.app.agent._model_setup import (
+    ModelChoiceError,
+    ModelSelection,
+    build_models,
+    choose_model,
+)
 from pi_durable_tui.app.agent._permissions import PermissionChoices, check_rules
 from pi_durable_tui.app.agent._prompt_sections import CODING_PROMPT
 from pi_durable_tui.app.agent._stop_marker import CLOSED, commit_stop_marker, take_stop_marker
@@ -78,12 +83,14 @@ from pi_durable_tui.app.files import (
 )
 from pi_durable_tui.env import ExecutionEnv, LocalEnv
 from pi_durable_tui.harness import (
+    AGENT_DOC,
     AgentChange,
     Conversation,
     EnvTarget,
     Harness,
     create_registry,
     parse_mcp_servers,
+    stored_model,
 )
 from pi_durable_tui.kernel import Clock, Report
 from pi_durable_tui.storage import StorageError
@@ -271,8 +278,12 @@ class AgentApp:
                 app_settings,
                 faux_script=None if provider is not None else faux_script,
                 faux=provider,
+                base_url=options.base_url,
             )
-            choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            try:
+                choice = choose_model(models, model_option, app_settings, base_url=options.base_url)
+            except ModelChoiceError as error:
+                raise ModelChoiceError(f"{error}{_unconfirmed_providers(settings, cwd)}") from None
             remote = None
             if location.remote and marker is None:
                 remote = await open_remote_env(location, tuple(app_settings.env_allow))
@@ -364,6 +375,12 @@ class AgentApp:
             app.root = await harness.root(agent=_initial_agent(choice, workspace))
             if options.model is not None and not created:
                 await app.root.configure(_model_change(choice))
+            elif options.base_url and not created:
+                # A continued session's own model is served from --base-url too,
+                # as it was when the session started there.
+                stored = stored_model(await app.root.snapshot(AGENT_DOC) or {})
+                if stored is not None:
+                    models.use_base_url(stored, options.base_url)
         except BaseException:
             await app.close()
             raise
@@ -511,6 +528,18 @@ def _store_failure(error: BaseException) -> TypeGuard[Exception]:
 
 _DISK = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 """The errors of a disk that refuses writes (full, read-only, no permission, failing)."""
+
+
+def _unconfirmed_providers(settings: SettingsFiles, cwd: str) -> str:
+    """Why a provider the project declares is unknown: its file is not confirmed yet."""
+    request = settings.pending()
+    if request is None or "providers" not in request.widening:
+        return ""
+    return (
+        f" ({request.where} declares providers, which apply only once you trust that file: "
+        f"run pidurable in {request.project} without --model and answer y, or declare them "
+        f"in {settings_sources(cwd)[0]})"
+    )
 
 
 def _initial_agent(choice: ModelSelection | None, cwd: str) -> AgentChange:

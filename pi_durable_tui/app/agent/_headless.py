@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol, TextIO
 
 from pi_durable_tui.app.agent._agent_app import AgentApp
+from pi_durable_tui.app.agent._model_setup import UNSERVED_MODEL_ADVICE
 from pi_durable_tui.app.agent._permissions import HEADLESS_HINT
 from pi_durable_tui.app.agent._printed import RedactedWriter, TextSink
 from pi_durable_tui.app.agent._uncancelled import complete
@@ -123,7 +124,11 @@ def describe_failure(record: SubmissionRecord) -> str:
     detail = record.detail
     text = detail if isinstance(detail, str) else ("" if detail is None else str(detail))
     if record.reason == "no_model":
-        return f"{text or 'No model is configured'}; {_NO_MODEL_HINT}"
+        # A model the session names but nothing serves now: most often a local
+        # server's model, continued without the --base-url it was served from.
+        unserved = text.endswith("is not available")
+        hint = f"{_NO_MODEL_HINT} ({UNSERVED_MODEL_ADVICE})" if unserved else _NO_MODEL_HINT
+        return f"{text or 'No model is configured'}; {hint}"
     head = _REASONS.get(record.reason or "", record.reason or record.status)
     return f"{head}: {text}" if text else head
 

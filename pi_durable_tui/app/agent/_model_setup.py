@@ -5,8 +5,10 @@
 providers declared in settings (local and self-hosted servers), a model served at
 ``--base-url`` (an OpenAI-compatible server: an unknown ``provider/id`` is served
 through ``openai-completions`` there, at zero cost, and a catalog model on a
-local server costs nothing either), and the faux provider of a
-``--faux-script``. ``choose_model`` picks ``--model provider/id[:thinking]``, else
+local server costs nothing either; any other id nothing knows, looked up later by
+a continued session, ``/model`` or a subagent, is served from there the same
+way), and the faux provider of a ``--faux-script``. ``choose_model`` picks
+``--model provider/id[:thinking]``, else
 the settings' ``model``, else the catalog's default model of the first provider
 whose key is set (``Models.default_model``: Anthropic before OpenAI), else nothing:
 the app still starts and says how to configure one.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 from pi_durable_tui.ai import (
     THINKING_LEVELS,
+    BaseUrlError,
     FauxProvider,
     Model,
     ModelRef,
@@ -29,6 +32,9 @@ from pi_durable_tui.ai import (
     load_faux_script,
 )
 from pi_durable_tui.app.agent._config import AppSettings, load_settings
+
+UNSERVED_MODEL_ADVICE = "a local server's model needs the --base-url it was served from"
+"""Said when a session names a model nothing serves now (``Model x/y is not available``)."""
 
 
 class ModelChoiceError(ValueError):
@@ -56,20 +62,40 @@ def parse_model_option(text: str) -> tuple[ModelRef, ThinkingLevel | None]:
 
 
 def build_models(
-    settings: AppSettings, *, faux_script: str | None = None, faux: FauxProvider | None = None
+    settings: AppSettings,
+    *,
+    faux_script: str | None = None,
+    faux: FauxProvider | None = None,
+    base_url: str | None = None,
 ) -> Models:
-    """Build the models of a run (the ``--base-url`` model is added by ``choose_model``).
+    """Build the models of a run.
+
+    Args:
+        settings: The settings (their custom providers).
+        faux_script: A faux script file whose provider is registered.
+        faux: A faux provider to register (instead of a script).
+        base_url: ``--base-url``: every model id nothing else knows is served from
+            there when it is looked up (``Models.serve_unknown_from``), so the model
+            a continued session names and other models of that server picked with
+            ``/model`` work. The model named with ``--model`` is moved there by
+            ``choose_model``.
 
     Raises:
         FauxScriptError: A malformed faux script (the message names file and place).
-        ModelChoiceError: A custom provider whose name clashes with a built-in one.
+        ModelChoiceError: A custom provider whose name clashes with a built-in one,
+            or a base URL (``--base-url``, ``OPENAI_BASE_URL``) that is not http(s).
     """
     if faux_script:
         faux = load_faux_script(faux_script).provider()
     try:
-        return default_models(declarations=settings.providers, faux=faux)
+        models = default_models(declarations=settings.providers, faux=faux)
+        if base_url:
+            models.serve_unknown_from(base_url)
+    except BaseUrlError as error:
+        raise ModelChoiceError(str(error)) from None
     except ValueError as error:
         raise ModelChoiceError(f"settings: {error}") from None
+    return models
 
 
 def choose_model(

@@ -107,7 +107,7 @@ def parse_settings(raw: bytes, path: Path) -> dict[str, Any]:
         data = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as error:
         raise SettingsError(
-            f"{path}: line {error.lineno} column {error.colno}: {error.msg}"
+            f"{path}: is not valid JSON: line {error.lineno} column {error.colno}: {error.msg}"
         ) from None
     except _NotJson as error:
         raise SettingsError(f"{path}: {error} is not a JSON value") from None

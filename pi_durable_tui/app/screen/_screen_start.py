@@ -20,7 +20,7 @@ without Textual, so print-free tests and the TUI run the same path:
 from __future__ import annotations
 
 from pi_durable_tui.app._view import missing_key_hint
-from pi_durable_tui.app.agent import AgentApp
+from pi_durable_tui.app.agent import UNSERVED_MODEL_ADVICE, AgentApp
 from pi_durable_tui.app.files import discover_commands
 from pi_durable_tui.app.screen._controller import AgentController
 from pi_durable_tui.app.screen._recovery import recovery_report
@@ -66,6 +66,11 @@ async def start_screen(
             model.add_notice("info", app.demo_banner())
         elif not model.footer.model:
             model.add_notice("warning", NO_MODEL)
+        elif app.models.get(model.footer.model) is None:
+            # Said now, not at the first prompt: a continued session whose model
+            # nothing serves (a local server's, without its --base-url).
+            unserved = f"Model {model.footer.model} is not available ({UNSERVED_MODEL_ADVICE})"
+            model.add_notice("warning", f"{unserved}; pick another with /model.")
         else:
             missing = _missing_key(app, model.footer.model)
             if missing is not None:

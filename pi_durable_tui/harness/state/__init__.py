@@ -30,6 +30,7 @@ from pi_durable_tui.harness.state._agent import (
     ToolRemoval,
     configure,
     resolve_agent,
+    stored_model,
 )
 from pi_durable_tui.harness.state._docs import (
     AGENT_DOC,
@@ -114,6 +115,7 @@ __all__ = [
     "run_inputs",
     "schema_tokens",
     "slot_of_task",
+    "stored_model",
     "text_of",
     "tool_result_message",
     "total_usage",

@@ -51,6 +51,7 @@ from pi_durable_tui.ai import (
 )
 from pi_durable_tui.ai._types import AssistantContent
 from pi_durable_tui.ai.providers._sse import EMPTY_ANSWER_MESSAGE
+from pi_durable_tui.ai.providers._transport import IDLE_TIMEOUT_ADVICE
 from tests.ai.providers.wire import HELLO, PRICES, WireApi, priced_model
 from tests.ai.sse_server import ODD_CHUNKS, Reply, SseServer, recording
 from tests.ai.streams import check_stream_order, collect, final, sequence, summary
@@ -299,7 +300,10 @@ class ProviderContract:
         assert summary(events)[-3:] == [("text_start", 0), ("text_delta", 0), ("error", None)]
         message = final(events)
         assert message.stop_reason == "error"
-        assert message.error_message == "Stream idle timeout: no data from the server for 0.2 s"
+        assert message.error_message == (
+            "Stream idle timeout: no data from the server for 0.2 s (a slow local model "
+            f"may need longer: {IDLE_TIMEOUT_ADVICE})"
+        )
         assert message.content == [TextContent(text="Hello")]
         assert message.retryable is True
         await asyncio.wait_for(sse_server.disconnected.wait(), 5)
@@ -498,6 +502,63 @@ class ProviderContract:
         assert ("the path has no /v1" in text) is ("/v1" not in path)
         assert message.error_status == 404
         assert not is_retryable_error(message)
+
+    @pytest.mark.parametrize(
+        "missing",
+        [
+            '{"error": {"message": "model \\"qwen9\\" not found, try pulling it first"}}',
+            '{"object": "error", "message": "The model `qwen9` does not exist.", "code": 404}',
+        ],
+    )
+    async def test_a_404_for_a_model_the_server_lacks_lists_the_models_it_serves(
+        self, sse_server: SseServer, http_client: httpx.AsyncClient, missing: str
+    ) -> None:
+        sse_server.error(404, missing)
+        listing = {"object": "list", "data": [{"id": "qwen3:8b"}, {"id": "llama3.2"}]}
+        sse_server.error(200, json.dumps(listing))
+
+        base_url = f"{sse_server.url}/v1"
+        message = final(await self.wire.run(sse_server, http_client, base_url=base_url, id="qwen9"))
+
+        posted, listed = sse_server.requests
+        assert (listed.method, listed.path) == ("GET", "/v1/models")
+        assert listed.headers.get("authorization") == posted.headers.get("authorization")
+        text = message.error_message or ""
+        assert text.endswith(
+            f"(the server at {base_url} has no model 'qwen9'; it serves: qwen3:8b, llama3.2)"
+        )
+        assert "was not found" not in text  # the URL was right; the model was not
+        assert message.error_status == 404
+        assert not is_retryable_error(message)
+
+    async def test_a_404_for_a_missing_model_without_a_listing_says_where_to_look(
+        self, sse_server: SseServer, http_client: httpx.AsyncClient
+    ) -> None:
+        sse_server.error(404, '{"error": "model \'qwen9\' not found"}')
+        sse_server.error(404, "404 page not found", **{"content-type": "text/plain"})
+
+        base_url = f"{sse_server.url}/v1"
+        message = final(await self.wire.run(sse_server, http_client, base_url=base_url, id="qwen9"))
+
+        assert (message.error_message or "").endswith(
+            f"(the server at {base_url} has no model 'qwen9'; "
+            f"GET {base_url}/models lists the ones it serves)"
+        )
+
+    async def test_a_web_page_where_the_api_should_be_says_the_url_is_not_the_api(
+        self, sse_server: SseServer, http_client: httpx.AsyncClient
+    ) -> None:
+        page = "<!DOCTYPE html><title>Open WebUI</title>"
+        sse_server.error(200, page, **{"content-type": "text/html"})
+
+        message = final(await self.wire.run(sse_server, http_client))
+
+        path = sse_server.requests[0].path
+        text = message.error_message or ""
+        assert text.startswith("Expected an event stream but the server sent text/html: <!DOCTYPE")
+        assert f"(POST {sse_server.url}{path} answered with a web page, not the API" in text
+        assert ("the path has no /v1" in text) is ("/v1" not in path)
+        assert message.retryable is False
 
     @pytest.mark.parametrize(("declared", "option", "sent"), [(4096, None, 4096), (4096, 500, 500)])
     async def test_the_models_declared_output_limit_is_sent_unless_the_options_say(

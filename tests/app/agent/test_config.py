@@ -60,7 +60,11 @@ DEEP = "[" * 100_000 + "]" * 100_000
         ("project", {"retry": {"max_retries": "often"}}, "retry.max_retries: expected a whole"),
         ("user", {"tool_execution": "sideways"}, "tool_execution: Input should be"),
         ("project", {"modle": "faux/faux-1"}, "modle: not a setting (check its spelling"),
-        ("user", '{"model": "faux/faux-1",\n}', "line 2 column 1: Expecting property name"),
+        (
+            "user",
+            '{"model": "faux/faux-1",\n}',
+            "settings.json: is not valid JSON: line 2 column 1: Expecting property name",
+        ),
         ("project", "[1, 2]", "the top level must be an object"),
         # Strict: JSON has the types, nothing is coerced (issue 12).
         (

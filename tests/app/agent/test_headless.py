@@ -152,7 +152,12 @@ async def test_resuming_an_answered_session_prints_its_last_answer_again(
         ("aborted", None, "the run was aborted"),
         ("faulted", "boom", "the run failed: boom"),
         ("no_model", None, 'No model is configured; use --model provider/id, or set "model"'),
-        ("no_model", "Model x/y is not available", "Model x/y is not available; use --model"),
+        (
+            "no_model",
+            "Model x/y is not available",
+            'Model x/y is not available; use --model provider/id, or set "model" in settings '
+            "(a local server's model needs the --base-url it was served from)",
+        ),
         ("stale", None, "the input was dropped"),
     ],
 )

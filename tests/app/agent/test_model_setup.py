@@ -87,6 +87,38 @@ async def test_base_url_serves_an_unknown_model_id_through_chat_completions_at_z
     assert (await app.harness.usage())["cost"]["total"] == 0
 
 
+@pytest.mark.parametrize("option", ["ollama/llama3.2", "openai/gpt-5"])
+async def test_a_session_continued_with_the_same_base_url_is_answered_by_that_server(
+    open_app: OpenApp, sse_server: SseServer, option: str
+) -> None:
+    url = f"{sse_server.url}/v1"
+    api = "openai-completions" if option.startswith("ollama") else "openai-responses"
+    sse_server.sse(api, "text")
+    sse_server.sse(api, "text")
+    first = await open_app(model=option, base_url=url)
+    assert (await run(first, "hi")).status == 0
+    await first.close()
+
+    again = await open_app(base_url=url, continue_session=True)  # no --model: the session's own
+    printed = await run(again, "and again")
+
+    assert (printed.status, printed.out, printed.err) == (0, "Hello, world!\n", "")
+    assert [request.json()["model"] for request in sse_server.requests] == [
+        option.partition("/")[2]
+    ] * 2
+    assert (await again.harness.usage())["cost"]["total"] == 0
+
+
+async def test_another_model_of_the_base_url_server_can_be_picked_by_name(
+    open_app: OpenApp, sse_server: SseServer
+) -> None:
+    app = await open_app(model="ollama/llama3.2", base_url=f"{sse_server.url}/v1")
+
+    picked = app.models.resolve("ollama/qwen3:8b")  # what /model ollama/qwen3:8b looks up
+
+    assert (picked.api, picked.base_url) == ("openai-completions", f"{sse_server.url}/v1")
+
+
 async def test_a_catalog_model_on_a_local_base_url_is_not_charged_catalog_prices(
     open_app: OpenApp, sse_server: SseServer
 ) -> None:
@@ -160,6 +192,23 @@ async def test_a_server_that_is_not_there_fails_the_run_with_one_line_naming_the
     assert printed.err.startswith("pidurable: the model request failed: ")
     assert "http://127.0.0.1:9/v1/chat/completions" in printed.err
     assert printed.err.count("\n") == 1
+
+
+async def test_a_model_of_providers_a_project_declares_unconfirmed_says_why_it_is_unknown(
+    open_app: OpenApp, home: Path, project: Path
+) -> None:
+    settings = project / ".pidurable" / "settings.json"
+    write_settings(settings, {"providers": [local_provider("http://127.0.0.1:9/v1")]})
+
+    with pytest.raises(ModelChoiceError) as refused:
+        await open_app(model="local/qwen3-8b")
+
+    assert str(refused.value) == (
+        "Unknown model local/qwen3-8b: no provider 'local' (known: anthropic, openai) "
+        f"({settings} declares providers, which apply only once you trust that file: run "
+        f"pidurable in {project.resolve()} without --model and answer y, or declare them in "
+        f"{home / 'settings.json'})"
+    )
 
 
 def test_the_model_listing_shows_custom_and_faux_models_and_the_key_each_lacks(

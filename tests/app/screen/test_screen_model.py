@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pi_durable_tui.ai import FauxProvider, ModelCost, faux_error, faux_model
+from pi_durable_tui.ai import FauxProvider, ModelCost, ModelRef, faux_error, faux_model
 from pi_durable_tui.app import LiveScreenModel, ViewChange
 from pi_durable_tui.app.screen._screen_model import PAGE
-from pi_durable_tui.harness import LIVE_DOC
+from pi_durable_tui.harness import LIVE_DOC, AgentChange
 from pi_durable_tui.kernel import CommitInfo, ManualClock
 from tests.app.screen_support import ScreenFactory, call, gate_command, say, seed_history
 from tests.harness.run_support import within
@@ -226,6 +226,24 @@ async def test_a_session_on_a_model_whose_key_is_not_set_names_the_variable_at_s
     )
     assert '"api_key_env"' in notice.text
     assert rig.model.footer.model == "anthropic/claude-sonnet-4-5"
+
+
+async def test_a_continued_session_whose_model_nothing_serves_says_so_at_start(
+    open_screen: ScreenFactory,
+) -> None:
+    # A local server's model, continued without the --base-url that served it.
+    first = await open_screen()
+    await within(first.app.root.configure(AgentChange(model=ModelRef("ollama", "qwen3"))))
+    await within(first.controller.close())
+
+    rig = await open_screen(model=None, continue_session=True)
+
+    [notice] = rig.model.notices
+    assert (notice.level, notice.text) == (
+        "warning",
+        "Model ollama/qwen3 is not available (a local server's model needs the --base-url "
+        "it was served from); pick another with /model.",
+    )
 
 
 async def test_listeners_hear_each_change_until_they_unsubscribe(
